@@ -1,0 +1,135 @@
+# goshim — one wildcard Makefile.
+#
+#   make          build/libgoshim.so and the launcher build/goshim
+#   make test     unit tests (Criterion) and preload integration tests
+#   make bench    native vs goshim benchmarks, ratios printed
+#   make demo     the thread-per-connection demo (see README.md)
+#   make deps     installs missing Debian packages (the targets above need it)
+#   make install  PREFIX=/usr/local
+
+ARCH    ?= $(shell uname -m)
+PREFIX  ?= /usr/local
+BUILD   := build
+
+CC      := gcc
+CXX     := g++
+DEPFLAGS = -MMD -MP
+WARN    := -Wall -Wextra -Wno-unused-parameter
+OPT     ?= -O2
+COMMON  := $(OPT) -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -D_GNU_SOURCE -I. $(WARN)
+CXXFLAGS_LIB := -std=c++20 $(COMMON) -fno-exceptions -fno-rtti -fno-threadsafe-statics \
+                -fno-asynchronous-unwind-tables -funwind-tables -ftls-model=initial-exec
+CFLAGS_LIB   := -std=gnu11 $(COMMON) -fexceptions -ftls-model=initial-exec
+
+JEMALLOC_A := /usr/lib/$(ARCH)-linux-gnu/libjemalloc_pic.a
+# jemalloc's objects minus its C++ operator new/delete (the program's
+# libstdc++ provides those, on top of malloc).
+JEMALLOC_STAMP := $(BUILD)/jemalloc/.stamp
+
+LIB_CXX := $(wildcard core/*.cpp shim/*.cpp syscalls/*.cpp arch/$(ARCH)/*.cpp)
+LIB_C   := $(wildcard shim/*.c)
+LIB_S   := $(wildcard arch/$(ARCH)/*.S)
+LIB_OBJ := $(LIB_CXX:%.cpp=$(BUILD)/obj/%.o) $(LIB_C:%.c=$(BUILD)/obj/%.o) \
+           $(LIB_S:%.S=$(BUILD)/obj/%.o)
+CORE_OBJ := $(filter $(BUILD)/obj/core/% $(BUILD)/obj/syscalls/% $(BUILD)/obj/arch/%,$(LIB_OBJ))
+
+LIB      := $(BUILD)/libgoshim.so
+LAUNCHER := $(BUILD)/goshim
+
+.PHONY: all deps test unit preload bench demo install clean
+all: $(LIB) $(LAUNCHER)
+
+# ---- dependencies -------------------------------------------------------------
+DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
+            procps
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+# ---- the library --------------------------------------------------------------
+$(BUILD)/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS_LIB) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_LIB) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(COMMON) $(DEPFLAGS) -c $< -o $@
+
+$(JEMALLOC_STAMP): $(JEMALLOC_A)
+	@rm -rf $(dir $@) && mkdir -p $(dir $@)
+	cd $(dir $@) && ar x $(JEMALLOC_A) && rm -f jemalloc_cpp.pic.o && touch .stamp
+
+$(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
+	$(CC) -shared -o $@ $(LIB_OBJ) $(BUILD)/jemalloc/*.pic.o \
+	  -Wl,--version-script=shim/exports.map -Wl,-Bsymbolic-functions -Wl,-z,now \
+	  -Wl,-z,noexecstack -ldl -lpthread -lm -lgcc_s
+
+$(LAUNCHER): launcher/goshim.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 -O2 -g -Wall -Wextra -I. -o $@ $<
+
+# ---- tests --------------------------------------------------------------------
+UNIT_SRC := $(wildcard tests/unit/*_test.cpp)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.cpp=$(BUILD)/tests/unit/%)
+PRE_C    := $(wildcard tests/preload/*.c)
+PRE_CXX  := $(wildcard tests/preload/*.cpp)
+PRE_BIN  := $(PRE_C:tests/preload/%.c=$(BUILD)/tests/preload/%) \
+            $(PRE_CXX:tests/preload/%.cpp=$(BUILD)/tests/preload/%)
+# Integration programs know nothing of goshim: plain gcc/g++ -pthread.
+PRE_CFLAGS := -O2 -g -Wall -pthread -D_GNU_SOURCE
+
+$(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE -fno-exceptions -fno-rtti $(DEPFLAGS) \
+	  -o $@ $< $(CORE_OBJ) -lcriterion -ldl -lpthread
+
+$(BUILD)/tests/preload/%: tests/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $< -lm
+
+$(BUILD)/tests/preload/%: tests/preload/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(PRE_CFLAGS) -o $@ $<
+
+unit: deps $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout 300 $$t --jobs 2; done
+
+preload: deps all $(PRE_BIN)
+	@tests/run_preload.sh $(BUILD)
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory preload
+
+# ---- benchmarks -----------------------------------------------------------------
+BENCH_C   := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_C:bench/%.c=$(BUILD)/bench/%)
+
+$(BUILD)/bench/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -pthread -D_GNU_SOURCE -o $@ $< -lm
+
+bench: deps all $(BENCH_BIN)
+	@bench/run.sh $(BUILD)
+
+# ---- install --------------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/goshim $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/goshim/libgoshim.so
+	install -m 0755 $(LAUNCHER) $(DESTDIR)$(PREFIX)/bin/goshim
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

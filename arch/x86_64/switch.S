@@ -1,0 +1,135 @@
+/*
+ * goshim context switch, x86-64 System V, ELF, GNU as.
+ *
+ * A switched-out context is a frame on its own stack; the G keeps only its
+ * stack pointer (G::sched_sp, offset 0 of struct G). Frame layout:
+ *
+ *   -------------------------------------------------------
+ *   | sp+0x00 | MXCSR (4 bytes) | x87 CW (2) | pad (2)    |
+ *   | sp+0x08 | R15                                       |
+ *   | sp+0x10 | R14                                       |
+ *   | sp+0x18 | R13                                       |
+ *   | sp+0x20 | R12                                       |
+ *   | sp+0x28 | RBX                                       |
+ *   | sp+0x30 | RBP                                       |
+ *   | sp+0x38 | RIP (return address)                      |
+ *   -------------------------------------------------------
+ *
+ * The thread pointer (%fs base) moves with the stack: wrfsbase when the
+ * CPU and kernel allow it (goshim_arch_fsgsbase != 0), arch_prctl
+ * otherwise. core/gmp.hpp static_asserts the offsets used here.
+ */
+
+#define FRAME_SIZE 0x38
+#define ARCH_SET_FS 0x1002
+#define SYS_arch_prctl 158
+
+	.text
+
+/*
+ * void goshim_mcall(G *gp, void (*fn)(G *), uintptr_t g0_sp, uintptr_t g0_tp)
+ *
+ * Called on a user G. Saves the G's context into gp->sched_sp, switches to
+ * the M's g0 stack and thread pointer and calls fn(gp), which never returns.
+ * When the G is resumed (goshim_gogo), goshim_mcall returns to its caller.
+ */
+	.globl	goshim_mcall
+	.hidden	goshim_mcall
+	.type	goshim_mcall,@function
+	.p2align 4
+goshim_mcall:
+	.cfi_startproc
+	pushq	%rbp			/* save RBP */
+	.cfi_adjust_cfa_offset 8
+	pushq	%rbx			/* save RBX */
+	.cfi_adjust_cfa_offset 8
+	pushq	%r12			/* save R12 */
+	.cfi_adjust_cfa_offset 8
+	pushq	%r13			/* save R13 */
+	.cfi_adjust_cfa_offset 8
+	pushq	%r14			/* save R14 */
+	.cfi_adjust_cfa_offset 8
+	pushq	%r15			/* save R15 */
+	.cfi_adjust_cfa_offset 8
+	subq	$8, %rsp		/* room for MXCSR and x87 CW */
+	.cfi_adjust_cfa_offset 8
+	stmxcsr	(%rsp)			/* save MXCSR */
+	fnstcw	4(%rsp)			/* save x87 control word */
+	movq	%rsp, (%rdi)		/* gp->sched_sp = rsp */
+	movq	%rdx, %rsp		/* switch to the g0 stack */
+	.cfi_undefined rip		/* unwinders stop here on g0 */
+	cmpb	$0, goshim_arch_fsgsbase(%rip)
+	je	1f
+	wrfsbase %rcx			/* thread pointer = g0's TLS block */
+	jmp	2f
+1:	movq	%rdi, %r8		/* arch_prctl(ARCH_SET_FS, g0_tp) */
+	movq	%rsi, %r9
+	movq	%rcx, %rsi
+	movl	$ARCH_SET_FS, %edi
+	movl	$SYS_arch_prctl, %eax
+	syscall
+	movq	%r8, %rdi
+	movq	%r9, %rsi
+2:	callq	*%rsi			/* fn(gp): never returns */
+	ud2
+	.cfi_endproc
+	.size	goshim_mcall,.-goshim_mcall
+
+/*
+ * void goshim_gogo(uintptr_t sp, uintptr_t tp)
+ *
+ * Called on g0. Installs the thread pointer tp and resumes the context
+ * saved at sp (by goshim_mcall or built by goshim_frame_init). Never returns.
+ */
+	.globl	goshim_gogo
+	.hidden	goshim_gogo
+	.type	goshim_gogo,@function
+	.p2align 4
+goshim_gogo:
+	.cfi_startproc
+	.cfi_undefined rip
+	cmpb	$0, goshim_arch_fsgsbase(%rip)
+	je	1f
+	wrfsbase %rsi			/* thread pointer = the G's TLS block */
+	jmp	2f
+1:	movq	%rdi, %r8		/* arch_prctl(ARCH_SET_FS, tp) */
+	movl	$ARCH_SET_FS, %edi
+	movl	$SYS_arch_prctl, %eax
+	syscall
+	movq	%r8, %rdi
+2:	movq	%rdi, %rsp		/* switch to the G's stack */
+	ldmxcsr	(%rsp)			/* restore MXCSR */
+	fldcw	4(%rsp)			/* restore x87 control word */
+	addq	$8, %rsp
+	popq	%r15			/* restore R15 */
+	popq	%r14			/* restore R14 */
+	popq	%r13			/* restore R13 */
+	popq	%r12			/* restore R12 */
+	popq	%rbx			/* restore RBX */
+	popq	%rbp			/* restore RBP */
+	ret				/* jump to the saved RIP */
+	.cfi_endproc
+	.size	goshim_gogo,.-goshim_gogo
+
+/*
+ * First code a new G runs: goshim_frame_init stores entry in R13 and its
+ * argument in R12 and makes this the frame's return address. The stack is
+ * 16-byte aligned here, so the call below gives entry a standard frame.
+ * The undefined RIP marks the outermost frame for every unwinder (libgcc's
+ * forced unwind for pthread_exit, libunwind, gdb).
+ */
+	.globl	goshim_gstart
+	.hidden	goshim_gstart
+	.type	goshim_gstart,@function
+	.p2align 4
+goshim_gstart:
+	.cfi_startproc
+	.cfi_undefined rip
+	xorl	%ebp, %ebp		/* outermost frame: no parent RBP */
+	movq	%r12, %rdi		/* entry(arg) */
+	callq	*%r13
+	ud2				/* entry never returns */
+	.cfi_endproc
+	.size	goshim_gstart,.-goshim_gstart
+
+	.section .note.GNU-stack,"",@progbits

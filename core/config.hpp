@@ -1,0 +1,44 @@
+// Configuration from the environment, read once at start-up.
+//
+//   GOSHIM_MAXPROCS=N      number of Ps (default: CPUs in the affinity mask,
+//                          capped by the cgroup v2 cpu.max quota)
+//   GOSHIM_STACK=SIZE      default goroutine stack size (e.g. 256k, 8m)
+//   GOSHIM_MODE=M:N|1:1    1:1 leaves every thread a kernel thread
+//   GOSHIM_PREEMPT=off|SIGNAL   async preemption signal (default SIGURG)
+//   GOSHIM_TRACE=FILE      scheduler trace (Chrome trace-event JSON)
+//   GOSHIM_DEBUG=k=v,...   schedtrace=MS, scheddetail=1, stats=1,
+//                          deadlock=0, pinned=MS, dumpsignal=SIG
+//
+// A bad value is reported once on stderr and the default is used.
+#pragma once
+
+#include <stddef.h>
+
+namespace goshim {
+
+struct Config {
+  int maxprocs = 0;        // 0 until config_init
+  size_t stack_size = 0;   // 0: glibc's default
+  bool one_to_one = false;
+  int preempt_signal = 0;  // 0: off
+  const char* trace_file = nullptr;
+  int schedtrace_ms = 0;
+  bool scheddetail = false;
+  bool stats = false;
+  bool deadlock = true;
+  int pinned_ms = 0;
+  int dump_signal = 0;
+};
+
+extern Config config;
+
+// Parses the environment. On the initial thread, before the runtime starts.
+void config_init();
+
+// CPUs goshim would use by default (affinity mask, cgroup quota).
+int default_procs();
+
+// Parses "123", "64k", "8m", "1g". Returns false on a bad value.
+bool parse_size(const char* s, size_t* out);
+
+}  // namespace goshim

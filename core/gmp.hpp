@@ -1,0 +1,343 @@
+// G, M, P and the global scheduler state. Types and state enums only; the
+// code lives in sched.cpp (scheduling), proc.cpp (creating and ending Gs
+// and Ms), park.cpp (park/ready), runq.cpp (run queues).
+//
+// Vocabulary for contracts (see HACKING.md):
+//   On g0        runs on the M's scheduler stack with the M's TLS
+//   On user G    runs on a goroutine's stack with the goroutine's TLS
+//   Without P    the M holds no P (cannot touch run queues or timers of its own)
+//   Owner P only only the M holding that P may call it
+//   Any P        callable by any M holding some P
+//   Signal-safe  no locks, no malloc, errno preserved
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <atomic>
+
+#include "core/lock.hpp"
+#include "core/timer.hpp"
+
+namespace goshim {
+
+struct G;
+struct M;
+struct P;
+
+// ---------------------------------------------------------------------------
+// G states. Each says who owns the G's stack, whether the G sits on a run
+// queue and whether it holds an M.
+enum class GStatus : uint32_t {
+  // Allocated but not in use: on a free list or being initialized.
+  // No stack is attached (or it is being attached). Not on a run queue.
+  Idle = 0,
+  // Ready to run: on exactly one run queue (runnext, a local ring, the
+  // global queue) or in a ready batch being moved between them. Its stack
+  // is not in use; no M.
+  Runnable = 1,
+  // Executing on an M that holds a P. The stack is owned by the G.
+  Running = 2,
+  // In a blocking call (enter_blocking .. exit_blocking). Owns its stack
+  // and its M; the M's P may be retaken by sysmon.
+  Syscall = 3,
+  // Parked: on no run queue. The record of what it waits for (a sema
+  // queue, a poll descriptor, a timer) is the only way back; whoever
+  // removes it from there readies it.
+  Waiting = 4,
+  // Finished. Joinable Gs stay Dead (a zombie) until joined; then, like
+  // detached ones, they go to a free list as Idle.
+  Dead = 5,
+};
+
+enum class PStatus : uint32_t {
+  Idle = 0,     // on sched.pidle; no M; run queue empty
+  Running = 1,  // owned by an M running user code or the scheduler
+  Syscall = 2,  // its M is in a blocking call; sysmon may retake it
+};
+
+// Why a G is parked. Never reuse a value; names[] below is the table the
+// dumps and the trace print.
+enum class WaitReason : uint8_t {
+  None = 0,
+  Join,
+  Once,
+  Sleep,
+  Mutex,
+  Cond,
+  RWLock,
+  Barrier,
+  Semaphore,
+  Futex,
+  IORead,
+  IOWrite,
+  Poll,
+  Select,
+  EpollWait,
+  Accept,
+  Connect,
+  SigWait,
+  Preempted,
+  Yield,
+  Blocking,
+  AtomicWait,
+  Count
+};
+const char* wait_reason_name(WaitReason r);
+
+// Flags on G::flags (set at creation, read-only afterwards unless noted).
+enum : uint32_t {
+  kGFlagG0 = 1u << 0,      // an M's scheduler G
+  kGFlagMain = 1u << 1,    // G1: main, running on the initial thread's TLS and stack
+  kGFlagUserStack = 1u << 2,  // stack supplied by pthread_attr_setstack
+};
+
+// A goroutine stack: [lo, hi) usable; the mapping is [map_lo, map_lo+map_size)
+// with a guard of guard bytes at the bottom.
+struct Stack {
+  uintptr_t lo = 0;
+  uintptr_t hi = 0;
+  uintptr_t map_lo = 0;
+  size_t map_size = 0;
+  size_t guard = 0;
+};
+
+// State of a parked G's sema wait (core/sema.cpp). Lives in the G so that a
+// timer or a waker can reach it after the waiting frame is gone.
+struct SemaWaiter {
+  const void* addr = nullptr;  // the address waited on
+  SemaWaiter* next = nullptr;  // FIFO of waiters on the same address
+  SemaWaiter* prev = nullptr;
+  SemaWaiter* tail = nullptr;  // valid in the list head only
+  SemaWaiter* nextaddr = nullptr;  // next address in the bucket (head only)
+  G* gp = nullptr;                 // nullptr for a foreign (kernel) waiter
+  std::atomic<uint32_t> kwake{0};  // foreign waiter: futex word, 1 = woken
+  uint32_t bitset = ~0u;
+  std::atomic<uint32_t> queued{0};  // 1 while on a bucket list
+  uint64_t seq = 0;                 // which wait of gp this is
+  int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
+};
+
+// ---------------------------------------------------------------------------
+struct G {
+  // Saved stack pointer of a switched-out context. Offset 0: switch.S.
+  uintptr_t sched_sp = 0;
+  // Thread pointer: this G's TCB (struct pthread). pthread_t == tp.
+  uintptr_t tp = 0;
+  std::atomic<GStatus> status{GStatus::Idle};
+  uint32_t flags = 0;
+  M* m = nullptr;          // the M running it (Running, Syscall)
+  G* schedlink = nullptr;  // run queue and free list link
+  uint64_t goid = 0;       // unique, never reused
+  int32_t vtid = 0;        // virtual tid stored in the TCB
+  uint32_t magic = 0;      // kGMagic while the slot holds a G
+  Stack stack;
+
+  // pthread
+  void* (*start_routine)(void*) = nullptr;
+  void* start_arg = nullptr;
+  void* retval = nullptr;
+  // Join protocol (proc.cpp): kJoin* bits; the word is also a sema address.
+  std::atomic<uint32_t> join_state{0};
+  std::atomic<G*> joiner{nullptr};
+  uint64_t creator_goid = 0;
+  uint32_t fp_mxcsr = 0;   // initial floating-point control state
+  uint16_t fp_fpcw = 0;
+  bool started = false;    // has run at least once
+  char name[16] = {0};     // pthread_setname_np
+  int sched_policy = 0;
+  int sched_priority = 0;
+
+  // Parking
+  WaitReason waitreason = WaitReason::None;
+  const void* waitobj = nullptr;  // address or fd the G waits on (dumps)
+  int64_t waitsince = 0;
+  std::atomic<uint64_t> parkseq{0};  // increments on every timed park
+  int park_result = 0;               // set by the waker before ready()
+  SemaWaiter sw;
+  Timer timer;
+
+  // Preemption and blocking calls (sysmon)
+  std::atomic<bool> preempt{false};
+  int64_t runstart = 0;
+
+  // Signals and cancellation (process semantics)
+  uint64_t sigmask = 0;
+  std::atomic<uint64_t> sigpending{0};
+  std::atomic<uint32_t> cancel{0};
+
+  bool is_g0() const { return flags & kGFlagG0; }
+  bool is_main() const { return flags & kGFlagMain; }
+};
+
+inline constexpr uint32_t kGMagic = 0x676f7368;  // "gosh"
+
+// join_state bits
+enum : uint32_t {
+  kJoinDetached = 1u << 0,
+  kJoinExited = 1u << 1,
+  kJoinJoining = 1u << 2,  // a joiner has claimed the G
+};
+
+// ---------------------------------------------------------------------------
+struct M {
+  G g0;                     // scheduler G: its stack and TLS are the M's own
+  G* curg = nullptr;        // the user G running, or nullptr on g0
+  P* p = nullptr;           // attached P, or nullptr
+  P* nextp = nullptr;       // P handed over by startm
+  P* oldp = nullptr;        // P held before entering a blocking call
+  int32_t id = 0;
+  pid_t tid = 0;            // kernel tid
+  bool spinning = false;    // looking for work (counted in sched.nmspinning)
+  bool blocked = false;     // in notesleep or netpoll
+  Note park;                // stopm sleeps here
+  M* schedlink = nullptr;   // sched.midle link
+  M* alllink = nullptr;     // allm list
+  uintptr_t g0_sp = 0;      // g0 stack pointer used by every mcall
+  std::atomic<int32_t> locks{0};  // >0: in a runtime critical section
+  uint64_t rand = 0;        // per-M fast random state
+  // park continuation (park.cpp)
+  bool (*waitunlockf)(G*, void*) = nullptr;
+  void* waitlock = nullptr;
+  // blocking-call and stall detection (sysmon)
+  std::atomic<uint32_t> syscalltick{0};
+  clockid_t cpuclock = 0;
+  unsigned long pthread = 0;  // the real pthread_t of this kernel thread
+};
+
+// ---------------------------------------------------------------------------
+inline constexpr uint32_t kRunqSize = 256;
+
+struct P {
+  int32_t id = 0;
+  std::atomic<PStatus> status{PStatus::Idle};
+  P* link = nullptr;  // sched.pidle link
+  M* m = nullptr;     // owning M
+  uint32_t schedtick = 0;    // incremented on every scheduler call that starts a new slice
+  std::atomic<uint32_t> syscalltick{0};
+  std::atomic<bool> preempt{false};
+
+  // Local run queue (runq.cpp): lock-free ring, owner pushes at tail,
+  // anyone consumes at head.
+  std::atomic<uint32_t> runqhead{0};
+  std::atomic<uint32_t> runqtail{0};
+  std::atomic<G*> runq[kRunqSize];
+  // The G to run next, inheriting the current time slice.
+  std::atomic<G*> runnext{nullptr};
+
+  // Free Gs with their TLS blocks (owner P only).
+  G* gfree = nullptr;
+  int32_t ngfree = 0;
+
+  TimerHeap timers;
+
+  // Stacks of the default size, recycled without a lock (owner P only).
+  static constexpr int kStackCache = 16;
+  Stack stackcache[kStackCache];
+  int32_t nstackcache = 0;
+
+  // sysmon's view (issue: sysmon)
+  uint32_t sm_schedtick = 0;
+  int64_t sm_schedwhen = 0;
+  uint32_t sm_syscalltick = 0;
+  int64_t sm_syscallwhen = 0;
+};
+
+// A FIFO of Gs linked through schedlink.
+struct GQueue {
+  G* head = nullptr;
+  G* tail = nullptr;
+  int32_t size = 0;
+  bool empty() const { return head == nullptr; }
+  void push_back(G* gp) {
+    gp->schedlink = nullptr;
+    if (tail)
+      tail->schedlink = gp;
+    else
+      head = gp;
+    tail = gp;
+    size++;
+  }
+  void push_back_all(GQueue& q) {
+    if (q.empty()) return;
+    if (tail)
+      tail->schedlink = q.head;
+    else
+      head = q.head;
+    tail = q.tail;
+    size += q.size;
+    q = GQueue{};
+  }
+  G* pop() {
+    G* gp = head;
+    if (gp) {
+      head = gp->schedlink;
+      if (!head) tail = nullptr;
+      size--;
+    }
+    return gp;
+  }
+};
+
+inline constexpr int kMaxProcs = 1024;
+
+struct Sched {
+  Mutex lock;  // rank: sched
+  // Idle Ms.
+  M* midle = nullptr;
+  int32_t nmidle = 0;
+  int32_t mcount = 0;  // Ms created
+  // Idle Ps.
+  P* pidle = nullptr;
+  std::atomic<int32_t> npidle{0};
+  std::atomic<int32_t> nmspinning{0};
+  std::atomic<uint32_t> needspinning{0};
+  // Global run queue.
+  GQueue runq;
+  std::atomic<int32_t> runqsize{0};
+  // Global free G list (lock: gflock).
+  Mutex gflock;  // rank: leaf
+  G* gfree = nullptr;
+  int32_t ngfree = 0;
+  // netpoll/timer coordination: 0 while an M is blocked in netpoll.
+  std::atomic<int64_t> lastpoll{1};
+  std::atomic<int64_t> pollUntil{0};
+  std::atomic<uint32_t> pollingNet{0};
+  // Live user Gs (excluding g0s). The process exits when it drops to 0.
+  std::atomic<int64_t> ngoroutines{0};
+  std::atomic<uint64_t> goidgen{1};
+  // Statistics (GOSHIM_DEBUG=stats, schedtrace)
+  std::atomic<uint64_t> nsteal{0};
+  std::atomic<uint64_t> nparks{0};
+  std::atomic<uint64_t> ngcreated{0};
+  std::atomic<int64_t> ngpeak{0};
+
+  int32_t gomaxprocs = 1;
+  P* allp[kMaxProcs] = {};
+  Mutex allmlock;  // rank: allm
+  M* allm = nullptr;
+};
+
+extern Sched sched;
+
+// The current G: the G whose TLS block is installed. Per TLS block, so it
+// never changes for a given block: a user G's block says that G, an M's own
+// TCB says its g0, a foreign thread's says nullptr.
+extern __thread G* tls_g __attribute__((tls_model("initial-exec")));
+
+inline G* getg() { return tls_g; }
+
+// Runtime critical section on the current M: no preemption, no parking, and
+// the shim passes calls from signal handlers to libc. Returns the M.
+inline M* acquirem() {
+  M* mp = getg()->m;
+  mp->locks.fetch_add(1, std::memory_order_relaxed);
+  return mp;
+}
+inline void releasem(M* mp) { mp->locks.fetch_sub(1, std::memory_order_relaxed); }
+
+// True when the runtime is up and goroutines are in use (false in pass-through).
+extern std::atomic<bool> runtime_up;
+
+}  // namespace goshim

@@ -1,0 +1,63 @@
+// Runtime futex mutex and Note (see lock.hpp).
+#include "core/lock.hpp"
+
+#include <errno.h>
+#include <time.h>
+
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+void Mutex::lock() {
+  uint32_t z = 0;
+  if (__builtin_expect(state_.compare_exchange_strong(z, 1, std::memory_order_acquire), 1))
+    return;
+  lock_slow();
+}
+
+void Mutex::lock_slow() {
+  // Spin briefly: runtime critical sections are a few hundred instructions.
+  for (int i = 0; i < 100; i++) {
+    uint32_t v = state_.load(std::memory_order_relaxed);
+    if (v == 0) {
+      uint32_t z = 0;
+      if (state_.compare_exchange_weak(z, 1, std::memory_order_acquire)) return;
+    }
+    __builtin_ia32_pause();
+  }
+  // Mark contended and sleep in the kernel until the holder wakes us.
+  while (state_.exchange(2, std::memory_order_acquire) != 0) {
+    sys::futex_wait(&state_, 2, nullptr);
+  }
+}
+
+void Mutex::unlock() {
+  if (state_.exchange(0, std::memory_order_release) == 2) {
+    sys::futex_wake(&state_, 1);
+  }
+}
+
+void Note::wakeup() {
+  if (key_.exchange(1, std::memory_order_release) == 0) {
+    sys::futex_wake(&key_, 1);
+  }
+}
+
+void Note::sleep() {
+  while (key_.load(std::memory_order_acquire) == 0) {
+    sys::futex_wait(&key_, 0, nullptr);
+  }
+}
+
+bool Note::sleep_for(int64_t ns) {
+  int64_t deadline = sys::nanotime() + ns;
+  while (key_.load(std::memory_order_acquire) == 0) {
+    int64_t left = deadline - sys::nanotime();
+    if (left <= 0) return false;
+    struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
+    sys::futex_wait(&key_, 0, &ts);
+  }
+  return true;
+}
+
+}  // namespace goshim

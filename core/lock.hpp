@@ -1,0 +1,83 @@
+// Runtime locks: a futex mutex that blocks the kernel thread (never parks a
+// G) and a one-shot Note for sleeping Ms.
+//
+// Lock order (a < b: a is taken before b; never take them the other way):
+//
+//   sched.lock < allm.lock
+//   sched.lock < P.timers.lock           (handoffp reads the timer heap)
+//   sema bucket < P.timers.lock          (a timed sema wait arms a timer)
+//   netpoll pollDesc < P.timers.lock
+//   gfree.lock, stackpool.lock, tls.lock: leaves
+//
+// No runtime lock is ever held across a park, a context switch, a call into
+// the program, or a malloc. Holding one pins the G to its M (M::locks > 0),
+// so the shim passes calls made from signal handlers straight to libc.
+#pragma once
+
+#include <stdint.h>
+
+#include <atomic>
+
+namespace goshim {
+
+class Mutex {
+ public:
+  constexpr Mutex() = default;
+  void lock();
+  bool try_lock() {
+    uint32_t z = 0;
+    return state_.compare_exchange_strong(z, 1, std::memory_order_acquire);
+  }
+  void unlock();
+  bool held() const { return state_.load(std::memory_order_relaxed) != 0; }
+
+ private:
+  void lock_slow();
+  // 0 unlocked, 1 locked, 2 locked with (possible) kernel waiters.
+  std::atomic<uint32_t> state_{0};
+};
+
+// Locks for the lifetime of a scope.
+class MutexGuard {
+ public:
+  explicit MutexGuard(Mutex& m) : m_(m) { m_.lock(); }
+  ~MutexGuard() { m_.unlock(); }
+  MutexGuard(const MutexGuard&) = delete;
+  MutexGuard& operator=(const MutexGuard&) = delete;
+
+ private:
+  Mutex& m_;
+};
+
+// One-shot wakeup for an M (Go's note): sleep blocks the kernel thread until
+// wakeup. clear before reuse. Exactly one sleeper, any number of wakers.
+class Note {
+ public:
+  void clear() { key_.store(0, std::memory_order_relaxed); }
+  void wakeup();
+  void sleep();
+  // Sleeps at most ns nanoseconds; returns true if woken.
+  bool sleep_for(int64_t ns);
+  bool ready() const { return key_.load(std::memory_order_acquire) != 0; }
+
+ private:
+  std::atomic<uint32_t> key_{0};
+};
+
+// A test-and-test-and-set spinlock for very short sections that must work
+// in a signal handler (no futex wait, no M accounting).
+class SpinLock {
+ public:
+  void lock() {
+    while (v_.exchange(1, std::memory_order_acquire)) {
+      while (v_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    }
+  }
+  bool try_lock() { return !v_.exchange(1, std::memory_order_acquire); }
+  void unlock() { v_.store(0, std::memory_order_release); }
+
+ private:
+  std::atomic<uint32_t> v_{0};
+};
+
+}  // namespace goshim

@@ -1,0 +1,114 @@
+// epoll backend of the netpoller (contract in netpoll.hpp).
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+
+#include "core/netpoll.hpp"
+#include "core/rawlog.hpp"
+#include "core/sched.hpp"
+#include "syscalls/sys.hpp"
+
+#ifndef SYS_epoll_pwait2
+#define SYS_epoll_pwait2 441
+#endif
+
+namespace goshim {
+
+// Called for every epoll event that is not the break fd (fdtable.cpp).
+// Weak so that the core links without the fd layer (unit tests).
+__attribute__((weak)) void netpoll_ready_event(void* data, uint32_t events, GQueue& q) {
+  (void)data;
+  (void)events;
+  (void)q;
+}
+
+namespace {
+
+int epfd = -1;
+int breakfd = -1;
+std::atomic<uint32_t> wake_sig{0};  // 1 while a break is pending
+std::atomic<int32_t> nwaiters{0};
+bool have_pwait2 = true;
+char break_marker;  // its address tags the break fd's epoll events
+
+}  // namespace
+
+void netpoll_init() {
+  long fd = sys::epoll_create1(EPOLL_CLOEXEC);
+  if (fd < 0) fatal("netpoll: epoll_create1 failed");
+  epfd = (int)fd;
+  long bfd = sys::eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (bfd < 0) fatal("netpoll: eventfd failed");
+  breakfd = (int)bfd;
+  struct epoll_event ev;
+  ev.events = EPOLLIN;
+  ev.data.ptr = &break_marker;
+  if (sys::epoll_ctl(epfd, EPOLL_CTL_ADD, breakfd, &ev) < 0) fatal("netpoll: epoll_ctl failed");
+  // epoll_pwait2 (Linux 5.11+) takes a nanosecond timeout; sleeps shorter
+  // than a millisecond need it.
+  struct timespec zero = {0, 0};
+  struct epoll_event dummy;
+  long r = sys::raw6(SYS_epoll_pwait2, epfd, (long)&dummy, 1, (long)&zero, 0, 8);
+  have_pwait2 = r != -ENOSYS;
+}
+
+bool netpoll_inited() { return epfd >= 0; }
+int netpoll_epfd() { return epfd; }
+
+bool netpoll_any_waiters() { return nwaiters.load(std::memory_order_relaxed) > 0; }
+void netpoll_adjust_waiters(int32_t delta) {
+  nwaiters.fetch_add(delta, std::memory_order_relaxed);
+}
+
+void netpoll_break() {
+  uint32_t zero = 0;
+  if (!wake_sig.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
+  uint64_t one = 1;
+  for (;;) {
+    long r = sys::write(breakfd, &one, sizeof one);
+    if (r == -EINTR) continue;
+    return;  // EAGAIN: the counter is already non-zero, a wakeup is pending
+  }
+}
+
+void netpoll(int64_t delay_ns, GQueue& q) {
+  if (epfd < 0) return;
+  struct epoll_event events[128];
+  long n;
+retry:
+  if (have_pwait2) {
+    struct timespec ts, *tsp = nullptr;
+    if (delay_ns >= 0) {
+      ts.tv_sec = delay_ns / 1000000000;
+      ts.tv_nsec = delay_ns % 1000000000;
+      tsp = &ts;
+    }
+    n = sys::raw6(SYS_epoll_pwait2, epfd, (long)events, 128, (long)tsp, 0, 8);
+  } else {
+    int ms = -1;
+    if (delay_ns == 0)
+      ms = 0;
+    else if (delay_ns > 0)
+      ms = delay_ns >= 1000000000LL * 1000000 ? 1000000000 : (int)((delay_ns + 999999) / 1000000);
+    n = sys::epoll_wait(epfd, events, 128, ms);
+  }
+  if (n < 0) {
+    if (n != -EINTR) fatalf("netpoll: epoll_wait failed: %ld", -n);
+    // A signal: if we were to block for a while, return and let the
+    // scheduler recompute its deadline.
+    if (delay_ns > 0) return;
+    goto retry;
+  }
+  for (long i = 0; i < n; i++) {
+    if (events[i].data.ptr == &break_marker) {
+      uint64_t v;
+      sys::read(breakfd, &v, sizeof v);
+      wake_sig.store(0, std::memory_order_release);
+      continue;
+    }
+    netpoll_ready_event(events[i].data.ptr, events[i].events, q);
+  }
+}
+
+}  // namespace goshim

@@ -1,0 +1,376 @@
+// Goroutine lifecycle and the G arena (see proc.hpp).
+//
+// The arena is one reserved MAP_NORESERVE region cut into equal slots. A
+// slot holds a G's glibc static TLS block, its TCB (struct pthread, at the
+// slot's thread pointer) and the G itself right after the TCB:
+//
+//   slot base                        tp                    tp + tcb_span
+//   | static TLS (below_tp bytes)    | struct pthread       | struct G     |
+//
+// pthread_t == tp, so pthread_t -> G is arithmetic plus a range check, and
+// a pointer into the arena is always readable (slots are never unmapped).
+// Slots are recycled through per-P free lists and a global one.
+#include "core/proc.hpp"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <new>
+
+#include "arch/arch.hpp"
+#include "core/rawlog.hpp"
+#include "core/sched.hpp"
+#include "core/sema.hpp"
+#include "core/stack.hpp"
+#include "core/tls.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+void (*g_exit_hook)(G* gp) = nullptr;
+
+namespace {
+
+// Virtual tids live above PID_MAX_LIMIT (2^22 on 64-bit), so they never
+// collide with a kernel tid.
+constexpr int32_t kVtidBase = 1 << 22;
+constexpr size_t kMaxSlots = (size_t)1 << 22;
+
+uintptr_t arena_lo = 0;
+size_t slot_size = 0;
+size_t tcb_span = 0;  // sizeof(struct pthread) rounded to 64
+std::atomic<size_t> nslots{0};
+
+constinit G g1;  // main
+
+G* slot_g(size_t idx) { return (G*)(arena_slot_tp(idx) + tcb_span); }
+
+G* galloc() {
+  size_t idx = nslots.fetch_add(1, std::memory_order_relaxed);
+  if (idx >= kMaxSlots) {
+    nslots.fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  G* gp = new (slot_g(idx)) G();
+  gp->tp = arena_slot_tp(idx);
+  gp->vtid = kVtidBase + 1 + (int32_t)idx;
+  gp->magic = kGMagic;
+  return gp;
+}
+
+// Free G lists. Owner P only for pp's list.
+void gfput(P* pp, G* gp) {
+  gp->status.store(GStatus::Idle, std::memory_order_release);
+  if (!pp) {
+    MutexGuard g(sched.gflock);
+    gp->schedlink = sched.gfree;
+    sched.gfree = gp;
+    sched.ngfree++;
+    return;
+  }
+  gp->schedlink = pp->gfree;
+  pp->gfree = gp;
+  pp->ngfree++;
+  if (pp->ngfree >= 64) {
+    MutexGuard g(sched.gflock);
+    while (pp->ngfree >= 32) {
+      G* x = pp->gfree;
+      pp->gfree = x->schedlink;
+      pp->ngfree--;
+      x->schedlink = sched.gfree;
+      sched.gfree = x;
+      sched.ngfree++;
+    }
+  }
+}
+
+G* gfget(P* pp) {
+  if (!pp) {
+    MutexGuard g(sched.gflock);
+    G* gp = sched.gfree;
+    if (gp) {
+      sched.gfree = gp->schedlink;
+      sched.ngfree--;
+    }
+    return gp;
+  }
+  if (!pp->gfree && sched.gfree) {
+    MutexGuard g(sched.gflock);
+    while (pp->ngfree < 32 && sched.gfree) {
+      G* x = sched.gfree;
+      sched.gfree = x->schedlink;
+      sched.ngfree--;
+      x->schedlink = pp->gfree;
+      pp->gfree = x;
+      pp->ngfree++;
+    }
+  }
+  G* gp = pp->gfree;
+  if (gp) {
+    pp->gfree = gp->schedlink;
+    pp->ngfree--;
+  }
+  return gp;
+}
+
+// Reaps a finished G: its slot goes back to a free list. Main is never
+// recycled (its TLS block and stack belong to the initial thread).
+void reap(G* gp) {
+  if (gp->is_main()) return;
+  G* cur = getg();
+  P* pp = (cur && cur->m) ? cur->m->p : nullptr;
+  gfput(pp, gp);
+}
+
+// On g0: the G has run its destructors; release its resources and wake a
+// joiner.
+void goexit_g0(void* arg) {
+  G* gp = (G*)arg;
+  M* mp = gp->m;
+  P* pp = mp->p;
+  mp->curg = nullptr;
+  gp->m = nullptr;
+  gp->status.store(GStatus::Dead, std::memory_order_release);
+  if (!gp->is_main() && !(gp->flags & kGFlagUserStack) && gp->stack.map_lo)
+    stack_free(pp, gp->stack);
+  gp->stack = Stack{};
+  uint32_t s = gp->join_state.load(std::memory_order_acquire);
+  for (;;) {
+    if (s & kJoinDetached) {
+      if (!gp->is_main()) gfput(pp, gp);
+      break;
+    }
+    if (gp->join_state.compare_exchange_weak(s, s | kJoinExited, std::memory_order_acq_rel)) {
+      // From here a joiner may reap gp at any moment: only its address is
+      // used below (a spurious wake of a later G's joiner is harmless).
+      sema_wake(&gp->join_state, INT_MAX);
+      break;
+    }
+  }
+  schedule();
+}
+
+// First code of every created G, on its own stack and TLS.
+void g_entry(void* arg) {
+  G* gp = (G*)arg;
+  gp->started = true;
+  tls::first_run();
+  __pthread_unwind_buf_t ub;
+  int not_first = _setjmp((struct __jmp_buf_tag*)ub.__cancel_jmp_buf);
+  if (!not_first) {
+    // After setjmp: the private part may overlap what setjmp saved.
+    ub.__pad[0] = nullptr;  // prev
+    ub.__pad[1] = nullptr;  // cleanup
+    tls::set_cleanup_jmp_buf(gp->tp, &ub);
+    void* r = gp->start_routine(gp->start_arg);
+    getg()->retval = r;
+  }
+  thread_exit_landed();
+}
+
+}  // namespace
+
+// ---- arena -----------------------------------------------------------------
+
+void arena_init() {
+  tcb_span = (tls::L.sizeof_pthread + 63) & ~(size_t)63;
+  size_t align = tls::L.static_align < 64 ? 64 : tls::L.static_align;
+  slot_size = (tls::L.below_tp + tcb_span + sizeof(G) + align - 1) & ~(align - 1);
+  size_t bytes = slot_size * kMaxSlots;
+  void* p = sys::mmap(nullptr, bytes + align, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) fatal("cannot reserve the goroutine arena");
+  arena_lo = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+}
+
+uintptr_t arena_slot_tp(size_t idx) { return arena_lo + idx * slot_size + tls::L.below_tp; }
+size_t arena_nslots() { return nslots.load(std::memory_order_acquire); }
+G* arena_slot_g(size_t idx) { return slot_g(idx); }
+
+uintptr_t arena_alloc_tls_only() {
+  G* gp = galloc();
+  if (!gp) return 0;
+  gp->magic = 0;  // not a goroutine: g_from_pthread rejects it
+  return gp->tp;
+}
+
+void tls::for_each_block(void (*fn)(uintptr_t tp, void* ctx), void* ctx) {
+  size_t n = arena_nslots();
+  for (size_t i = 0; i < n; i++) fn(arena_slot_tp(i), ctx);
+  fn(tls::initial_tp(), ctx);
+}
+
+G* main_g() { return &g1; }
+
+bool is_goshim_tp(pthread_t t) {
+  uintptr_t tp = (uintptr_t)t;
+  if (tp == 0) return false;
+  if (tp == g1.tp) return true;
+  if (tp < arena_lo + tls::L.below_tp) return false;
+  size_t off = tp - arena_lo - tls::L.below_tp;
+  return off % slot_size == 0 && off / slot_size < arena_nslots();
+}
+
+G* g_from_pthread(pthread_t t) {
+  uintptr_t tp = (uintptr_t)t;
+  if (tp == 0) return nullptr;
+  if (tp == g1.tp && g1.magic == kGMagic) return &g1;
+  if (tp < arena_lo + tls::L.below_tp) return nullptr;
+  size_t off = tp - arena_lo - tls::L.below_tp;
+  if (off % slot_size) return nullptr;
+  size_t idx = off / slot_size;
+  if (idx >= arena_nslots()) return nullptr;
+  G* gp = slot_g(idx);
+  if (gp->magic != kGMagic) return nullptr;
+  if (gp->status.load(std::memory_order_acquire) == GStatus::Idle) return nullptr;
+  return gp;
+}
+
+// ---- create ------------------------------------------------------------------
+
+int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t* out) {
+  G* cur = getg();
+  M* mp = (cur && cur->m) ? cur->m : nullptr;
+  P* pp = mp ? mp->p : nullptr;
+
+  G* gp = gfget(pp);
+  if (gp) {
+    tls::block_reset(gp->tp);
+  } else {
+    gp = galloc();
+    if (!gp) return EAGAIN;
+  }
+  if (!tls::block_init(gp->tp, gp)) {
+    gfput(pp, gp);
+    return EAGAIN;
+  }
+  gp->flags = 0;
+  if (a.stack_lo) {
+    gp->flags |= kGFlagUserStack;
+    gp->stack = Stack{a.stack_lo, a.stack_lo + a.stack_size, 0, 0, 0};
+  } else {
+    size_t size = a.stack_size ? a.stack_size : default_stack_size();
+    size_t guard = a.guard_set ? a.guard_size : default_guard_size();
+    if (!stack_alloc(pp, size, guard, &gp->stack)) {
+      tls::block_reset(gp->tp);
+      gfput(pp, gp);
+      return EAGAIN;
+    }
+  }
+  tls::set_stack(gp->tp, gp->stack.lo, gp->stack.hi - gp->stack.lo);
+
+  gp->start_routine = fn;
+  gp->start_arg = arg;
+  gp->retval = nullptr;
+  gp->join_state.store(a.detached ? (uint32_t)kJoinDetached : 0u, std::memory_order_relaxed);
+  gp->joiner.store(nullptr, std::memory_order_relaxed);
+  gp->goid = sched.goidgen.fetch_add(1, std::memory_order_relaxed) + 1;
+  gp->creator_goid = cur ? cur->goid : 0;
+  gp->started = false;
+  gp->name[0] = 0;
+  gp->sched_policy = a.sched_policy;
+  gp->sched_priority = a.sched_priority;
+  gp->sigmask = a.has_sigmask ? a.sigmask : (cur ? cur->sigmask : 0);
+  gp->sigpending.store(0, std::memory_order_relaxed);
+  gp->cancel.store(0, std::memory_order_relaxed);
+  gp->preempt.store(false, std::memory_order_relaxed);
+  gp->waitreason = WaitReason::None;
+  gp->fp_mxcsr = arch::get_mxcsr();
+  gp->fp_fpcw = arch::get_fpcw();
+  gp->sched_sp = arch::frame_init(gp->stack.hi, g_entry, gp, gp->fp_mxcsr, gp->fp_fpcw);
+
+  *out = (pthread_t)gp->tp;  // before the G can run, as glibc does
+
+  int64_t live = sched.ngoroutines.fetch_add(1, std::memory_order_relaxed) + 1;
+  int64_t peak = sched.ngpeak.load(std::memory_order_relaxed);
+  while (live > peak && !sched.ngpeak.compare_exchange_weak(peak, live)) {
+  }
+  sched.ngcreated.fetch_add(1, std::memory_order_relaxed);
+
+  gp->status.store(GStatus::Runnable, std::memory_order_release);
+  if (pp)
+    runqput(pp, gp, true);
+  else
+    globrunqput(gp);
+  wakep();
+  return 0;
+}
+
+// ---- exit ----------------------------------------------------------------------
+
+void thread_exit_landed() {
+  G* gp = getg();
+  tls::on_exit();  // C++ thread_local destructors, locale
+  if (g_exit_hook) g_exit_hook(gp);  // pthread key destructors
+  if (sched.ngoroutines.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // The last thread ended: the process exits with status 0, running
+    // atexit handlers on this thread, as glibc's start_thread does.
+    exit(0);
+  }
+  M* mp = gp->m;
+  goshim_mcall(gp, goexit_g0, mp->g0_sp, mp->g0.tp);
+  __builtin_unreachable();
+}
+
+// ---- join / detach ---------------------------------------------------------------
+
+int thread_join(G* target, void** ret, int64_t deadline) {
+  G* self = getg();
+  if (self && self->is_g0()) self = nullptr;
+  if (target == self) return EDEADLK;
+  uint32_t s = target->join_state.load(std::memory_order_acquire);
+  for (;;) {
+    if (s & (kJoinDetached | kJoinJoining)) return EINVAL;
+    // The target is itself waiting to join us: joining it would deadlock.
+    if (self && self->joiner.load(std::memory_order_acquire) == target && !(s & kJoinExited))
+      return EDEADLK;
+    if (target->join_state.compare_exchange_weak(s, s | kJoinJoining, std::memory_order_acq_rel))
+      break;
+  }
+  target->joiner.store(self, std::memory_order_release);
+  s |= kJoinJoining;
+  while (!(s & kJoinExited)) {
+    int r = 0;
+    if (deadline == -1) {
+      r = EBUSY;
+    } else {
+      r = sema_wait(&target->join_state, s, deadline > 0 ? deadline : 0, WaitReason::Join);
+      if (r == EAGAIN || r == 0 || r == EINTR) r = 0;
+    }
+    s = target->join_state.load(std::memory_order_acquire);
+    if (r != 0 && !(s & kJoinExited)) {
+      // Give up the claim so that a later join can succeed.
+      target->joiner.store(nullptr, std::memory_order_release);
+      while (!target->join_state.compare_exchange_weak(s, s & ~kJoinJoining,
+                                                       std::memory_order_acq_rel)) {
+      }
+      if (!(s & kJoinExited)) return r;
+      // Exited just now: reap it after all.
+      target->join_state.fetch_or(kJoinJoining, std::memory_order_acq_rel);
+      break;
+    }
+  }
+  if (ret) *ret = target->retval;
+  target->joiner.store(nullptr, std::memory_order_relaxed);
+  reap(target);
+  return 0;
+}
+
+int thread_detach(G* target) {
+  uint32_t s = target->join_state.load(std::memory_order_acquire);
+  for (;;) {
+    if (s & (kJoinDetached | kJoinJoining)) return EINVAL;
+    if (target->join_state.compare_exchange_weak(s, s | kJoinDetached,
+                                                 std::memory_order_acq_rel))
+      break;
+  }
+  if (s & kJoinExited) reap(target);  // a zombie: free it now
+  return 0;
+}
+
+}  // namespace goshim

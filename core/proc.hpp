@@ -1,0 +1,67 @@
+// Goroutine lifecycle: creation (pthread_create), exit (return, pthread_exit),
+// join and detach, and the G arena that maps a pthread_t to its G.
+#pragma once
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/gmp.hpp"
+
+namespace goshim {
+
+// What pthread_create's attribute asks for, already validated by the shim.
+struct CreateAttr {
+  bool detached = false;
+  size_t stack_size = 0;      // 0: the default
+  uintptr_t stack_lo = 0;     // non-zero: a user-supplied stack [lo, lo+size)
+  size_t guard_size = 0;
+  bool guard_set = false;     // false: the default guard
+  int sched_policy = 0;
+  int sched_priority = 0;
+  bool has_sigmask = false;
+  uint64_t sigmask = 0;
+};
+
+// Creates a G running fn(arg). Writes *out before the G can run. Any thread
+// once the runtime is up (a foreign thread's G goes to the global queue).
+// Returns 0 or EAGAIN.
+int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t* out);
+
+// Joins target. deadline: 0 waits forever, -1 only tries (EBUSY), else an
+// absolute monotonic deadline (ETIMEDOUT). Returns 0, EDEADLK, EINVAL,
+// ESRCH, EBUSY or ETIMEDOUT, as glibc does.
+int thread_join(G* target, void** ret, int64_t deadline);
+// Returns 0 or EINVAL (already detached).
+int thread_detach(G* target);
+
+// On user G. Ends the current G after glibc's unwinding (pthread_exit) or
+// the return of its start routine landed in its entry frame.
+[[noreturn]] void thread_exit_landed();
+
+// The G whose pthread_t (its TCB address) is t, or nullptr when t is not a
+// live goroutine (a foreign kernel thread, or a freed G).
+G* g_from_pthread(pthread_t t);
+
+// Whether t is the pthread_t of a goroutine slot (main or the arena),
+// live or not: such a value must never reach glibc (its tid is virtual).
+bool is_goshim_tp(pthread_t t);
+
+// G1: main.
+G* main_g();
+
+// Called at G exit, on the G, after thread_local destructors: runs the
+// pthread key destructors (installed by shim/pthread_key.cpp).
+extern void (*g_exit_hook)(G* gp);
+
+// Arena bookkeeping (runtime.cpp sets it up).
+void arena_init();
+uintptr_t arena_slot_tp(size_t idx);
+size_t arena_nslots();
+G* arena_slot_g(size_t idx);
+
+// Allocates a slot with a zeroed TLS block (for an M's g0 on the initial
+// thread). Returns its tp, or 0.
+uintptr_t arena_alloc_tls_only();
+
+}  // namespace goshim

@@ -1,0 +1,26 @@
+// Resolution of the real interposed functions (see real.hpp).
+#include "core/real.hpp"
+
+#include <dlfcn.h>
+
+#include "core/rawlog.hpp"
+
+namespace goshim::real {
+
+#define GOSHIM_REAL_DEF(ret, name, args) ret(*name) args = nullptr;
+GOSHIM_REAL_FUNCS(GOSHIM_REAL_DEF)
+#undef GOSHIM_REAL_DEF
+
+void resolve() {
+#define GOSHIM_REAL_RESOLVE(ret, name, args)                   \
+  if (!name) {                                                 \
+    void* p = dlsym(RTLD_NEXT, #name);                         \
+    __atomic_store_n(&name, (ret(*) args)p, __ATOMIC_RELEASE); \
+  }
+  GOSHIM_REAL_FUNCS(GOSHIM_REAL_RESOLVE)
+#undef GOSHIM_REAL_RESOLVE
+  if (!pthread_create || !pthread_join || !pthread_exit)
+    fatal("cannot resolve libc's pthread functions (is goshim preloaded into a glibc program?)");
+}
+
+}  // namespace goshim::real

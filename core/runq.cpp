@@ -1,0 +1,171 @@
+// Run queues: the per-P lock-free ring with runnext, and the global queue.
+//
+// The local ring is single-producer (the owner P pushes at tail) and
+// multi-consumer (the owner and thieves take from head with a CAS). A thief
+// takes half of the ring in one CAS. When the ring is full the owner moves
+// half of it, plus the new G, to the global queue in one batch.
+#include "core/gmp.hpp"
+#include "core/rawlog.hpp"
+#include "core/sched.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+bool runqempty(P* pp) {
+  // Read head, tail and runnext consistently: if tail changed while we
+  // looked at runnext, retry (a G may have moved from runnext to the ring).
+  for (;;) {
+    uint32_t head = pp->runqhead.load(std::memory_order_acquire);
+    uint32_t tail = pp->runqtail.load(std::memory_order_acquire);
+    G* next = pp->runnext.load(std::memory_order_acquire);
+    if (tail == pp->runqtail.load(std::memory_order_acquire)) return head == tail && !next;
+  }
+}
+
+uint32_t runqlen(P* pp) {
+  uint32_t head = pp->runqhead.load(std::memory_order_acquire);
+  uint32_t tail = pp->runqtail.load(std::memory_order_acquire);
+  return tail - head + (pp->runnext.load(std::memory_order_relaxed) ? 1 : 0);
+}
+
+// Moves half of the full ring plus gp to the global queue. Owner P only.
+static bool runqputslow(P* pp, G* gp, uint32_t head, uint32_t tail) {
+  G* batch[kRunqSize / 2 + 1];
+  uint32_t n = (tail - head) / 2;
+  GOSHIM_CHECK(n == kRunqSize / 2, "runqputslow: queue is not full");
+  for (uint32_t i = 0; i < n; i++)
+    batch[i] = pp->runq[(head + i) % kRunqSize].load(std::memory_order_relaxed);
+  // cas-release: commits the consume (pairs with thieves' load-acquire of head)
+  if (!pp->runqhead.compare_exchange_strong(head, head + n, std::memory_order_release,
+                                            std::memory_order_relaxed))
+    return false;
+  batch[n] = gp;
+  GQueue q;
+  for (uint32_t i = 0; i <= n; i++) q.push_back(batch[i]);
+  sched.lock.lock();
+  globrunqputbatch(q);
+  sched.lock.unlock();
+  return true;
+}
+
+void runqput(P* pp, G* gp, bool next) {
+  if (next) {
+    G* old = pp->runnext.exchange(gp, std::memory_order_acq_rel);
+    if (!old) return;
+    gp = old;  // kick the old runnext to the tail of the ring
+  }
+  for (;;) {
+    uint32_t head = pp->runqhead.load(std::memory_order_acquire);  // synchronizes with consumers
+    uint32_t tail = pp->runqtail.load(std::memory_order_relaxed);  // only we write it
+    if (tail - head < kRunqSize) {
+      pp->runq[tail % kRunqSize].store(gp, std::memory_order_relaxed);
+      pp->runqtail.store(tail + 1, std::memory_order_release);  // publishes the slot to consumers
+      return;
+    }
+    if (runqputslow(pp, gp, head, tail)) return;
+    // a thief consumed meanwhile: the ring has room now
+  }
+}
+
+G* runqget(P* pp, bool* inherit_time) {
+  G* next = pp->runnext.load(std::memory_order_relaxed);
+  // If there is a runnext, it is the next G to run. Only the owner sets
+  // runnext, but thieves may clear it: use a CAS.
+  if (next && pp->runnext.compare_exchange_strong(next, nullptr, std::memory_order_acquire)) {
+    *inherit_time = true;
+    return next;
+  }
+  *inherit_time = false;
+  for (;;) {
+    uint32_t head = pp->runqhead.load(std::memory_order_acquire);  // pairs with other consumers
+    uint32_t tail = pp->runqtail.load(std::memory_order_relaxed);
+    if (tail == head) return nullptr;
+    G* gp = pp->runq[head % kRunqSize].load(std::memory_order_relaxed);
+    if (pp->runqhead.compare_exchange_weak(head, head + 1, std::memory_order_release,
+                                           std::memory_order_relaxed))
+      return gp;
+  }
+}
+
+// Grabs half of pp's Gs into batch[batch_head ...] (a ring of kRunqSize).
+// Returns how many. Any P.
+static uint32_t runqgrab(P* pp, std::atomic<G*>* batch, uint32_t batch_head,
+                         bool steal_runnext) {
+  for (;;) {
+    uint32_t head = pp->runqhead.load(std::memory_order_acquire);  // pairs with consumers
+    uint32_t tail = pp->runqtail.load(std::memory_order_acquire);  // pairs with the producer
+    uint32_t n = tail - head;
+    n = n - n / 2;
+    if (n == 0) {
+      if (steal_runnext) {
+        G* next = pp->runnext.load(std::memory_order_acquire);
+        if (next) {
+          if (pp->status.load(std::memory_order_relaxed) == PStatus::Running) {
+            // pp's owner is probably about to run next itself (it was
+            // just readied by the G running there); stealing it now would
+            // bounce it between Ms. Back off briefly, as Go does (3 µs).
+            struct timespec ts = {0, 3000};
+            sys::nanosleep(&ts, nullptr);
+          }
+          if (!pp->runnext.compare_exchange_strong(next, nullptr, std::memory_order_acq_rel))
+            continue;
+          batch[batch_head % kRunqSize].store(next, std::memory_order_relaxed);
+          return 1;
+        }
+      }
+      return 0;
+    }
+    if (n > kRunqSize / 2) continue;  // read inconsistent head and tail
+    for (uint32_t i = 0; i < n; i++) {
+      G* gp = pp->runq[(head + i) % kRunqSize].load(std::memory_order_relaxed);
+      batch[(batch_head + i) % kRunqSize].store(gp, std::memory_order_relaxed);
+    }
+    // cas-release: commits the consume
+    if (pp->runqhead.compare_exchange_weak(head, head + n, std::memory_order_release,
+                                           std::memory_order_relaxed))
+      return n;
+  }
+}
+
+G* runqsteal(P* pp, P* p2, bool steal_runnext) {
+  uint32_t tail = pp->runqtail.load(std::memory_order_relaxed);
+  uint32_t n = runqgrab(p2, pp->runq, tail, steal_runnext);
+  if (n == 0) return nullptr;
+  n--;
+  G* gp = pp->runq[(tail + n) % kRunqSize].load(std::memory_order_relaxed);
+  if (n == 0) return gp;
+  uint32_t head = pp->runqhead.load(std::memory_order_acquire);
+  GOSHIM_CHECK(tail - head + n < kRunqSize, "runqsteal: runq overflow");
+  pp->runqtail.store(tail + n, std::memory_order_release);  // publishes the stolen Gs
+  sched.nsteal.fetch_add(1, std::memory_order_relaxed);
+  return gp;
+}
+
+void globrunqput(G* gp) {
+  sched.lock.lock();
+  sched.runq.push_back(gp);
+  sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
+  sched.lock.unlock();
+}
+
+// Locks held: sched.lock.
+void globrunqputbatch(GQueue& q) {
+  sched.runq.push_back_all(q);
+  sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
+}
+
+G* globrunqget(P* pp, int32_t max) {
+  int32_t size = sched.runq.size;
+  if (size == 0) return nullptr;
+  int32_t n = size / sched.gomaxprocs + 1;
+  if (n > size) n = size;
+  if (max > 0 && n > max) n = max;
+  if (n > (int32_t)kRunqSize / 2) n = kRunqSize / 2;
+  G* gp = sched.runq.pop();
+  n--;
+  for (; n > 0; n--) runqput(pp, sched.runq.pop(), false);
+  sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
+  return gp;
+}
+
+}  // namespace goshim

@@ -1,0 +1,183 @@
+// Runtime start-up, M creation and mstart.
+#include "core/runtime.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <new>
+
+#include "arch/arch.hpp"
+#include "core/config.hpp"
+#include "core/netpoll.hpp"
+#include "core/proc.hpp"
+#include "core/rawlog.hpp"
+#include "core/real.hpp"
+#include "core/sched.hpp"
+#include "core/stack.hpp"
+#include "core/tls.hpp"
+#include "syscalls/sys.hpp"
+
+extern "C" char __libc_single_threaded;
+
+namespace goshim {
+
+std::atomic<bool> runtime_up{false};
+__thread G* tls_g __attribute__((tls_model("initial-exec"))) = nullptr;
+uint64_t initial_sigmask = 0;
+
+namespace {
+
+// Ms come from mmap'd slabs and are never freed (type-stable memory).
+M* mslab = nullptr;
+int mslab_left = 0;
+std::atomic<int32_t> mnext{0};
+
+M* allocm() {
+  MutexGuard g(sched.allmlock);
+  if (mslab_left == 0) {
+    size_t n = 64;
+    void* p = sys::mmap(nullptr, n * sizeof(M), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    mslab = (M*)p;
+    mslab_left = (int)n;
+  }
+  M* mp = new (mslab++) M();
+  mslab_left--;
+  mp->id = mnext.fetch_add(1, std::memory_order_relaxed);
+  mp->rand = 0x9E3779B97F4A7C15ull * (uint64_t)(mp->id + 1) ^ (uint64_t)sys::nanotime();
+  if (!mp->rand) mp->rand = 1;
+  mp->g0.flags = kGFlagG0;
+  mp->g0.m = mp;
+  mp->g0.status.store(GStatus::Running, std::memory_order_relaxed);
+  mp->alllink = sched.allm;
+  sched.allm = mp;
+  sched.mcount++;
+  return mp;
+}
+
+// The body of every M but M0: a real pthread that schedules forever.
+void* mstart(void* arg) {
+  M* mp = (M*)arg;
+  tls_g = &mp->g0;  // this kernel thread's own TCB is g0's block
+  mp->g0.tp = arch::get_tp();
+  mp->tid = (pid_t)sys::gettid();
+  mp->pthread = (unsigned long)mp->g0.tp;
+  // Every mcall restarts g0 here, below this (never returning) frame.
+  mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
+  sys::rt_sigprocmask(SIG_SETMASK, &initial_sigmask, nullptr, 8);
+  P* pp = mp->nextp;
+  mp->nextp = nullptr;
+  acquirep(pp);
+  schedule();
+}
+
+}  // namespace
+
+M* allm_head() {
+  MutexGuard g(sched.allmlock);
+  return sched.allm;
+}
+
+void newm(P* pp, bool spinning) {
+  M* mp = allocm();
+  if (!mp) fatal("cannot allocate an M");
+  mp->nextp = pp;
+  mp->spinning = spinning;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t th;
+  int err = real::pthread_create(&th, &attr, mstart, mp);
+  pthread_attr_destroy(&attr);
+  if (err != 0) fatalf("cannot create a kernel thread for an M (error %d)", err);
+}
+
+bool runtime_init() {
+  config_init();
+  real::resolve();
+  if (config.one_to_one) return false;
+  arch::init();
+  const char* why = nullptr;
+  if (!tls::init(&why)) {
+    rawlog("goshim: warning: %s; running every thread as a kernel thread (no M:N)\n", why);
+    return false;
+  }
+  stack_init();
+  if (config.stack_size) set_default_stack_size(config.stack_size);
+  arena_init();
+
+  // Ps.
+  sched.gomaxprocs = config.maxprocs;
+  void* pmem = sys::mmap(nullptr, sizeof(P) * (size_t)sched.gomaxprocs, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (pmem == MAP_FAILED) fatal("cannot allocate Ps");
+  for (int i = 0; i < sched.gomaxprocs; i++) {
+    P* pp = new ((P*)pmem + i) P();
+    pp->id = i;
+    timers_init(&pp->timers);
+    sched.allp[i] = pp;
+  }
+  netpoll_init();
+
+  sys::rt_sigprocmask(SIG_SETMASK, nullptr, &initial_sigmask, 8);
+
+  // M0: this kernel thread. Its g0 gets a fresh TLS block (S0) and stack;
+  // main keeps the initial block T0 and the process stack.
+  M* m0 = allocm();
+  uintptr_t s0 = arena_alloc_tls_only();
+  if (!m0 || !s0) fatal("cannot allocate M0");
+  m0->g0.vtid = (int32_t)sys::gettid();
+  if (!tls::block_init(s0, &m0->g0)) fatal("cannot allocate M0's TLS block");
+  m0->g0.tp = s0;
+  Stack g0stack;
+  if (!stack_alloc(nullptr, 256 * 1024, page_size(), &g0stack)) fatal("cannot allocate g0 stack");
+  m0->g0.stack = g0stack;
+  tls::set_stack(s0, g0stack.lo, g0stack.hi - g0stack.lo);
+  m0->g0_sp = g0stack.hi & ~(uintptr_t)15;
+  m0->tid = (pid_t)sys::gettid();
+  m0->pthread = (unsigned long)tls::initial_tp();
+
+  // G1: main, running now on M0. Read its stack while glibc can still
+  // answer for the initial thread (before its tid becomes virtual).
+  G* g1 = main_g();
+  {
+    pthread_attr_t a;
+    if (real::pthread_getattr_np((pthread_t)tls::initial_tp(), &a) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      pthread_attr_getstack(&a, &addr, &size);
+      g1->stack.lo = (uintptr_t)addr;
+      g1->stack.hi = (uintptr_t)addr + size;
+      pthread_attr_destroy(&a);
+    }
+  }
+  g1->tp = tls::initial_tp();
+  g1->flags = kGFlagMain;
+  g1->goid = 1;
+  g1->vtid = 1 << 22;
+  g1->magic = kGMagic;
+  g1->m = m0;
+  g1->started = true;
+  g1->sigmask = initial_sigmask;
+  g1->status.store(GStatus::Running, std::memory_order_relaxed);
+  m0->curg = g1;
+  tls::adopt_main(g1);
+  tls::move_kernel_registrations(s0);
+  tls::set_tid(g1->tp, g1->vtid);
+
+  sched.lock.lock();
+  for (int i = sched.gomaxprocs - 1; i >= 1; i--) pidleput(sched.allp[i]);
+  sched.lock.unlock();
+  acquirep(sched.allp[0]);
+
+  __libc_single_threaded = 0;  // goroutines share memory from now on
+  sched.ngoroutines.store(1, std::memory_order_relaxed);
+  sched.ngpeak.store(1, std::memory_order_relaxed);
+  runtime_up.store(true, std::memory_order_release);
+  return true;
+}
+
+}  // namespace goshim

@@ -1,0 +1,471 @@
+// The scheduler loop: Go's findRunnable with work stealing, spinning Ms and
+// idle-M parking.
+//
+// Worker parking and unparking follow Go's protocol (proc.go, "Worker
+// thread parking/unparking"): an extra M is woken (wakep) when work is
+// submitted, there is an idle P and no M is spinning. A spinning M that
+// finds work stops spinning and, if it was the last spinner, wakes another
+// (resetspinning). The race between submitting work and the last spinner
+// giving up is closed by the two patterns
+//
+//   submitter                         spinning M going idle
+//   ---------                         ---------------------
+//   put G on a run queue     [S]      nmspinning--              [S]
+//   #StoreLoad (seq_cst)              #StoreLoad (seq_cst)
+//   read nmspinning          [L]      re-check every run queue  [L]
+//
+// so at least one side sees the other. sched.needspinning covers the case
+// where the submitter found no idle P while a non-spinning M is about to
+// release its P.
+#include "core/sched.hpp"
+
+#include "core/netpoll.hpp"
+#include "core/rawlog.hpp"
+#include "core/timer.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+Sched sched;
+
+[[noreturn]] void execute_g(G* gp, bool inherit_time);  // park.cpp
+
+// ---- idle lists (locks held: sched.lock) ------------------------------------
+
+P* pidleget() {
+  P* pp = sched.pidle;
+  if (pp) {
+    sched.pidle = pp->link;
+    pp->link = nullptr;
+    sched.npidle.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  return pp;
+}
+
+// Like pidleget, but records that work was found that no P could take.
+static P* pidleget_spinning() {
+  P* pp = pidleget();
+  if (!pp) sched.needspinning.store(1, std::memory_order_seq_cst);
+  return pp;
+}
+
+void pidleput(P* pp) {
+  GOSHIM_CHECK(runqempty(pp), "pidleput: P has non-empty run queue");
+  pp->status.store(PStatus::Idle, std::memory_order_relaxed);
+  pp->link = sched.pidle;
+  sched.pidle = pp;
+  sched.npidle.fetch_add(1, std::memory_order_seq_cst);
+}
+
+M* mget() {
+  M* mp = sched.midle;
+  if (mp) {
+    sched.midle = mp->schedlink;
+    mp->schedlink = nullptr;
+    sched.nmidle--;
+  }
+  return mp;
+}
+
+void mput(M* mp) {
+  mp->schedlink = sched.midle;
+  sched.midle = mp;
+  sched.nmidle++;
+}
+
+// ---- P ownership -----------------------------------------------------------
+
+void acquirep(P* pp) {
+  M* mp = getg()->m;
+  GOSHIM_CHECK(mp->p == nullptr && pp->m == nullptr, "acquirep: P or M already attached");
+  mp->p = pp;
+  pp->m = mp;
+  pp->status.store(PStatus::Running, std::memory_order_relaxed);
+}
+
+P* releasep() {
+  M* mp = getg()->m;
+  P* pp = mp->p;
+  GOSHIM_CHECK(pp && pp->m == mp, "releasep: invalid P state");
+  pp->m = nullptr;
+  mp->p = nullptr;
+  pp->status.store(PStatus::Idle, std::memory_order_relaxed);
+  return pp;
+}
+
+// ---- spinning --------------------------------------------------------------
+
+static void become_spinning(M* mp) {
+  mp->spinning = true;
+  sched.nmspinning.fetch_add(1, std::memory_order_seq_cst);
+  sched.needspinning.store(0, std::memory_order_relaxed);
+}
+
+static void resetspinning(M* mp) {
+  mp->spinning = false;
+  int32_t n = sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst) - 1;
+  GOSHIM_CHECK(n >= 0, "resetspinning: negative nmspinning");
+  wakep();
+}
+
+void wakep() {
+  // Be conservative: start a spinning M only if none exists.
+  if (sched.nmspinning.load(std::memory_order_seq_cst) != 0) return;
+  int32_t zero = 0;
+  if (!sched.nmspinning.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) return;
+  sched.lock.lock();
+  P* pp = pidleget_spinning();
+  if (!pp) {
+    sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
+    sched.lock.unlock();
+    return;
+  }
+  sched.lock.unlock();
+  startm(pp, true);
+}
+
+void startm(P* pp, bool spinning) {
+  sched.lock.lock();
+  if (!pp) {
+    GOSHIM_CHECK(!spinning, "startm: spinning without a P");
+    pp = pidleget();
+    if (!pp) {
+      sched.lock.unlock();
+      return;
+    }
+  }
+  M* nmp = mget();
+  sched.lock.unlock();
+  if (!nmp) {
+    newm(pp, spinning);
+    return;
+  }
+  GOSHIM_CHECK(!nmp->spinning && !nmp->nextp, "startm: idle M in bad state");
+  nmp->spinning = spinning;
+  nmp->nextp = pp;
+  nmp->park.wakeup();
+}
+
+void stopm() {
+  M* mp = getg()->m;
+  GOSHIM_CHECK(mp->p == nullptr && !mp->spinning, "stopm: M holds a P or spins");
+  sched.lock.lock();
+  mput(mp);
+  sched.lock.unlock();
+  mp->blocked = true;
+  mp->park.sleep();
+  mp->park.clear();
+  mp->blocked = false;
+  acquirep(mp->nextp);
+  mp->nextp = nullptr;
+}
+
+void handoffp(P* pp) {
+  // Work to do: start an M right away.
+  if (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) != 0) {
+    startm(pp, false);
+    return;
+  }
+  // No spinning or idle M: someone must look for work.
+  if (sched.nmspinning.load(std::memory_order_seq_cst) + sched.npidle.load() == 0) {
+    int32_t zero = 0;
+    if (sched.nmspinning.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
+      sched.needspinning.store(0, std::memory_order_relaxed);
+      startm(pp, true);
+      return;
+    }
+  }
+  sched.lock.lock();
+  if (sched.runq.size != 0) {
+    sched.lock.unlock();
+    startm(pp, false);
+    return;
+  }
+  // The last running P, and nobody polls the network: an M must poll.
+  if (sched.npidle.load() == sched.gomaxprocs - 1 &&
+      sched.lastpoll.load(std::memory_order_relaxed) != 0) {
+    sched.lock.unlock();
+    startm(pp, false);
+    return;
+  }
+  int64_t when = timers_wake_time(&pp->timers);
+  pidleput(pp);
+  sched.lock.unlock();
+  if (when != 0) wake_netpoller(when);
+}
+
+void wake_netpoller(int64_t when) {
+  if (sched.lastpoll.load(std::memory_order_seq_cst) == 0) {
+    // An M is blocked in netpoll: break it out if it would sleep past when.
+    int64_t until = sched.pollUntil.load(std::memory_order_seq_cst);
+    if (until == 0 || until > when) netpoll_break();
+  } else {
+    wakep();
+  }
+}
+
+// Readies netpoll results without a P: global queue, and an M per idle P.
+static void inject_glist(GQueue& q) {
+  if (q.empty()) return;
+  for (G* gp = q.head; gp; gp = gp->schedlink)
+    gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
+  int32_t n = q.size;
+  sched.lock.lock();
+  globrunqputbatch(q);
+  sched.lock.unlock();
+  for (; n > 0; n--) {
+    sched.lock.lock();
+    P* pp = pidleget_spinning();
+    sched.lock.unlock();
+    if (!pp) break;
+    startm(pp, false);
+  }
+}
+
+// ---- stealing --------------------------------------------------------------
+
+uint32_t fastrand() {
+  M* mp = getg()->m;
+  // xorshift64*
+  uint64_t x = mp->rand;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  mp->rand = x;
+  return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static uint32_t gcd(uint32_t a, uint32_t b) {
+  while (b) {
+    uint32_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// Visits Ps in a random order: a random start and a random stride coprime
+// with gomaxprocs (Go's randomOrder).
+struct RandomOrder {
+  uint32_t count, pos, inc, i;
+  explicit RandomOrder(uint32_t n) : count(n), i(0) {
+    pos = fastrand() % n;
+    for (;;) {
+      inc = fastrand() % n + 1;
+      if (gcd(inc, n) == 1) break;
+    }
+  }
+  bool done() const { return i == count; }
+  void next() {
+    i++;
+    pos = (pos + inc) % count;
+  }
+};
+
+// Steals a runnable G or runs due timers of other Ps. With a P.
+static G* steal_work(int64_t now, bool* inherit, int64_t* poll_until, bool* new_work) {
+  M* mp = getg()->m;
+  P* pp = mp->p;
+  bool ran_timer = false;
+  const int kTries = 4;
+  *new_work = false;
+  for (int i = 0; i < kTries; i++) {
+    bool last = i == kTries - 1;
+    for (RandomOrder e((uint32_t)sched.gomaxprocs); !e.done(); e.next()) {
+      P* p2 = sched.allp[e.pos];
+      if (p2 == pp) continue;
+      // Timers of p2, once, on the last pass (before stealing its runnext).
+      if (last && timers_wake_time(&p2->timers) != 0) {
+        int64_t w = 0;
+        bool ran = timers_run(&p2->timers, now, &w);
+        if (w != 0 && (*poll_until == 0 || w < *poll_until)) *poll_until = w;
+        if (ran) {
+          if (G* gp = runqget(pp, inherit)) return gp;
+          ran_timer = true;
+        }
+      }
+      if (p2->status.load(std::memory_order_relaxed) != PStatus::Idle) {
+        if (G* gp = runqsteal(pp, p2, last)) {
+          *inherit = false;
+          return gp;
+        }
+      }
+    }
+  }
+  *new_work = ran_timer;
+  return nullptr;
+}
+
+// Without P: is there a P with local work? Returns an idle P to run it on.
+static P* check_runqs_noP() {
+  for (int i = 0; i < sched.gomaxprocs; i++) {
+    P* p2 = sched.allp[i];
+    if (p2->status.load(std::memory_order_relaxed) != PStatus::Idle && !runqempty(p2)) {
+      sched.lock.lock();
+      P* pp = pidleget_spinning();
+      sched.lock.unlock();
+      return pp;
+    }
+  }
+  return nullptr;
+}
+
+static int64_t check_timers_noP(int64_t poll_until) {
+  for (int i = 0; i < sched.gomaxprocs; i++) {
+    int64_t w = timers_wake_time(&sched.allp[i]->timers);
+    if (w != 0 && (poll_until == 0 || w < poll_until)) poll_until = w;
+  }
+  return poll_until;
+}
+
+// Finds a runnable G; blocks (stopm or netpoll) until there is one. On g0.
+static G* find_runnable(bool* inherit) {
+  M* mp = getg()->m;
+top:
+  P* pp = mp->p;
+  *inherit = false;
+  int64_t now = sys::nanotime();
+  int64_t poll_until = 0;
+  timers_run(&pp->timers, now, &poll_until);
+
+  // Fairness: check the global queue once in a while, so that two Gs
+  // respawning each other on one P cannot starve it.
+  if (pp->schedtick % 61 == 0 && sched.runqsize.load(std::memory_order_relaxed) > 0) {
+    sched.lock.lock();
+    G* gp = globrunqget(pp, 1);
+    sched.lock.unlock();
+    if (gp) return gp;
+  }
+
+  if (G* gp = runqget(pp, inherit)) return gp;
+
+  if (sched.runqsize.load(std::memory_order_relaxed) > 0) {
+    sched.lock.lock();
+    G* gp = globrunqget(pp, 0);  // local queue is empty: room for the batch
+    sched.lock.unlock();
+    if (gp) return gp;
+  }
+
+  // Poll the network without blocking, if nobody is blocked in it already.
+  if (netpoll_any_waiters() && sched.lastpoll.load(std::memory_order_relaxed) != 0 &&
+      sched.pollingNet.exchange(1, std::memory_order_acquire) == 0) {
+    GQueue q;
+    netpoll(0, q);
+    sched.pollingNet.store(0, std::memory_order_release);
+    if (!q.empty()) {
+      G* gp = q.pop();
+      gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
+      ready_list(q);
+      return gp;
+    }
+  }
+
+  // Steal, with at most half of the busy Ps spinning.
+  int32_t busy = sched.gomaxprocs - sched.npidle.load(std::memory_order_relaxed);
+  if (mp->spinning || 2 * sched.nmspinning.load(std::memory_order_relaxed) < busy) {
+    if (!mp->spinning) become_spinning(mp);
+    bool new_work = false;
+    int64_t w = 0;
+    G* gp = steal_work(now, inherit, &w, &new_work);
+    if (gp) return gp;
+    if (new_work) goto top;
+    if (w != 0 && (poll_until == 0 || w < poll_until)) poll_until = w;
+  }
+
+  // Nothing to do: give up the P.
+  sched.lock.lock();
+  if (sched.runq.size != 0) {
+    G* gp = globrunqget(pp, 0);
+    sched.lock.unlock();
+    return gp;
+  }
+  if (!mp->spinning && sched.needspinning.load(std::memory_order_seq_cst) == 1) {
+    // Someone found work but no idle P: become the spinner it wanted.
+    become_spinning(mp);
+    sched.lock.unlock();
+    goto top;
+  }
+  releasep();
+  pidleput(pp);
+  sched.lock.unlock();
+
+  {
+    bool was_spinning = mp->spinning;
+    if (mp->spinning) {
+      mp->spinning = false;
+      int32_t n = sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst) - 1;
+      GOSHIM_CHECK(n >= 0, "find_runnable: negative nmspinning");
+      // Re-check every source after dropping nmspinning (see the essay).
+      sched.lock.lock();
+      if (sched.runq.size != 0) {
+        P* p2 = pidleget_spinning();
+        if (p2) {
+          acquirep(p2);
+          G* gp = globrunqget(p2, 0);
+          sched.lock.unlock();
+          become_spinning(mp);
+          return gp;
+        }
+      }
+      sched.lock.unlock();
+      if (P* p2 = check_runqs_noP()) {
+        acquirep(p2);
+        become_spinning(mp);
+        goto top;
+      }
+      poll_until = check_timers_noP(poll_until);
+    }
+
+    // Sleep in netpoll until the earliest timer (or an fd event).
+    if ((netpoll_any_waiters() || poll_until != 0) &&
+        sched.lastpoll.exchange(0, std::memory_order_seq_cst) != 0) {
+      sched.pollUntil.store(poll_until, std::memory_order_seq_cst);
+      int64_t delay = -1;
+      if (poll_until != 0) {
+        delay = poll_until - sys::nanotime();
+        if (delay < 0) delay = 0;
+      }
+      GQueue q;
+      mp->blocked = true;
+      netpoll(delay, q);
+      mp->blocked = false;
+      now = sys::nanotime();
+      sched.pollUntil.store(0, std::memory_order_seq_cst);
+      sched.lastpoll.store(now, std::memory_order_seq_cst);
+      sched.lock.lock();
+      P* p2 = pidleget();
+      sched.lock.unlock();
+      if (!p2) {
+        inject_glist(q);
+      } else {
+        acquirep(p2);
+        if (!q.empty()) {
+          G* gp = q.pop();
+          gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
+          ready_list(q);
+          return gp;
+        }
+        if (was_spinning) become_spinning(mp);
+        goto top;
+      }
+    } else if (poll_until != 0) {
+      int64_t until = sched.pollUntil.load(std::memory_order_seq_cst);
+      if (until == 0 || until > poll_until) netpoll_break();
+    }
+  }
+  stopm();
+  goto top;
+}
+
+void schedule() {
+  M* mp = getg()->m;
+  GOSHIM_CHECK(getg()->is_g0(), "schedule: not on g0");
+  GOSHIM_CHECK(mp->locks.load(std::memory_order_relaxed) == 0, "schedule: holding locks");
+  bool inherit = false;
+  G* gp = find_runnable(&inherit);
+  // A spinning M that found work wakes another spinner if it was the last.
+  if (mp->spinning) resetspinning(mp);
+  execute_g(gp, inherit);
+}
+
+}  // namespace goshim

@@ -1,0 +1,82 @@
+// The scheduler's entry points for the rest of goshim. shim/ calls only
+// these (and sema/netpoll/timer/blocking); nothing here calls an interposed
+// symbol.
+#pragma once
+
+#include <stdint.h>
+
+#include "core/gmp.hpp"
+
+namespace goshim {
+
+// ---- park / ready (park.cpp) ----------------------------------------------
+
+// On user G. Parks the current G. On g0, after the G's context is saved,
+// unlockf(gp, arg) runs (if given); if it returns false the G resumes at
+// once, otherwise it stays parked until someone calls ready(gp).
+// unlockf must not touch the G's stack, and after it returns true the G
+// may already be running elsewhere.
+void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* obj);
+
+// Makes a Waiting G runnable. Any thread: with a P it goes to that P's
+// runnext (next=true) or local queue; without one (foreign threads,
+// sysmon) to the global queue. Wakes an M if one is needed.
+void ready(G* gp, bool next = true);
+
+// Readies a list of Waiting Gs (netpoll results, broadcasts).
+void ready_list(GQueue& q);
+
+// On user G. Yields: the G goes to the tail of its P's local queue.
+void gosched();
+// On user G. Yields to the global queue (used for preemption, as Go does).
+void gosched_global();
+
+// ---- scheduler (sched.cpp) --------------------------------------------------
+
+// On g0, with a P. Finds a runnable G and runs it. Never returns.
+[[noreturn]] void schedule();
+// Tries to get an idle P running a spinning M to pick up new work. Any.
+void wakep();
+// A timer at when was added: make sure some M will wake for it. Any.
+void wake_netpoller(int64_t when);
+// Hands pp, which the calling M has just released, to another M if it has
+// work (or may be needed to poll); otherwise puts it on the idle list.
+void handoffp(P* pp);
+// Starts an M on pp (or an idle P if pp is null). Without P or any.
+void startm(P* pp, bool spinning);
+// Without P. Puts the M on the idle list and sleeps until handed a P.
+void stopm();
+// Attach/detach a P to/from the current M.
+void acquirep(P* pp);
+P* releasep();
+// Puts gp on the global queue (locks sched.lock).
+void globrunqput(G* gp);
+void globrunqputbatch(GQueue& q);
+
+// ---- run queues (runq.cpp) --------------------------------------------------
+
+// Owner P only.
+void runqput(P* pp, G* gp, bool next);
+G* runqget(P* pp, bool* inherit_time);
+// Any P. Steals half of p2's queue into pp's; returns one G to run or null.
+G* runqsteal(P* pp, P* p2, bool steal_runnext);
+bool runqempty(P* pp);
+uint32_t runqlen(P* pp);
+// Locks held: sched.lock. Takes up to max Gs (0: a fair share) from the
+// global queue; one is returned, the rest go to pp's local queue.
+G* globrunqget(P* pp, int32_t max);
+
+// ---- Ms and Ps (proc.cpp) ------------------------------------------------------
+
+// Locks held: sched.lock. Idle P and M lists.
+P* pidleget();
+void pidleput(P* pp);
+M* mget();
+void mput(M* mp);
+// Creates a kernel thread running the scheduler on pp. Without locks.
+void newm(P* pp, bool spinning);
+
+// Per-M fast random numbers.
+uint32_t fastrand();
+
+}  // namespace goshim

@@ -1,0 +1,162 @@
+// Goroutine stacks (see stack.hpp).
+#include "core/stack.hpp"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "core/rawlog.hpp"
+#include "syscalls/sys.hpp"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+namespace goshim {
+
+namespace {
+
+size_t g_page = 4096;
+std::atomic<size_t> g_default_size{8 << 20};
+std::atomic<bool> g_guard_madvise{true};
+
+// A freed stack keeps its descriptor in its own top bytes while pooled.
+struct FreeStack {
+  FreeStack* next;
+  Stack s;
+};
+
+constexpr int kClasses = 8;
+struct Class {
+  size_t size = 0;  // usable bytes
+  size_t guard = 0;
+  FreeStack* head = nullptr;
+  int32_t n = 0;
+};
+Mutex pool_lock;  // rank: leaf
+Class classes[kClasses];
+
+size_t round_page(size_t n) { return (n + g_page - 1) & ~(g_page - 1); }
+
+FreeStack* node_of(const Stack& s) { return (FreeStack*)(s.hi - sizeof(FreeStack)); }
+
+bool map_stack(size_t size, size_t guard, Stack* out) {
+  size_t total = size + guard;
+  void* p = sys::mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (p == MAP_FAILED) return false;
+  uintptr_t lo = (uintptr_t)p;
+  if (guard) {
+    bool ok = false;
+    if (g_guard_madvise.load(std::memory_order_relaxed)) {
+      long r = sys::madvise(p, guard, MADV_GUARD_INSTALL);
+      if (r == 0)
+        ok = true;
+      else if (r == -EINVAL)
+        g_guard_madvise.store(false, std::memory_order_relaxed);  // kernel < 6.13
+    }
+    if (!ok && sys::mprotect(p, guard, PROT_NONE) != 0) {
+      sys::munmap(p, total);
+      return false;
+    }
+  }
+  out->map_lo = lo;
+  out->map_size = total;
+  out->guard = guard;
+  out->lo = lo + guard;
+  out->hi = lo + total;
+  return true;
+}
+
+}  // namespace
+
+void stack_init() {
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps > 0) g_page = (size_t)ps;
+  // glibc's default: RLIMIT_STACK if set and not unlimited, else 2 MiB on
+  // x86-64 (ARCH_STACK_DEFAULT_SIZE), never below PTHREAD_STACK_MIN.
+  pthread_attr_t a;
+  size_t sz = 0;
+  if (pthread_getattr_default_np(&a) == 0) {
+    pthread_attr_getstacksize(&a, &sz);
+    pthread_attr_destroy(&a);
+  }
+  if (sz == 0) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      sz = rl.rlim_cur;
+    else
+      sz = 2 << 20;
+  }
+  if (sz < 16384) sz = 16384;
+  g_default_size.store(round_page(sz), std::memory_order_relaxed);
+}
+
+size_t page_size() { return g_page; }
+size_t default_stack_size() { return g_default_size.load(std::memory_order_relaxed); }
+void set_default_stack_size(size_t size) {
+  g_default_size.store(round_page(size), std::memory_order_relaxed);
+}
+size_t default_guard_size() { return g_page; }
+bool stack_guard_is_madvise() { return g_guard_madvise.load(std::memory_order_relaxed); }
+
+bool stack_alloc(P* pp, size_t size, size_t guard, Stack* out) {
+  size = round_page(size);
+  guard = round_page(guard);
+  if (size + guard < size) return false;
+  bool dflt = size == default_stack_size() && guard == default_guard_size();
+  if (pp && dflt && pp->nstackcache > 0) {
+    *out = pp->stackcache[--pp->nstackcache];
+    return true;
+  }
+  pool_lock.lock();
+  for (Class& c : classes) {
+    if (c.size == size && c.guard == guard && c.head) {
+      FreeStack* f = c.head;
+      c.head = f->next;
+      c.n--;
+      *out = f->s;
+      pool_lock.unlock();
+      return true;
+    }
+  }
+  pool_lock.unlock();
+  return map_stack(size, guard, out);
+}
+
+void stack_free(P* pp, const Stack& s) {
+  size_t size = s.hi - s.lo;
+  if (pp && size == default_stack_size() && s.guard == default_guard_size() &&
+      pp->nstackcache < P::kStackCache) {
+    pp->stackcache[pp->nstackcache++] = s;
+    return;
+  }
+  pool_lock.lock();
+  Class* slot = nullptr;
+  for (Class& c : classes) {
+    if (c.size == size && c.guard == s.guard) {
+      slot = &c;
+      break;
+    }
+    if (!slot && c.head == nullptr) slot = &c;
+  }
+  if (slot && (slot->size != size || slot->guard != s.guard) && slot->head == nullptr) {
+    slot->size = size;
+    slot->guard = s.guard;
+  }
+  if (slot && slot->size == size && slot->guard == s.guard) {
+    FreeStack* f = node_of(s);
+    f->s = s;
+    f->next = slot->head;
+    slot->head = f;
+    slot->n++;
+    pool_lock.unlock();
+    return;
+  }
+  pool_lock.unlock();
+  // No class free for this size: give the memory back.
+  sys::munmap((void*)s.map_lo, s.map_size);
+}
+
+}  // namespace goshim

@@ -1,0 +1,36 @@
+// Goroutine stacks (DESIGN.md decision 3).
+//
+// A stack is an anonymous MAP_NORESERVE mapping, so only touched pages cost
+// memory, with a guard at its low end installed by MADV_GUARD_INSTALL
+// (Linux 6.13+: no VMA split, so vm.max_map_count does not cap the number of
+// goroutines) or by mprotect(PROT_NONE) on older kernels. Freed stacks are
+// recycled: a small per-P cache for the default size, global lists per
+// (size, guard) class otherwise.
+#pragma once
+
+#include <stddef.h>
+
+#include "core/gmp.hpp"
+
+namespace goshim {
+
+// Reads the page size and the default stack size. Once, at init.
+void stack_init();
+size_t page_size();
+// The stack size a thread gets without pthread_attr_setstacksize: glibc's
+// default (RLIMIT_STACK, or pthread_setattr_default_np), or GOSHIM_STACK.
+size_t default_stack_size();
+void set_default_stack_size(size_t size);
+size_t default_guard_size();
+
+// Allocates a stack of `size` usable bytes with a guard of `guard` bytes
+// (both rounded up to pages). pp: the caller's P for the cache, or null.
+// Returns false when the memory cannot be had (the caller reports EAGAIN).
+bool stack_alloc(P* pp, size_t size, size_t guard, Stack* out);
+// Returns a stack to the pools. pp as above.
+void stack_free(P* pp, const Stack& s);
+
+// Whether guards use MADV_GUARD_INSTALL (true) or mprotect (false).
+bool stack_guard_is_madvise();
+
+}  // namespace goshim

@@ -1,0 +1,143 @@
+// Per-P 4-ary timer heaps (see timer.hpp).
+#include "core/timer.hpp"
+
+#include <sys/mman.h>
+
+#include "core/gmp.hpp"
+#include "core/netpoll.hpp"
+#include "core/rawlog.hpp"
+#include "core/sched.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+namespace {
+
+// 4M pending timers per P; only touched pages cost memory.
+constexpr int32_t kHeapCap = 4 << 20;
+
+void set_ent(TimerHeap* h, int32_t i, TimerHeap::Ent e) {
+  h->ents[i] = e;
+  e.t->idx = i;
+}
+
+void sift_up(TimerHeap* h, int32_t i) {
+  TimerHeap::Ent e = h->ents[i];
+  while (i > 0) {
+    int32_t parent = (i - 1) / 4;
+    if (e.when >= h->ents[parent].when) break;
+    set_ent(h, i, h->ents[parent]);
+    i = parent;
+  }
+  set_ent(h, i, e);
+}
+
+void sift_down(TimerHeap* h, int32_t i) {
+  TimerHeap::Ent e = h->ents[i];
+  int32_t n = h->len;
+  for (;;) {
+    int32_t c = i * 4 + 1;
+    if (c >= n) break;
+    int32_t best = c;
+    int32_t end = c + 4 < n ? c + 4 : n;
+    for (int32_t j = c + 1; j < end; j++)
+      if (h->ents[j].when < h->ents[best].when) best = j;
+    if (h->ents[best].when >= e.when) break;
+    set_ent(h, i, h->ents[best]);
+    i = best;
+  }
+  set_ent(h, i, e);
+}
+
+// Removes entry i. Locks held: h->lock.
+void remove_at(TimerHeap* h, int32_t i) {
+  Timer* t = h->ents[i].t;
+  int32_t last = --h->len;
+  if (i != last) {
+    h->ents[i] = h->ents[last];
+    h->ents[i].t->idx = i;
+    if (i > 0 && h->ents[i].when < h->ents[(i - 1) / 4].when)
+      sift_up(h, i);
+    else
+      sift_down(h, i);
+  }
+  t->idx = -1;
+  t->heap.store(nullptr, std::memory_order_release);
+}
+
+void publish(TimerHeap* h) {
+  h->when0.store(h->len ? h->ents[0].when : 0, std::memory_order_release);
+}
+
+}  // namespace
+
+void timers_init(TimerHeap* h) {
+  void* p = sys::mmap(nullptr, (size_t)kHeapCap * sizeof(TimerHeap::Ent), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) fatal("cannot reserve the timer heap");
+  h->ents = (TimerHeap::Ent*)p;
+  h->cap = kHeapCap;
+}
+
+void timer_add(Timer* t, int64_t when) {
+  M* mp = acquirem();
+  P* pp = mp->p;
+  GOSHIM_CHECK(pp != nullptr, "timer_add without a P");
+  TimerHeap* h = &pp->timers;
+  h->lock.lock();
+  GOSHIM_CHECK(t->heap.load(std::memory_order_relaxed) == nullptr, "timer_add: timer in a heap");
+  if (h->len >= h->cap) fatal("too many pending timers on one P");
+  t->when = when;
+  t->heap.store(h, std::memory_order_relaxed);
+  int32_t i = h->len++;
+  set_ent(h, i, {when, t});
+  sift_up(h, i);
+  bool earliest = h->ents[0].t == t;
+  publish(h);
+  h->lock.unlock();
+  releasem(mp);
+  if (earliest) wake_netpoller(when);
+}
+
+bool timer_del(Timer* t) {
+  for (;;) {
+    TimerHeap* h = t->heap.load(std::memory_order_acquire);
+    if (!h) return false;
+    h->lock.lock();
+    if (t->heap.load(std::memory_order_relaxed) != h) {
+      h->lock.unlock();
+      continue;  // moved or fired meanwhile
+    }
+    remove_at(h, t->idx);
+    publish(h);
+    h->lock.unlock();
+    return true;
+  }
+}
+
+bool timers_run(TimerHeap* h, int64_t now, int64_t* next) {
+  bool ran = false;
+  int64_t w = h->when0.load(std::memory_order_acquire);
+  if (w == 0 || w > now) {
+    *next = w;
+    return false;
+  }
+  h->lock.lock();
+  while (h->len > 0 && h->ents[0].when <= now) {
+    Timer* t = h->ents[0].t;
+    void (*f)(void*, uint64_t) = t->f;
+    void* arg = t->arg;
+    uint64_t seq = t->seq;
+    remove_at(h, 0);
+    publish(h);
+    h->lock.unlock();
+    f(arg, seq);  // t may be reused from here on
+    ran = true;
+    h->lock.lock();
+  }
+  *next = h->len ? h->ents[0].when : 0;
+  h->lock.unlock();
+  return ran;
+}
+
+}  // namespace goshim

@@ -1,0 +1,420 @@
+// Per-goroutine glibc TLS blocks: the recipe of TLS.md, with every offset
+// into struct pthread found at run time and checked.
+#include "core/tls.hpp"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <locale.h>
+#include <pthread.h>
+extern "C" struct __res_state* __res_state(void);
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "arch/arch.hpp"
+#include "core/gmp.hpp"
+#include "core/rawlog.hpp"
+#include "core/real.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim::tls {
+
+Layout L;
+
+namespace {
+
+// tcbhead_t (x86-64): a fixed ABI.
+constexpr size_t kTcbSelf0 = 0x00;
+constexpr size_t kTcbDtv = 0x08;
+constexpr size_t kTcbSelf = 0x10;
+constexpr size_t kTcbMultipleThreads = 0x18;
+constexpr size_t kTcbSysinfo = 0x20;
+constexpr size_t kTcbStackGuard = 0x28;
+constexpr size_t kTcbPointerGuard = 0x30;
+constexpr size_t kTcbFeature1 = 0x48;
+constexpr uint32_t kFeature1Shstk = 1u << 1;  // CET shadow stack active
+
+constexpr uint32_t kRseqSig = 0x53053053;  // RSEQ_SIG on x86
+constexpr int kRseqFlagUnregister = 1;
+constexpr uint32_t kRseqCpuIdRegistrationFailed = (uint32_t)-2;
+constexpr uint32_t kRseqCpuIdUninitialized = (uint32_t)-1;
+
+using allocate_tls_t = void* (*)(void*);
+using deallocate_tls_t = void (*)(void*, bool);
+using static_info_t = void (*)(size_t*, size_t*);
+using voidfn_t = void (*)();
+
+allocate_tls_t dl_allocate_tls;
+deallocate_tls_t dl_deallocate_tls;
+voidfn_t call_tls_dtors;
+voidfn_t ctype_init;
+
+uintptr_t t0;                  // the initial thread's TCB
+intptr_t robust_futex_offset;  // robust_list_head.futex_offset as glibc sets it
+size_t link_map_tls_offset;    // offsetof(struct link_map, l_tls_offset)
+
+// Module ids whose static TLS every block already has (bit per modid).
+constexpr size_t kMaxModid = 4096;
+uint64_t modid_done[kMaxModid / 64];
+Mutex dlopen_lock;  // rank: leaf; serializes after_dlopen
+
+template <typename T>
+T& at(uintptr_t base, size_t off) {
+  return *reinterpret_cast<T*>(base + off);
+}
+
+const uint32_t* db_desc(const char* name) {
+  return (const uint32_t*)dlvsym(RTLD_DEFAULT, name, "GLIBC_PRIVATE");
+}
+
+bool db_offset(const char* name, size_t* out) {
+  const uint32_t* d = db_desc(name);
+  if (!d) return false;
+  *out = d[2];  // {bits, count, offset}
+  return true;
+}
+
+struct Probe {
+  uintptr_t stack_lo;
+  size_t stack_size;
+  uintptr_t self;
+  pid_t tid;
+  uintptr_t robust_head;
+  intptr_t futex_offset;
+  uintptr_t res;
+  uintptr_t resp_tls;
+  uintptr_t tls_g_addr;
+  size_t stackblock = 0;
+  int stackblock_hits = 0;
+  uintptr_t cleanup_jmp_buf_val = 0;
+  uintptr_t specific0 = 0;
+  uintptr_t list_next = 0;
+  int multiple_threads = 0;
+};
+
+void* probe_main(void* arg) {
+  Probe* pr = (Probe*)arg;
+  uintptr_t self = arch::get_tp();
+  pr->self = self;
+  pr->tid = (pid_t)sys::gettid();
+  void* head = nullptr;
+  size_t len = 0;
+  if (sys::get_robust_list(0, &head, &len) == 0) {
+    pr->robust_head = (uintptr_t)head;
+    pr->futex_offset = *(intptr_t*)((uintptr_t)head + 8);
+  }
+  pr->res = (uintptr_t)__res_state();
+  void* resp = dlvsym(RTLD_DEFAULT, "__resp", "GLIBC_PRIVATE");
+  pr->resp_tls = (uintptr_t)resp;
+  pr->tls_g_addr = (uintptr_t)&tls_g;
+  // Look for the (stackblock, stackblock_size) pair inside the TCB.
+  for (size_t off = 0; off + 16 <= L.sizeof_pthread; off += 8) {
+    if (at<uintptr_t>(self, off) == pr->stack_lo && at<size_t>(self, off + 8) == pr->stack_size) {
+      pr->stackblock = off;
+      pr->stackblock_hits++;
+    }
+  }
+  pr->cleanup_jmp_buf_val = at<uintptr_t>(self, L.cancelhandling - 8);
+  pr->specific0 = at<uintptr_t>(self, L.specific);
+  pr->list_next = at<uintptr_t>(self, L.list);
+  pr->multiple_threads = at<int>(self, kTcbMultipleThreads);
+  return nullptr;
+}
+
+}  // namespace
+
+bool init(const char** why) {
+  *why = nullptr;
+  dl_allocate_tls = (allocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
+  dl_deallocate_tls =
+      (deallocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_deallocate_tls", "GLIBC_PRIVATE");
+  auto static_info =
+      (static_info_t)dlvsym(RTLD_DEFAULT, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
+  call_tls_dtors = (voidfn_t)dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
+  ctype_init = (voidfn_t)dlvsym(RTLD_DEFAULT, "__ctype_init", "GLIBC_PRIVATE");
+  if (!dl_allocate_tls || !dl_deallocate_tls || !static_info || !call_tls_dtors || !ctype_init) {
+    *why = "glibc's private TLS entry points are missing";
+    return false;
+  }
+  static_info(&L.static_size, &L.static_align);
+
+  const uint32_t* sz = db_desc("_thread_db_sizeof_pthread");
+  if (!sz) {
+    *why = "glibc's libthread_db descriptors are missing (glibc < 2.34?)";
+    return false;
+  }
+  L.sizeof_pthread = *sz;
+  if (L.sizeof_pthread < 1024 || L.sizeof_pthread > 16384 ||
+      L.sizeof_pthread >= L.static_size || L.static_align > 4096 ||
+      (L.static_align & (L.static_align - 1))) {
+    *why = "unexpected glibc TLS geometry";
+    return false;
+  }
+  L.below_tp = L.static_size - L.sizeof_pthread;
+  if (L.below_tp % L.static_align) {
+    *why = "unexpected glibc static TLS alignment";
+    return false;
+  }
+  if (!db_offset("_thread_db_pthread_list", &L.list) ||
+      !db_offset("_thread_db_pthread_tid", &L.tid) ||
+      !db_offset("_thread_db_pthread_specific", &L.specific) ||
+      !db_offset("_thread_db_pthread_cancelhandling", &L.cancelhandling) ||
+      !db_offset("_thread_db_pthread_report_events", &L.report_events) ||
+      !db_offset("_thread_db_link_map_l_tls_offset", &link_map_tls_offset)) {
+    *why = "a libthread_db descriptor is missing";
+    return false;
+  }
+  L.cleanup_jmp_buf = L.cancelhandling - 8;  // stable since glibc 2.3
+
+  t0 = arch::get_tp();
+  if (at<uint32_t>(t0, kTcbFeature1) & kFeature1Shstk) {
+    *why = "CET shadow stacks are active (goshim does not switch shadow stacks)";
+    return false;
+  }
+
+  // rseq (glibc >= 2.35). Weak lookups: older glibc has neither symbol.
+  const ptrdiff_t* rseq_off = (const ptrdiff_t*)dlsym(RTLD_DEFAULT, "__rseq_offset");
+  const unsigned* rseq_size = (const unsigned*)dlsym(RTLD_DEFAULT, "__rseq_size");
+  if (rseq_off && rseq_size) {
+    L.rseq = *rseq_off;
+    L.rseq_size = *rseq_size;
+  }
+
+  // The probe thread: a real kernel thread on a stack we supply, so the
+  // stackblock pair is known, and with glibc's full start_thread setup to
+  // read offsets from.
+  size_t probe_size = 256 * 1024;
+  void* stk = sys::mmap(nullptr, probe_size, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (stk == MAP_FAILED) {
+    *why = "cannot map the probe thread's stack";
+    return false;
+  }
+  Probe pr{};
+  pr.stack_lo = (uintptr_t)stk;
+  pr.stack_size = probe_size;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, stk, probe_size);
+  pthread_t th;
+  int err = real::pthread_create(&th, &attr, probe_main, &pr);
+  pthread_attr_destroy(&attr);
+  if (err != 0) {
+    sys::munmap(stk, probe_size);
+    *why = "cannot create the probe thread";
+    return false;
+  }
+  real::pthread_join(th, nullptr);
+  sys::munmap(stk, probe_size);
+
+  // Checks: every offset agrees with what the probe saw.
+  if (pr.self == 0 || pr.stackblock_hits != 1) {
+    *why = "cannot locate stackblock in struct pthread";
+    return false;
+  }
+  L.stackblock = pr.stackblock;
+  L.stackblock_size = pr.stackblock + 8;
+  if (pr.robust_head <= pr.self || pr.robust_head >= pr.self + L.sizeof_pthread) {
+    *why = "cannot locate robust_head in struct pthread";
+    return false;
+  }
+  L.robust_head = pr.robust_head - pr.self;
+  L.robust_prev = L.robust_head - 8;
+  robust_futex_offset = pr.futex_offset;
+  if (pr.res <= pr.self || pr.res >= pr.self + L.sizeof_pthread) {
+    *why = "cannot locate the resolver state in struct pthread";
+    return false;
+  }
+  L.res = pr.res - pr.self;
+  if (!pr.resp_tls) {
+    *why = "glibc's __resp TLS symbol is missing";
+    return false;
+  }
+  L.resp = (intptr_t)(pr.resp_tls - pr.self);
+  L.tls_g = (intptr_t)(pr.tls_g_addr - pr.self);
+  if (pr.specific0 <= pr.self || pr.specific0 >= pr.self + L.sizeof_pthread) {
+    *why = "cannot locate specific_1stblock in struct pthread";
+    return false;
+  }
+  L.specific_1stblock = pr.specific0 - pr.self;
+  if (pr.cleanup_jmp_buf_val < pr.stack_lo || pr.cleanup_jmp_buf_val >= pr.stack_lo + probe_size) {
+    *why = "cleanup_jmp_buf is not where TLS.md says";
+    return false;
+  }
+  if (pr.list_next == 0 || pr.multiple_threads != 1) {
+    *why = "struct pthread list/multiple_threads check failed";
+    return false;
+  }
+  // tid: the descriptor offset must hold the kernel tid in a live thread;
+  // check it on the current (initial) thread.
+  if (at<pid_t>(t0, L.tid) != (pid_t)sys::gettid()) {
+    *why = "the tid descriptor does not match the kernel tid";
+    return false;
+  }
+  // The stack pair, tid and other fields must not overlap each other.
+  if (L.stackblock <= L.tid && L.tid < L.stackblock + 16) {
+    *why = "struct pthread layout check failed";
+    return false;
+  }
+  if (L.resp >= 0 || -L.resp > (intptr_t)L.below_tp || L.tls_g >= 0 ||
+      -L.tls_g > (intptr_t)L.below_tp) {
+    *why = "TLS variables are not in static TLS";
+    return false;
+  }
+  if (L.rseq_size && (L.rseq < -(intptr_t)L.below_tp ||
+                      L.rseq + 32 > (intptr_t)L.sizeof_pthread)) {
+    *why = "the rseq area is not in the thread's TLS block";
+    return false;
+  }
+
+  // Every module loaded now is in the static TLS image of every block.
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void*) -> int {
+        if (info->dlpi_tls_modid && info->dlpi_tls_modid < kMaxModid)
+          modid_done[info->dlpi_tls_modid / 64] |= 1ull << (info->dlpi_tls_modid % 64);
+        return 0;
+      },
+      nullptr);
+  return true;
+}
+
+bool block_init(uintptr_t tp, G* gp) {
+  if (!dl_allocate_tls((void*)tp)) return false;
+  at<uintptr_t>(tp, kTcbSelf0) = tp;
+  at<uintptr_t>(tp, kTcbSelf) = tp;
+  at<int>(tp, kTcbMultipleThreads) = 1;
+  at<uintptr_t>(tp, kTcbSysinfo) = at<uintptr_t>(t0, kTcbSysinfo);
+  at<uintptr_t>(tp, kTcbStackGuard) = at<uintptr_t>(t0, kTcbStackGuard);
+  at<uintptr_t>(tp, kTcbPointerGuard) = at<uintptr_t>(t0, kTcbPointerGuard);
+  at<uint32_t>(tp, kTcbFeature1) = at<uint32_t>(t0, kTcbFeature1);
+  // list points at itself: glibc's list_del on it (fork) stays harmless and
+  // the G is on none of glibc's thread lists.
+  at<uintptr_t>(tp, L.list) = tp + L.list;
+  at<uintptr_t>(tp, L.list + 8) = tp + L.list;
+  at<pid_t>(tp, L.tid) = gp->vtid;
+  at<uintptr_t>(tp, L.robust_prev) = tp + L.robust_head;
+  at<uintptr_t>(tp, L.robust_head) = tp + L.robust_head;
+  at<intptr_t>(tp, L.robust_head + 8) = robust_futex_offset;
+  at<uintptr_t>(tp, L.robust_head + 16) = 0;
+  at<uintptr_t>(tp, L.specific) = tp + L.specific_1stblock;
+  at<uint8_t>(tp, L.report_events) = at<uint8_t>(t0, L.report_events);
+  if (L.rseq_size) {
+    at<uint32_t>(tp + L.rseq, 0) = 0;
+    at<uint32_t>(tp + L.rseq, 4) = kRseqCpuIdRegistrationFailed;
+  }
+  at<uintptr_t>(tp + L.resp, 0) = tp + L.res;
+  at<G*>(tp + L.tls_g, 0) = gp;
+  return true;
+}
+
+void block_reset(uintptr_t tp) {
+  dl_deallocate_tls((void*)tp, false);
+  memset((void*)tp, 0, L.sizeof_pthread);
+}
+
+void set_stack(uintptr_t tp, uintptr_t lo, size_t size) {
+  at<uintptr_t>(tp, L.stackblock) = lo;
+  at<size_t>(tp, L.stackblock_size) = size;
+}
+
+void set_cleanup_jmp_buf(uintptr_t tp, void* buf) { at<void*>(tp, L.cleanup_jmp_buf) = buf; }
+void* get_cleanup_jmp_buf(uintptr_t tp) { return at<void*>(tp, L.cleanup_jmp_buf); }
+int32_t get_tid(uintptr_t tp) { return at<pid_t>(tp, L.tid); }
+void set_tid(uintptr_t tp, int32_t tid) { at<pid_t>(tp, L.tid) = tid; }
+void** specific_slot(uintptr_t tp, unsigned idx1st) {
+  return &at<void*>(tp, L.specific + idx1st * sizeof(void*));
+}
+void* specific_1stblock(uintptr_t tp) { return (void*)(tp + L.specific_1stblock); }
+void set_tls_g(uintptr_t tp, G* gp) { at<G*>(tp + L.tls_g, 0) = gp; }
+
+void first_run() { ctype_init(); }
+
+void on_exit() {
+  call_tls_dtors();
+  uselocale(LC_GLOBAL_LOCALE);
+}
+
+uintptr_t initial_tp() { return t0; }
+
+void adopt_main(G* g1) {
+  at<int>(t0, kTcbMultipleThreads) = 1;
+  tls_g = g1;
+}
+
+void move_kernel_registrations(uintptr_t s0) {
+  // rseq: glibc registered T0's area with a length of at least 32; this
+  // Debian build exports __rseq_size = 20, and unregistering needs the
+  // registered length, so try 32, 64, ... in turn.
+  if (L.rseq_size) {
+    uintptr_t area = t0 + L.rseq;
+    for (uint32_t len = 32; len <= 1024; len *= 2) {
+      long r = sys::rseq((void*)area, len, kRseqFlagUnregister, kRseqSig);
+      if (r == 0) {
+        L.rseq_reglen = len;
+        break;
+      }
+      if (r != -EINVAL) break;
+    }
+    if (L.rseq_reglen) {
+      at<uint32_t>(area, 4) = kRseqCpuIdRegistrationFailed;  // G1 asks the vDSO
+      uintptr_t s0area = s0 + L.rseq;
+      memset((void*)s0area, 0, 32);
+      at<uint32_t>(s0area, 4) = kRseqCpuIdUninitialized;
+      sys::rseq((void*)s0area, L.rseq_reglen, 0, kRseqSig);
+    }
+  }
+  sys::set_robust_list((void*)(s0 + L.robust_head), 24);
+  at<pid_t>(s0, L.tid) = (pid_t)sys::gettid();
+  sys::set_tid_address(&at<pid_t>(s0, L.tid));
+}
+
+namespace {
+
+struct NewModule {
+  uintptr_t image;
+  size_t filesz, memsz;
+  size_t offset;  // l_tls_offset: the block is at tp - offset
+};
+
+void copy_module(uintptr_t tp, void* ctx) {
+  const NewModule* nm = (const NewModule*)ctx;
+  if (tp == t0) return;  // glibc initialized main's block (it is on dl_stack_user)
+  uintptr_t dest = tp - nm->offset;
+  memcpy((void*)dest, (const void*)nm->image, nm->filesz);
+  memset((void*)(dest + nm->filesz), 0, nm->memsz - nm->filesz);
+}
+
+int visit_module(struct dl_phdr_info* info, size_t, void*) {
+  size_t modid = info->dlpi_tls_modid;
+  if (!modid || modid >= kMaxModid) return 0;
+  if (modid_done[modid / 64] & (1ull << (modid % 64))) return 0;
+  modid_done[modid / 64] |= 1ull << (modid % 64);
+  const ElfW(Phdr)* tlsph = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) tlsph = &info->dlpi_phdr[i];
+  if (!tlsph) return 0;
+  // Find the link_map to read l_tls_offset (static TLS or not).
+  for (struct link_map* lm = _r_debug.r_map; lm; lm = lm->l_next) {
+    if (lm->l_addr != info->dlpi_addr) continue;
+    if (strcmp(lm->l_name ? lm->l_name : "", info->dlpi_name ? info->dlpi_name : "") != 0)
+      continue;
+    size_t off = *(size_t*)((uintptr_t)lm + link_map_tls_offset);
+    if (off == 0 || off == (size_t)-1) return 0;  // dynamic TLS: __tls_get_addr handles it
+    NewModule nm{info->dlpi_addr + tlsph->p_vaddr, tlsph->p_filesz, tlsph->p_memsz, off};
+    for_each_block(copy_module, &nm);
+    return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void after_dlopen() {
+  dlopen_lock.lock();
+  dl_iterate_phdr(visit_module, nullptr);
+  dlopen_lock.unlock();
+}
+
+}  // namespace goshim::tls

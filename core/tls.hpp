@@ -1,0 +1,93 @@
+// Per-goroutine glibc TLS blocks (DESIGN.md decision 2, TLS.md).
+//
+// Every G owns a full glibc static TLS block and TCB (struct pthread),
+// allocated by glibc's own allocator (_dl_allocate_tls) inside goshim's G
+// arena and recycled with the G. The thread pointer moves with the G, so
+// errno, __thread, thread_local, stdio lock ownership, malloc caches and the
+// stack protector behave as for a kernel thread.
+//
+// Offsets into struct pthread are found at run time from glibc's
+// libthread_db descriptors and a probe thread; tcbhead_t offsets are a
+// fixed ABI. tls::init refuses (returns false) when any check fails, and
+// goshim then runs every thread as a plain kernel thread.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace goshim {
+struct G;
+}
+
+namespace goshim::tls {
+
+struct Layout {
+  size_t static_size = 0;   // _dl_get_tls_static_info: static TLS + TCB
+  size_t static_align = 0;
+  size_t sizeof_pthread = 0;
+  size_t below_tp = 0;      // static_size - sizeof_pthread
+  // struct pthread offsets
+  size_t list = 0, tid = 0, robust_prev = 0, robust_head = 0, cleanup_jmp_buf = 0,
+         cancelhandling = 0, specific_1stblock = 0, specific = 0, report_events = 0,
+         stackblock = 0, stackblock_size = 0, res = 0;
+  // TLS offsets relative to tp (negative on x86-64)
+  intptr_t resp = 0;        // glibc's __resp
+  intptr_t tls_g = 0;       // goshim's tls_g
+  intptr_t rseq = 0;        // __rseq_offset
+  uint32_t rseq_size = 0;   // __rseq_size (feature size)
+  uint32_t rseq_reglen = 0; // the length glibc registered with the kernel
+};
+
+extern Layout L;
+
+// Discovers the layout and checks the recipe. On the initial thread, before
+// any G exists. Returns false (with *why set) when M:N must not start.
+bool init(const char** why);
+
+// Bytes one block needs, counted from its 64-aligned base; tp is at
+// base + L.below_tp.
+inline size_t block_bytes() { return L.static_size; }
+
+// Initializes the block whose thread pointer is tp (memory below tp and the
+// TCB must be zero on first use) for gp, which must carry its vtid. Returns
+// false if glibc cannot allocate the DTV (the caller reports EAGAIN).
+// On user G or g0, no runtime locks held (mallocs).
+bool block_init(uintptr_t tp, G* gp);
+// Releases what glibc allocated for a block (DTV, dynamic TLS of dlopen'ed
+// modules) and zeroes the TCB so block_init can run again. Same contract.
+void block_reset(uintptr_t tp);
+
+// Records the stack in the TCB (pthread_getattr_np, alloca cutoff, unwinder).
+void set_stack(uintptr_t tp, uintptr_t lo, size_t size);
+// Reads/writes TCB fields goshim needs.
+void set_cleanup_jmp_buf(uintptr_t tp, void* buf);
+void* get_cleanup_jmp_buf(uintptr_t tp);
+int32_t get_tid(uintptr_t tp);
+void set_tid(uintptr_t tp, int32_t tid);
+void** specific_slot(uintptr_t tp, unsigned idx1st);  // &specific[idx1st]
+void* specific_1stblock(uintptr_t tp);
+// Writes goshim's tls_g in another block.
+void set_tls_g(uintptr_t tp, G* gp);
+
+// On the G, on its first run (what start_thread does before user code).
+void first_run();
+// On the G, as it exits (after destructors, before the block is pooled).
+void on_exit();
+
+// The initial thread's TCB (T0): main keeps it.
+uintptr_t initial_tp();
+// Prepares T0 for running main as G1 (virtual tid, multiple_threads).
+void adopt_main(G* g1);
+// On the initial kernel thread, after it switched to its g0 block s0:
+// moves the kernel's rseq, robust-list and clear-tid registrations from T0
+// to s0 so that K0's kernel state no longer points into main's block.
+void move_kernel_registrations(uintptr_t s0);
+
+// After a successful dlopen: copies the initial-exec TLS image of every
+// newly loaded module into every live goroutine block. User G, no locks.
+void after_dlopen();
+
+// Iterates all goroutine blocks (for after_dlopen); provided by proc.cpp.
+void for_each_block(void (*fn)(uintptr_t tp, void* ctx), void* ctx);
+
+}  // namespace goshim::tls

@@ -1,0 +1,173 @@
+// goshim: runs a program with libgoshim.so preloaded.
+//
+//   goshim [options] -- prog [args...]
+//
+// The program's exit status is passed through (the launcher execs it).
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef GOSHIM_VERSION
+#define GOSHIM_VERSION "0.1.0"
+#endif
+
+namespace {
+
+const char* kUsage =
+    "usage: goshim [options] -- program [args...]\n"
+    "\n"
+    "Runs an unmodified, dynamically linked program with its threads turned into\n"
+    "goroutines scheduled M:N on a few kernel threads (LD_PRELOAD=libgoshim.so).\n"
+    "\n"
+    "options:\n"
+    "  --procs N        number of processors (GOSHIM_MAXPROCS; default: CPUs)\n"
+    "  --stack SIZE     default thread stack size, e.g. 256k or 8m (GOSHIM_STACK)\n"
+    "  --schedtrace MS  print a scheduler summary every MS milliseconds\n"
+    "  --scheddetail    with --schedtrace, print every P, M and G\n"
+    "  --trace FILE     write a scheduler trace (Chrome trace JSON) to FILE\n"
+    "  --no-preempt     disable asynchronous preemption (GOSHIM_PREEMPT=off)\n"
+    "  --mode MODE      M:N (default) or 1:1 (threads stay kernel threads)\n"
+    "  --stats          print a summary of the run at exit (GOSHIM_DEBUG=stats=1)\n"
+    "  --lib PATH       use this libgoshim.so\n"
+    "  --version        print the version and exit\n"
+    "  --help           print this help and exit\n"
+    "\n"
+    "Environment knobs (see README.md): GOSHIM_MAXPROCS, GOSHIM_STACK, GOSHIM_MODE,\n"
+    "GOSHIM_PREEMPT, GOSHIM_TRACE, GOSHIM_DEBUG=schedtrace=MS,scheddetail=1,stats=1,\n"
+    "deadlock=0,pinned=MS,dumpsignal=SIG.\n";
+
+[[noreturn]] void die(const char* fmt, const char* arg = "") {
+  fprintf(stderr, "goshim: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\nTry 'goshim --help'.\n");
+  exit(2);
+}
+
+bool is_uint(const char* s) {
+  if (!*s) return false;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return false;
+  return true;
+}
+
+bool is_size(const char* s) {
+  char* end = nullptr;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || v == 0) return false;
+  if (*end == 'k' || *end == 'K' || *end == 'm' || *end == 'M' || *end == 'g' || *end == 'G')
+    end++;
+  return *end == 0;
+}
+
+bool exists(const char* p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// libgoshim.so next to the launcher (build tree) or in ../lib/goshim (installed).
+bool find_lib(char* out, size_t size) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return false;
+  self[n] = 0;
+  char* slash = strrchr(self, '/');
+  if (!slash) return false;
+  *slash = 0;
+  snprintf(out, size, "%s/libgoshim.so", self);
+  if (exists(out)) return true;
+  snprintf(out, size, "%s/../lib/goshim/libgoshim.so", self);
+  if (exists(out)) return true;
+  return false;
+}
+
+void append_debug(const char* kv) {
+  const char* old = getenv("GOSHIM_DEBUG");
+  char buf[512];
+  if (old && *old)
+    snprintf(buf, sizeof buf, "%s,%s", old, kv);
+  else
+    snprintf(buf, sizeof buf, "%s", kv);
+  setenv("GOSHIM_DEBUG", buf, 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* lib = nullptr;
+  int i = 1;
+  for (; i < argc; i++) {
+    const char* a = argv[i];
+    auto need = [&](const char* opt) -> const char* {
+      if (i + 1 >= argc) die("option %s needs a value", opt);
+      return argv[++i];
+    };
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("goshim %s\n", GOSHIM_VERSION);
+      return 0;
+    } else if (strcmp(a, "--procs") == 0) {
+      const char* v = need(a);
+      if (!is_uint(v) || atoi(v) < 1 || atoi(v) > 1024) die("--procs wants a number in 1..1024, not '%s'", v);
+      setenv("GOSHIM_MAXPROCS", v, 1);
+    } else if (strcmp(a, "--stack") == 0) {
+      const char* v = need(a);
+      if (!is_size(v)) die("--stack wants a size such as 256k or 8m, not '%s'", v);
+      setenv("GOSHIM_STACK", v, 1);
+    } else if (strcmp(a, "--schedtrace") == 0) {
+      const char* v = need(a);
+      if (!is_uint(v) || atoi(v) < 1) die("--schedtrace wants milliseconds, not '%s'", v);
+      char kv[64];
+      snprintf(kv, sizeof kv, "schedtrace=%s", v);
+      append_debug(kv);
+    } else if (strcmp(a, "--scheddetail") == 0) {
+      append_debug("scheddetail=1");
+    } else if (strcmp(a, "--stats") == 0) {
+      append_debug("stats=1");
+    } else if (strcmp(a, "--trace") == 0) {
+      setenv("GOSHIM_TRACE", need(a), 1);
+    } else if (strcmp(a, "--no-preempt") == 0) {
+      setenv("GOSHIM_PREEMPT", "off", 1);
+    } else if (strcmp(a, "--mode") == 0) {
+      const char* v = need(a);
+      if (strcmp(v, "1:1") != 0 && strcmp(v, "M:N") != 0) die("--mode wants M:N or 1:1, not '%s'", v);
+      setenv("GOSHIM_MODE", v, 1);
+    } else if (strcmp(a, "--lib") == 0) {
+      lib = need(a);
+    } else if (a[0] == '-') {
+      die("unknown option '%s'", a);
+    } else {
+      break;  // the program (without --)
+    }
+  }
+  if (i >= argc) die("no program given%s", "");
+
+  char path[PATH_MAX];
+  if (!lib) {
+    if (!find_lib(path, sizeof path)) die("cannot find libgoshim.so next to the launcher%s", "");
+    lib = path;
+  } else if (!exists(lib)) {
+    die("no such library: %s", lib);
+  }
+  char abs[PATH_MAX];
+  if (!realpath(lib, abs)) die("cannot resolve %s", lib);
+  const char* old = getenv("LD_PRELOAD");
+  char pre[PATH_MAX * 2];
+  if (old && *old)
+    snprintf(pre, sizeof pre, "%s:%s", abs, old);
+  else
+    snprintf(pre, sizeof pre, "%s", abs);
+  setenv("LD_PRELOAD", pre, 1);
+
+  execvp(argv[i], argv + i);
+  fprintf(stderr, "goshim: cannot run %s: %s\n", argv[i], strerror(errno));
+  return errno == ENOENT ? 127 : 126;
+}

@@ -1,0 +1,115 @@
+// Thread lifecycle: pthread_create, join (plain, try, timed, clock),
+// detach, exit, self, equal.
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "arch/arch.hpp"
+#include "core/proc.hpp"
+#include "core/sema.hpp"
+#include "core/tls.hpp"
+#include "shim/attr.hpp"
+#include "shim/shim.hpp"
+
+using namespace goshim;
+
+namespace {
+
+// Whether t names a goroutine slot (live or not): such a t is never passed
+// to glibc, which would take its virtual tid to the kernel.
+bool goshim_owned(pthread_t t) {
+  return mn_active() && is_goshim_tp(t);
+}
+
+bool valid_timespec(const struct timespec* ts) {
+  return ts && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
+}
+
+int join_common(pthread_t t, void** ret, int64_t deadline) {
+  G* target = g_from_pthread(t);
+  if (!target) return ESRCH;
+  return thread_join(target, ret, deadline);
+}
+
+}  // namespace
+
+GOSHIM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                 void* (*start)(void*), void* arg) {
+  if (!mn_active()) {
+    shim::ensure_real();
+    return real::pthread_create(thread, attr, start, arg);
+  }
+  CreateAttr a;
+  int err = attr::to_create_attr(attr, &a);
+  if (err) return err;
+  return thread_create(a, start, arg, thread);
+}
+
+GOSHIM_EXPORT int pthread_join(pthread_t t, void** ret) {
+  if (!goshim_owned(t)) {
+    shim::ensure_real();
+    return real::pthread_join(t, ret);
+  }
+  return join_common(t, ret, 0);
+}
+
+GOSHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void** ret) {
+  if (!goshim_owned(t)) {
+    shim::ensure_real();
+    return real::pthread_tryjoin_np(t, ret);
+  }
+  return join_common(t, ret, -1);
+}
+
+GOSHIM_EXPORT int pthread_timedjoin_np(pthread_t t, void** ret, const struct timespec* abstime) {
+  if (!goshim_owned(t)) {
+    shim::ensure_real();
+    return real::pthread_timedjoin_np(t, ret, abstime);
+  }
+  if (!abstime) return join_common(t, ret, 0);  // glibc: NULL waits forever
+  if (!valid_timespec(abstime)) return EINVAL;
+  if (abstime->tv_sec < 0) return ETIMEDOUT;
+  return join_common(t, ret, deadline_from_abs(CLOCK_REALTIME, abstime));
+}
+
+GOSHIM_EXPORT int pthread_clockjoin_np(pthread_t t, void** ret, clockid_t clk,
+                                       const struct timespec* abstime) {
+  if (!goshim_owned(t)) {
+    shim::ensure_real();
+    return real::pthread_clockjoin_np(t, ret, clk, abstime);
+  }
+  if (!abstime) return join_common(t, ret, 0);
+  if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC) return EINVAL;
+  if (!valid_timespec(abstime)) return EINVAL;
+  if (abstime->tv_sec < 0) return ETIMEDOUT;
+  return join_common(t, ret, deadline_from_abs(clk, abstime));
+}
+
+GOSHIM_EXPORT int pthread_detach(pthread_t t) {
+  if (!goshim_owned(t)) {
+    shim::ensure_real();
+    return real::pthread_detach(t);
+  }
+  G* target = g_from_pthread(t);
+  if (!target) return ESRCH;
+  return thread_detach(target);
+}
+
+GOSHIM_EXPORT void pthread_exit(void* value) {
+  shim::ensure_real();
+  if (G* g = shim::user_g()) g->retval = value;
+  // glibc unwinds the stack (cleanup handlers, C++ destructors) and lands
+  // in the G's entry frame, which ends the G (thread_exit_landed).
+  real::pthread_exit(value);
+  __builtin_unreachable();
+}
+
+GOSHIM_EXPORT pthread_t pthread_self(void) {
+  pthread_t self;
+  __asm__("movq %%fs:0x10, %0" : "=r"(self));  // THREAD_SELF: header.self
+  return self;
+}
+
+GOSHIM_EXPORT int pthread_equal(pthread_t a, pthread_t b) { return a == b; }

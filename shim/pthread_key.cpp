@@ -1,0 +1,207 @@
+// Thread-specific data: pthread_key_create/delete, pthread_get/setspecific.
+//
+// Values live where glibc keeps them, in the calling thread's TCB
+// (specific_1stblock and the specific[] second level), so they are per
+// goroutine (each G has its own TCB) and per kernel thread alike. The key
+// table is goshim's own: glibc's __pthread_keys and __nptl_deallocate_tsd
+// are not exported, so goshim runs the destructors itself, at goroutine
+// exit (g_exit_hook) and, for foreign kernel threads, from a destructor of
+// one glibc key that goshim registers for that purpose.
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/arch.hpp"
+#include "core/proc.hpp"
+#include "core/rawlog.hpp"
+#include "shim/shim.hpp"
+
+using namespace goshim;
+
+namespace {
+
+constexpr unsigned kKeysMax = PTHREAD_KEYS_MAX;  // 1024
+constexpr unsigned k2ndSize = 32;
+constexpr unsigned k1stSize = kKeysMax / k2ndSize;
+constexpr int kDestructorIterations = PTHREAD_DESTRUCTOR_ITERATIONS;
+
+struct KeyData {
+  uintptr_t seq;
+  void* data;
+};
+
+struct KeyEnt {
+  std::atomic<uintptr_t> seq{0};  // odd: in use
+  void (*destr)(void*) = nullptr;
+};
+
+KeyEnt keys[kKeysMax];
+
+// Where glibc keeps the values in a TCB. Found on first use (jemalloc
+// creates its key long before goshim's runtime starts).
+std::atomic<bool> layout_ready{false};
+size_t off_specific = 0;  // struct pthread::specific
+size_t off_first = 0;     // struct pthread::specific_1stblock
+SpinLock layout_lock;
+
+// Set by any pthread_setspecific: a destructor round stored new values.
+__thread bool tsd_used __attribute__((tls_model("initial-exec")));
+// This foreign kernel thread has goshim's helper key armed.
+__thread bool helper_armed __attribute__((tls_model("initial-exec")));
+
+pthread_key_t helper_key;
+std::atomic<int> helper_state{0};  // 0 none, 1 creating, 2 ready, 3 unavailable
+
+void init_layout() {
+  layout_lock.lock();
+  if (!layout_ready.load(std::memory_order_relaxed)) {
+    const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_specific",
+                                                "GLIBC_PRIVATE");
+    if (!d) fatal("pthread keys: glibc's _thread_db_pthread_specific is missing");
+    off_specific = d[2];
+    uintptr_t tp = arch::get_tp();
+    off_first = *(uintptr_t*)(tp + off_specific) - tp;
+    layout_ready.store(true, std::memory_order_release);
+  }
+  layout_lock.unlock();
+}
+
+inline void ensure_layout() {
+  if (__builtin_expect(!layout_ready.load(std::memory_order_acquire), 0)) init_layout();
+}
+
+inline KeyData* first_block(uintptr_t tp) { return (KeyData*)(tp + off_first); }
+inline KeyData** level1(uintptr_t tp) { return (KeyData**)(tp + off_specific); }
+
+KeyData* slot(uintptr_t tp, unsigned key, bool alloc) {
+  if (key < k2ndSize) return first_block(tp) + key;
+  KeyData** l1 = level1(tp);
+  KeyData* l2 = l1[key / k2ndSize];
+  if (!l2) {
+    if (!alloc) return nullptr;
+    l2 = (KeyData*)calloc(k2ndSize, sizeof(KeyData));
+    if (!l2) return nullptr;
+    l1[key / k2ndSize] = l2;
+  }
+  return &l2[key % k2ndSize];
+}
+
+// Runs the destructors of the calling thread's values (glibc's
+// __nptl_deallocate_tsd) and frees its second-level blocks.
+void run_destructors(uintptr_t tp) {
+  if (!layout_ready.load(std::memory_order_acquire)) return;
+  KeyData** l1 = level1(tp);
+  int round = 0;
+  bool again;
+  do {
+    tsd_used = false;
+    again = false;
+    for (unsigned i = 0; i < k1stSize; i++) {
+      KeyData* l2 = i == 0 ? first_block(tp) : l1[i];
+      if (!l2) continue;
+      for (unsigned j = 0; j < k2ndSize; j++) {
+        void* data = l2[j].data;
+        if (!data) continue;
+        l2[j].data = nullptr;
+        unsigned key = i * k2ndSize + j;
+        uintptr_t seq = keys[key].seq.load(std::memory_order_acquire);
+        if (l2[j].seq == seq && (seq & 1) && keys[key].destr) keys[key].destr(data);
+      }
+    }
+    again = tsd_used;
+  } while (again && ++round < kDestructorIterations);
+  memset(first_block(tp), 0, k2ndSize * sizeof(KeyData));
+  for (unsigned i = 1; i < k1stSize; i++) {
+    if (l1[i]) {
+      free(l1[i]);
+      l1[i] = nullptr;
+    }
+  }
+  tsd_used = false;
+}
+
+void g_exit_keys(G* gp) { run_destructors(gp->tp); }
+
+// Destructor of goshim's glibc key: runs at a foreign kernel thread's exit.
+void helper_destructor(void*) { run_destructors(arch::get_tp()); }
+
+// Reserves goshim's glibc key before goshim hands out any key, so that
+// their indexes (which share the TCB's value slots) never collide.
+void ensure_helper() {
+  int s = helper_state.load(std::memory_order_acquire);
+  if (s >= 2) return;
+  int zero = 0;
+  if (helper_state.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) {
+    using create_fn = int (*)(pthread_key_t*, void (*)(void*));
+    create_fn real_create = (create_fn)dlsym(RTLD_NEXT, "pthread_key_create");
+    if (real_create && real_create(&helper_key, helper_destructor) == 0 &&
+        helper_key < kKeysMax) {
+      keys[helper_key].seq.store(1, std::memory_order_release);  // reserved, never handed out
+      helper_state.store(2, std::memory_order_release);
+    } else {
+      helper_state.store(3, std::memory_order_release);
+    }
+    g_exit_hook = g_exit_keys;
+    return;
+  }
+  while (helper_state.load(std::memory_order_acquire) < 2) __builtin_ia32_pause();
+}
+
+void arm_helper() {
+  if (helper_armed || helper_state.load(std::memory_order_acquire) != 2) return;
+  using set_fn = int (*)(pthread_key_t, const void*);
+  static set_fn real_set;
+  if (!real_set) real_set = (set_fn)dlsym(RTLD_NEXT, "pthread_setspecific");
+  if (real_set && real_set(helper_key, (void*)1) == 0) helper_armed = true;
+}
+
+}  // namespace
+
+GOSHIM_EXPORT int pthread_key_create(pthread_key_t* key, void (*destr)(void*)) {
+  ensure_layout();
+  ensure_helper();
+  for (unsigned i = 0; i < kKeysMax; i++) {
+    uintptr_t seq = keys[i].seq.load(std::memory_order_relaxed);
+    if ((seq & 1) == 0 && seq + 2 > seq &&
+        keys[i].seq.compare_exchange_strong(seq, seq + 1, std::memory_order_acq_rel)) {
+      keys[i].destr = destr;
+      *key = i;
+      return 0;
+    }
+  }
+  return EAGAIN;
+}
+
+GOSHIM_EXPORT int pthread_key_delete(pthread_key_t key) {
+  if (key >= kKeysMax || (helper_state.load() == 2 && key == helper_key)) return EINVAL;
+  uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
+  if (!(seq & 1) || !keys[key].seq.compare_exchange_strong(seq, seq + 1)) return EINVAL;
+  return 0;
+}
+
+GOSHIM_EXPORT void* pthread_getspecific(pthread_key_t key) {
+  if (key >= kKeysMax) return nullptr;
+  ensure_layout();
+  KeyData* d = slot(arch::get_tp(), key, false);
+  if (!d) return nullptr;
+  void* v = d->data;
+  if (v && d->seq != keys[key].seq.load(std::memory_order_relaxed)) v = d->data = nullptr;
+  return v;
+}
+
+GOSHIM_EXPORT int pthread_setspecific(pthread_key_t key, const void* value) {
+  if (key >= kKeysMax) return EINVAL;
+  uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
+  if (!(seq & 1) || (helper_state.load() == 2 && key == helper_key)) return EINVAL;
+  ensure_layout();
+  KeyData* d = slot(arch::get_tp(), key, true);
+  if (!d) return ENOMEM;
+  d->seq = seq;
+  d->data = (void*)value;
+  tsd_used = true;
+  if (value && !tls_g) arm_helper();  // a foreign kernel thread
+  return 0;
+}

@@ -1,0 +1,48 @@
+// __libc_start_main: main runs as G1 (DESIGN.md decision 1).
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+
+#include "core/proc.hpp"
+#include "core/tls.hpp"
+#include "shim/shim.hpp"
+
+using namespace goshim;
+
+namespace {
+
+using main_fn = int (*)(int, char**, char**);
+using start_fn = int (*)(main_fn, int, char**, void (*)(void), void (*)(void), void (*)(void),
+                         void*);
+
+main_fn program_main;
+
+int goshim_main(int argc, char** argv, char** envp) {
+  if (!runtime_init()) return program_main(argc, argv, envp);
+  // pthread_exit in main unwinds to here (not into glibc's
+  // __libc_start_call_main, which would end the kernel thread).
+  uintptr_t t0 = tls::initial_tp();
+  __pthread_unwind_buf_t ub;
+  int not_first = _setjmp((struct __jmp_buf_tag*)ub.__cancel_jmp_buf);
+  if (!not_first) {
+    ub.__pad[0] = tls::get_cleanup_jmp_buf(t0);  // prev: glibc's own buffer
+    ub.__pad[1] = nullptr;
+    tls::set_cleanup_jmp_buf(t0, &ub);
+    int r = program_main(argc, argv, envp);
+    tls::set_cleanup_jmp_buf(t0, ub.__pad[0]);
+    return r;  // glibc calls exit(r) on this G
+  }
+  thread_exit_landed();
+}
+
+// Resolves the real functions early, while the process is single-threaded.
+__attribute__((constructor(101))) void goshim_ctor() { real::resolve(); }
+
+}  // namespace
+
+GOSHIM_EXPORT int __libc_start_main(main_fn main, int argc, char** argv, void (*init)(void),
+                                    void (*fini)(void), void (*rtld_fini)(void), void* stack_end) {
+  program_main = main;
+  start_fn real_start = (start_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+  return real_start(goshim_main, argc, argv, init, fini, rtld_fini, stack_end);
+}

@@ -1,0 +1,113 @@
+// Typed raw system calls (see sys.hpp for the contract).
+#include "syscalls/sys.hpp"
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+
+namespace goshim::sys {
+
+long futex_wait(const void* addr, uint32_t val, const struct timespec* rel) {
+  return raw4(SYS_futex, (long)addr, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, (long)val, (long)rel);
+}
+
+long futex_wait_abs(const void* addr, uint32_t val, const struct timespec* abs_mono) {
+  return raw6(SYS_futex, (long)addr, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, (long)val,
+              (long)abs_mono, 0, (long)FUTEX_BITSET_MATCH_ANY);
+}
+
+long futex_wake(const void* addr, int n) {
+  return raw3(SYS_futex, (long)addr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n);
+}
+
+long futex_wait_shared(const void* addr, uint32_t val, const struct timespec* rel) {
+  return raw4(SYS_futex, (long)addr, FUTEX_WAIT, (long)val, (long)rel);
+}
+
+long futex_wake_shared(const void* addr, int n) {
+  return raw3(SYS_futex, (long)addr, FUTEX_WAKE, n);
+}
+
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, long off) {
+  long r = raw6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off);
+  if (r < 0 && r > -4096) return MAP_FAILED;
+  return (void*)r;
+}
+
+long munmap(void* addr, size_t len) { return raw2(SYS_munmap, (long)addr, (long)len); }
+long mprotect(void* addr, size_t len, int prot) {
+  return raw3(SYS_mprotect, (long)addr, (long)len, prot);
+}
+long madvise(void* addr, size_t len, int advice) {
+  return raw3(SYS_madvise, (long)addr, (long)len, advice);
+}
+
+long write(int fd, const void* buf, size_t n) { return raw3(SYS_write, fd, (long)buf, (long)n); }
+long read(int fd, void* buf, size_t n) { return raw3(SYS_read, fd, (long)buf, (long)n); }
+long close(int fd) { return raw1(SYS_close, fd); }
+long openat(int dirfd, const char* path, int flags, int mode) {
+  return raw4(SYS_openat, dirfd, (long)path, flags, mode);
+}
+
+long gettid() { return raw0(SYS_gettid); }
+long getpid() { return raw0(SYS_getpid); }
+long tgkill(long tgid, long tid, int sig) { return raw3(SYS_tgkill, tgid, tid, sig); }
+long sched_yield() { return raw0(SYS_sched_yield); }
+long sched_getaffinity(long pid, size_t size, void* mask) {
+  return raw3(SYS_sched_getaffinity, pid, (long)size, (long)mask);
+}
+long nanosleep(const struct timespec* req, struct timespec* rem) {
+  return raw2(SYS_nanosleep, (long)req, (long)rem);
+}
+
+void exit_group(int code) {
+  for (;;) raw1(SYS_exit_group, code);
+}
+void exit_thread(int code) {
+  for (;;) raw1(SYS_exit, code);
+}
+
+long epoll_create1(int flags) { return raw1(SYS_epoll_create1, flags); }
+long epoll_ctl(int epfd, int op, int fd, struct epoll_event* ev) {
+  return raw4(SYS_epoll_ctl, epfd, op, fd, (long)ev);
+}
+long epoll_wait(int epfd, struct epoll_event* evs, int max, int timeout_ms) {
+  return raw4(SYS_epoll_wait, epfd, (long)evs, max, timeout_ms);
+}
+long eventfd2(unsigned initval, int flags) { return raw2(SYS_eventfd2, initval, flags); }
+
+long arch_prctl(int code, unsigned long addr) { return raw2(SYS_arch_prctl, code, (long)addr); }
+long rseq(void* area, uint32_t len, int flags, uint32_t sig) {
+  return raw4(SYS_rseq, (long)area, len, flags, sig);
+}
+long set_robust_list(void* head, size_t len) {
+  return raw2(SYS_set_robust_list, (long)head, (long)len);
+}
+long get_robust_list(int pid, void** head, size_t* len) {
+  return raw3(SYS_get_robust_list, pid, (long)head, (long)len);
+}
+long set_tid_address(int* tidptr) { return raw1(SYS_set_tid_address, (long)tidptr); }
+long rt_sigprocmask(int how, const void* set, void* old, size_t sigsetsize) {
+  return raw4(SYS_rt_sigprocmask, how, (long)set, (long)old, (long)sigsetsize);
+}
+long prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5) {
+  return raw5(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5);
+}
+
+// clock_gettime goes through libc so that it uses the vDSO (about 20 ns
+// instead of a syscall). glibc's clock_gettime touches no TLS and takes no
+// lock, and goshim does not interpose it.
+long clock_gettime(int clk, struct timespec* ts) { return ::clock_gettime(clk, ts); }
+
+int64_t nanotime() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t walltime() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace goshim::sys

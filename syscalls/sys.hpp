@@ -1,0 +1,68 @@
+// Typed raw system calls: the only way core/ reaches the kernel.
+//
+// Every function here returns the kernel's result (>= 0, or -errno) and never
+// touches errno, so it is usable on g0, without a P, in a signal handler and
+// before the runtime is up. Nothing here allocates or takes a lock.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include "syscalls/raw_x86_64.hpp"
+#else
+#error "goshim: no raw syscall layer for this architecture yet (see arch/aarch64/README)"
+#endif
+
+struct epoll_event;
+
+namespace goshim::sys {
+
+// futex(2) operations used by the runtime (always PRIVATE unless noted).
+long futex_wait(const void* addr, uint32_t val, const struct timespec* rel);
+long futex_wait_abs(const void* addr, uint32_t val, const struct timespec* abs_mono);
+long futex_wake(const void* addr, int n);
+long futex_wait_shared(const void* addr, uint32_t val, const struct timespec* rel);
+long futex_wake_shared(const void* addr, int n);
+
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, long off);  // MAP_FAILED on error
+long munmap(void* addr, size_t len);
+long mprotect(void* addr, size_t len, int prot);
+long madvise(void* addr, size_t len, int advice);
+
+long write(int fd, const void* buf, size_t n);
+long read(int fd, void* buf, size_t n);
+long close(int fd);
+long openat(int dirfd, const char* path, int flags, int mode);
+
+long gettid();
+long getpid();
+long tgkill(long tgid, long tid, int sig);
+long sched_yield();
+long sched_getaffinity(long pid, size_t size, void* mask);
+long nanosleep(const struct timespec* req, struct timespec* rem);
+long clock_gettime(int clk, struct timespec* ts);  // vDSO through libc; never blocks
+[[noreturn]] void exit_group(int code);
+[[noreturn]] void exit_thread(int code);
+
+long epoll_create1(int flags);
+long epoll_ctl(int epfd, int op, int fd, struct epoll_event* ev);
+long epoll_wait(int epfd, struct epoll_event* evs, int max, int timeout_ms);
+long eventfd2(unsigned initval, int flags);
+
+long arch_prctl(int code, unsigned long addr);
+long rseq(void* area, uint32_t len, int flags, uint32_t sig);
+long set_robust_list(void* head, size_t len);
+long get_robust_list(int pid, void** head, size_t* len);
+long set_tid_address(int* tidptr);
+long rt_sigprocmask(int how, const void* set, void* old, size_t sigsetsize);
+long prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5);
+
+// Monotonic nanoseconds (CLOCK_MONOTONIC), the runtime's only time base.
+int64_t nanotime();
+// Wall-clock nanoseconds (CLOCK_REALTIME).
+int64_t walltime();
+
+}  // namespace goshim::sys
