@@ -81,23 +81,30 @@ $(LAUNCHER): launcher/goshim.cpp
 # ---- tests --------------------------------------------------------------------
 UNIT_SRC := $(wildcard tests/unit/*_test.cpp)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.cpp=$(BUILD)/tests/unit/%)
-PRE_C    := $(wildcard tests/preload/*.c)
+PRE_MOD  := $(wildcard tests/preload/mod_*.c)
+PRE_C    := $(filter-out $(PRE_MOD),$(wildcard tests/preload/*.c))
 PRE_CXX  := $(wildcard tests/preload/*.cpp)
 PRE_BIN  := $(PRE_C:tests/preload/%.c=$(BUILD)/tests/preload/%) \
-            $(PRE_CXX:tests/preload/%.cpp=$(BUILD)/tests/preload/%)
-# Integration programs know nothing of goshim: plain gcc/g++ -pthread.
-PRE_CFLAGS := -O2 -g -Wall -pthread -D_GNU_SOURCE
+            $(PRE_CXX:tests/preload/%.cpp=$(BUILD)/tests/preload/%) \
+            $(PRE_MOD:tests/preload/%.c=$(BUILD)/tests/preload/%.so)
+# Integration programs know nothing of goshim: plain gcc/g++ -pthread
+# (with the stack protector on every function).
+PRE_CFLAGS := -O2 -g -Wall -pthread -D_GNU_SOURCE -fstack-protector-all
 
 $(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE -fno-exceptions -fno-rtti $(DEPFLAGS) \
+	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEPFLAGS) \
 	  -o $@ $< $(CORE_OBJ) -lcriterion -ldl -lpthread
 
-$(BUILD)/tests/preload/%: tests/preload/%.c
+$(BUILD)/tests/preload/%.so: tests/preload/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $< -lm
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -o $@ $<
 
-$(BUILD)/tests/preload/%: tests/preload/%.cpp
+$(BUILD)/tests/preload/%: tests/preload/%.c tests/preload/common.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $< -lm -ldl
+
+$(BUILD)/tests/preload/%: tests/preload/%.cpp tests/preload/common.h
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(PRE_CFLAGS) -o $@ $<
 

@@ -145,6 +145,7 @@ struct G {
   uint32_t fp_mxcsr = 0;   // initial floating-point control state
   uint16_t fp_fpcw = 0;
   bool started = false;    // has run at least once
+  bool started_tls = false;  // its TLS block has been initialized once
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;
   int sched_priority = 0;
@@ -233,7 +234,7 @@ struct P {
   TimerHeap timers;
 
   // Stacks of the default size, recycled without a lock (owner P only).
-  static constexpr int kStackCache = 16;
+  static constexpr int kStackCache = 64;
   Stack stackcache[kStackCache];
   int32_t nstackcache = 0;
 

@@ -96,7 +96,7 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
   mp->waitlock = arg;
   gp->waitreason = reason;
   gp->waitobj = obj;
-  gp->waitsince = sys::nanotime();
+  gp->waitsince = sys::coarsetime();  // for dumps: the coarse clock is enough
   goshim_mcall(gp, park_g0, mp->g0_sp, mp->g0.tp);
   gp->waitreason = WaitReason::None;
   gp->waitobj = nullptr;
@@ -179,6 +179,14 @@ void gosched() {
     int64_t w = timers_wake_time(&pp->timers);
     if (w == 0 || w > sys::nanotime()) return;
   }
+  // Like Go's Gosched: to the global queue, so that the yielder runs after
+  // everything runnable anywhere, on whichever P gets to it first.
+  goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
+}
+
+void gosched_local() {
+  G* gp = getg();
+  M* mp = gp->m;
   goshim_mcall(gp, gosched_g0, mp->g0_sp, mp->g0.tp);
 }
 

@@ -239,16 +239,18 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   P* pp = mp ? mp->p : nullptr;
 
   G* gp = gfget(pp);
-  if (gp) {
-    tls::block_reset(gp->tp);
-  } else {
+  bool fresh = false;
+  if (!gp) {
     gp = galloc();
     if (!gp) return EAGAIN;
+    fresh = true;
   }
-  if (!tls::block_init(gp->tp, gp)) {
+  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls)) {
+    gp->started_tls = false;  // its TCB is zero again: start afresh next time
     gfput(pp, gp);
     return EAGAIN;
   }
+  gp->started_tls = true;
   gp->flags = 0;
   if (a.stack_lo) {
     gp->flags |= kGFlagUserStack;
@@ -257,7 +259,6 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     size_t size = a.stack_size ? a.stack_size : default_stack_size();
     size_t guard = a.guard_set ? a.guard_size : default_guard_size();
     if (!stack_alloc(pp, size, guard, &gp->stack)) {
-      tls::block_reset(gp->tp);
       gfput(pp, gp);
       return EAGAIN;
     }

@@ -154,6 +154,26 @@ void globrunqputbatch(GQueue& q) {
   sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
 }
 
+G* runq_pick(P* pp, bool* inherit_time) {
+  *inherit_time = false;
+  // Fairness: check the global queue once in a while, so that two Gs
+  // respawning each other on one P cannot starve it.
+  if (pp->schedtick % 61 == 0 && sched.runqsize.load(std::memory_order_relaxed) > 0) {
+    sched.lock.lock();
+    G* gp = globrunqget(pp, 1);
+    sched.lock.unlock();
+    if (gp) return gp;
+  }
+  if (G* gp = runqget(pp, inherit_time)) return gp;
+  if (sched.runqsize.load(std::memory_order_relaxed) > 0) {
+    sched.lock.lock();
+    G* gp = globrunqget(pp, 0);  // the local queue is empty: room for the batch
+    sched.lock.unlock();
+    if (gp) return gp;
+  }
+  return nullptr;
+}
+
 G* globrunqget(P* pp, int32_t max) {
   int32_t size = sched.runq.size;
   if (size == 0) return nullptr;

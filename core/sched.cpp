@@ -111,6 +111,14 @@ static void resetspinning(M* mp) {
 void wakep() {
   // Be conservative: start a spinning M only if none exists.
   if (sched.nmspinning.load(std::memory_order_seq_cst) != 0) return;
+  // Every P is busy: no M can be started. Record that work went unserved
+  // (as pidleget_spinning would), so that an M about to give up its P
+  // spins instead; without taking sched.lock on this hot path.
+  if (sched.npidle.load(std::memory_order_seq_cst) == 0) {
+    if (sched.needspinning.load(std::memory_order_relaxed) == 0)
+      sched.needspinning.store(1, std::memory_order_seq_cst);
+    return;
+  }
   int32_t zero = 0;
   if (!sched.nmspinning.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) return;
   sched.lock.lock();
@@ -263,7 +271,7 @@ struct RandomOrder {
 };
 
 // Steals a runnable G or runs due timers of other Ps. With a P.
-static G* steal_work(int64_t now, bool* inherit, int64_t* poll_until, bool* new_work) {
+static G* steal_work(int64_t* now, bool* inherit, int64_t* poll_until, bool* new_work) {
   M* mp = getg()->m;
   P* pp = mp->p;
   bool ran_timer = false;
@@ -324,27 +332,11 @@ static G* find_runnable(bool* inherit) {
 top:
   P* pp = mp->p;
   *inherit = false;
-  int64_t now = sys::nanotime();
+  int64_t now = 0;  // read lazily: only timers need it
   int64_t poll_until = 0;
-  timers_run(&pp->timers, now, &poll_until);
+  timers_run(&pp->timers, &now, &poll_until);
 
-  // Fairness: check the global queue once in a while, so that two Gs
-  // respawning each other on one P cannot starve it.
-  if (pp->schedtick % 61 == 0 && sched.runqsize.load(std::memory_order_relaxed) > 0) {
-    sched.lock.lock();
-    G* gp = globrunqget(pp, 1);
-    sched.lock.unlock();
-    if (gp) return gp;
-  }
-
-  if (G* gp = runqget(pp, inherit)) return gp;
-
-  if (sched.runqsize.load(std::memory_order_relaxed) > 0) {
-    sched.lock.lock();
-    G* gp = globrunqget(pp, 0);  // local queue is empty: room for the batch
-    sched.lock.unlock();
-    if (gp) return gp;
-  }
+  if (G* gp = runq_pick(pp, inherit)) return gp;
 
   // Poll the network without blocking, if nobody is blocked in it already.
   if (netpoll_any_waiters() && sched.lastpoll.load(std::memory_order_relaxed) != 0 &&
@@ -366,7 +358,7 @@ top:
     if (!mp->spinning) become_spinning(mp);
     bool new_work = false;
     int64_t w = 0;
-    G* gp = steal_work(now, inherit, &w, &new_work);
+    G* gp = steal_work(&now, inherit, &w, &new_work);
     if (gp) return gp;
     if (new_work) goto top;
     if (w != 0 && (poll_until == 0 || w < poll_until)) poll_until = w;

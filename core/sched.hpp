@@ -26,9 +26,12 @@ void ready(G* gp, bool next = true);
 // Readies a list of Waiting Gs (netpoll results, broadcasts).
 void ready_list(GQueue& q);
 
-// On user G. Yields: the G goes to the tail of its P's local queue.
+// On user G. Yields (sched_yield): the G goes to the global queue, as Go's
+// Gosched does; returns at once when nothing else is runnable.
 void gosched();
-// On user G. Yields to the global queue (used for preemption, as Go does).
+// On user G. Yields to the tail of the P's local queue.
+void gosched_local();
+// On user G. Yields to the global queue unconditionally (preemption).
 void gosched_global();
 
 // ---- scheduler (sched.cpp) --------------------------------------------------
@@ -62,8 +65,14 @@ G* runqget(P* pp, bool* inherit_time);
 G* runqsteal(P* pp, P* p2, bool steal_runnext);
 bool runqempty(P* pp);
 uint32_t runqlen(P* pp);
+// Owner P only. Picks the next G from the P's own queues and the global
+// queue, in the scheduler's order: every 61st tick the global queue first
+// (fairness), then runnext and the local ring, then a batch from the
+// global queue. Returns null when all are empty.
+G* runq_pick(P* pp, bool* inherit_time);
 // Locks held: sched.lock. Takes up to max Gs (0: a fair share) from the
-// global queue; one is returned, the rest go to pp's local queue.
+// global queue; one is returned, the rest go to pp's local queue, which
+// must have room (max == 1, or the local queue is empty).
 G* globrunqget(P* pp, int32_t max);
 
 // ---- Ms and Ps (proc.cpp) ------------------------------------------------------

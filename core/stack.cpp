@@ -101,14 +101,37 @@ void set_default_stack_size(size_t size) {
 size_t default_guard_size() { return g_page; }
 bool stack_guard_is_madvise() { return g_guard_madvise.load(std::memory_order_relaxed); }
 
+// Locks held: pool_lock. The class for (size, guard), or null.
+static Class* find_class(size_t size, size_t guard) {
+  for (Class& c : classes)
+    if (c.size == size && c.guard == guard) return &c;
+  return nullptr;
+}
+
 bool stack_alloc(P* pp, size_t size, size_t guard, Stack* out) {
   size = round_page(size);
   guard = round_page(guard);
   if (size + guard < size) return false;
   bool dflt = size == default_stack_size() && guard == default_guard_size();
-  if (pp && dflt && pp->nstackcache > 0) {
-    *out = pp->stackcache[--pp->nstackcache];
-    return true;
+  if (pp && dflt) {
+    if (pp->nstackcache == 0) {
+      // Refill half the cache in one go.
+      pool_lock.lock();
+      if (Class* c = find_class(size, guard)) {
+        while (c->head && pp->nstackcache < P::kStackCache / 2) {
+          FreeStack* f = c->head;
+          c->head = f->next;
+          c->n--;
+          pp->stackcache[pp->nstackcache++] = f->s;
+        }
+      }
+      pool_lock.unlock();
+    }
+    if (pp->nstackcache > 0) {
+      *out = pp->stackcache[--pp->nstackcache];
+      return true;
+    }
+    return map_stack(size, guard, out);
   }
   pool_lock.lock();
   for (Class& c : classes) {
@@ -125,14 +148,28 @@ bool stack_alloc(P* pp, size_t size, size_t guard, Stack* out) {
   return map_stack(size, guard, out);
 }
 
+static void pool_put_locked(const Stack& s);
+
 void stack_free(P* pp, const Stack& s) {
   size_t size = s.hi - s.lo;
-  if (pp && size == default_stack_size() && s.guard == default_guard_size() &&
-      pp->nstackcache < P::kStackCache) {
+  if (pp && size == default_stack_size() && s.guard == default_guard_size()) {
+    if (pp->nstackcache == P::kStackCache) {
+      // Full: move half to the global pool in one go.
+      pool_lock.lock();
+      while (pp->nstackcache > P::kStackCache / 2) pool_put_locked(pp->stackcache[--pp->nstackcache]);
+      pool_lock.unlock();
+    }
     pp->stackcache[pp->nstackcache++] = s;
     return;
   }
   pool_lock.lock();
+  pool_put_locked(s);
+  pool_lock.unlock();
+}
+
+// Locks held: pool_lock.
+static void pool_put_locked(const Stack& s) {
+  size_t size = s.hi - s.lo;
   Class* slot = nullptr;
   for (Class& c : classes) {
     if (c.size == size && c.guard == s.guard) {
@@ -151,10 +188,8 @@ void stack_free(P* pp, const Stack& s) {
     f->next = slot->head;
     slot->head = f;
     slot->n++;
-    pool_lock.unlock();
     return;
   }
-  pool_lock.unlock();
   // No class free for this size: give the memory back.
   sys::munmap((void*)s.map_lo, s.map_size);
 }

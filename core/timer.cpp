@@ -115,10 +115,16 @@ bool timer_del(Timer* t) {
   }
 }
 
-bool timers_run(TimerHeap* h, int64_t now, int64_t* next) {
+bool timers_run(TimerHeap* h, int64_t* nowp, int64_t* next) {
   bool ran = false;
   int64_t w = h->when0.load(std::memory_order_acquire);
-  if (w == 0 || w > now) {
+  if (w == 0) {
+    *next = 0;
+    return false;
+  }
+  if (*nowp == 0) *nowp = sys::nanotime();
+  int64_t now = *nowp;
+  if (w > now) {
     *next = w;
     return false;
   }

@@ -57,10 +57,11 @@ void timer_add(Timer* t, int64_t when);
 // Removes t if still pending. Any P, any thread.
 bool timer_del(Timer* t);
 
-// Runs every timer of h that is due at now. Returns true if any ran.
-// *next receives the earliest remaining deadline (0: none). Any P: the
-// callbacks ready Gs onto the calling M's P.
-bool timers_run(TimerHeap* h, int64_t now, int64_t* next);
+// Runs every timer of h that is due at *now (0: read the clock if the heap
+// has timers, and store the time read). Returns true if any ran. *next
+// receives the earliest remaining deadline (0: none). Any P: the callbacks
+// ready Gs onto the calling M's P.
+bool timers_run(TimerHeap* h, int64_t* now, int64_t* next);
 
 // Earliest deadline in h (0 when empty). Lock-free; may be stale.
 inline int64_t timers_wake_time(const TimerHeap* h) {

@@ -60,6 +60,48 @@ constexpr size_t kMaxModid = 4096;
 uint64_t modid_done[kMaxModid / 64];
 Mutex dlopen_lock;  // rank: leaf; serializes after_dlopen
 
+// The static TLS images, to re-initialize a recycled block without glibc
+// (whose _dl_allocate_tls_init takes the loader's recursive lock).
+struct StaticModule {
+  uintptr_t image;
+  size_t filesz, memsz;
+  size_t offset;  // the module's block is at tp - offset
+};
+constexpr int kMaxStaticModules = 64;
+StaticModule static_mods[kMaxStaticModules];
+std::atomic<int> nstatic_mods{0};
+// Set once a module with dynamic TLS is loaded: recycled blocks may then
+// hold DTV entries that glibc must free, so they take glibc's path.
+std::atomic<bool> dynamic_tls{false};
+
+// Records a module's TLS; returns false if it has no static TLS.
+bool note_module(struct dl_phdr_info* info) {
+  const ElfW(Phdr)* ph = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) ph = &info->dlpi_phdr[i];
+  if (!ph) return false;
+  for (struct link_map* lm = _r_debug.r_map; lm; lm = lm->l_next) {
+    if (lm->l_addr != info->dlpi_addr) continue;
+    if (strcmp(lm->l_name ? lm->l_name : "", info->dlpi_name ? info->dlpi_name : "") != 0)
+      continue;
+    size_t off = *(size_t*)((uintptr_t)lm + link_map_tls_offset);
+    if (off == 0 || off == (size_t)-1) {
+      dynamic_tls.store(true, std::memory_order_release);
+      return false;
+    }
+    int n = nstatic_mods.load(std::memory_order_relaxed);
+    if (n >= kMaxStaticModules) {
+      dynamic_tls.store(true, std::memory_order_release);  // fall back to glibc's path
+      return true;
+    }
+    static_mods[n] = StaticModule{info->dlpi_addr + ph->p_vaddr, ph->p_filesz, ph->p_memsz, off};
+    nstatic_mods.store(n + 1, std::memory_order_release);
+    return true;
+  }
+  dynamic_tls.store(true, std::memory_order_release);  // unknown: be conservative
+  return false;
+}
+
 template <typename T>
 T& at(uintptr_t base, size_t off) {
   return *reinterpret_cast<T*>(base + off);
@@ -272,16 +314,42 @@ bool init(const char** why) {
   // Every module loaded now is in the static TLS image of every block.
   dl_iterate_phdr(
       [](struct dl_phdr_info* info, size_t, void*) -> int {
-        if (info->dlpi_tls_modid && info->dlpi_tls_modid < kMaxModid)
+        if (info->dlpi_tls_modid && info->dlpi_tls_modid < kMaxModid) {
           modid_done[info->dlpi_tls_modid / 64] |= 1ull << (info->dlpi_tls_modid % 64);
+          note_module(info);
+        }
         return 0;
       },
       nullptr);
   return true;
 }
 
-bool block_init(uintptr_t tp, G* gp) {
-  if (!dl_allocate_tls((void*)tp)) return false;
+// Brings a recycled block back to a new thread's state without glibc: the
+// static TLS images are copied again and the TCB cleared (keeping its DTV,
+// whose entries for static modules point into this block anyway).
+static void block_reinit_static(uintptr_t tp) {
+  int n = nstatic_mods.load(std::memory_order_acquire);
+  for (int i = 0; i < n; i++) {
+    const StaticModule& m = static_mods[i];
+    uintptr_t dest = tp - m.offset;
+    memcpy((void*)dest, (const void*)m.image, m.filesz);
+    memset((void*)(dest + m.filesz), 0, m.memsz - m.filesz);
+  }
+  uintptr_t dtv = at<uintptr_t>(tp, kTcbDtv);
+  memset((void*)tp, 0, L.sizeof_pthread);
+  at<uintptr_t>(tp, kTcbDtv) = dtv;
+}
+
+bool block_init(uintptr_t tp, G* gp, bool fresh) {
+  if (!fresh && !dynamic_tls.load(std::memory_order_acquire)) {
+    block_reinit_static(tp);
+  } else {
+    if (!fresh) {
+      dl_deallocate_tls((void*)tp, false);
+      memset((void*)tp, 0, L.sizeof_pthread);
+    }
+    if (!dl_allocate_tls((void*)tp)) return false;
+  }
   at<uintptr_t>(tp, kTcbSelf0) = tp;
   at<uintptr_t>(tp, kTcbSelf) = tp;
   at<int>(tp, kTcbMultipleThreads) = 1;
@@ -307,11 +375,6 @@ bool block_init(uintptr_t tp, G* gp) {
   at<uintptr_t>(tp + L.resp, 0) = tp + L.res;
   at<G*>(tp + L.tls_g, 0) = gp;
   return true;
-}
-
-void block_reset(uintptr_t tp) {
-  dl_deallocate_tls((void*)tp, false);
-  memset((void*)tp, 0, L.sizeof_pthread);
 }
 
 void set_stack(uintptr_t tp, uintptr_t lo, size_t size) {
@@ -391,21 +454,12 @@ int visit_module(struct dl_phdr_info* info, size_t, void*) {
   if (!modid || modid >= kMaxModid) return 0;
   if (modid_done[modid / 64] & (1ull << (modid % 64))) return 0;
   modid_done[modid / 64] |= 1ull << (modid % 64);
-  const ElfW(Phdr)* tlsph = nullptr;
-  for (int i = 0; i < info->dlpi_phnum; i++)
-    if (info->dlpi_phdr[i].p_type == PT_TLS) tlsph = &info->dlpi_phdr[i];
-  if (!tlsph) return 0;
-  // Find the link_map to read l_tls_offset (static TLS or not).
-  for (struct link_map* lm = _r_debug.r_map; lm; lm = lm->l_next) {
-    if (lm->l_addr != info->dlpi_addr) continue;
-    if (strcmp(lm->l_name ? lm->l_name : "", info->dlpi_name ? info->dlpi_name : "") != 0)
-      continue;
-    size_t off = *(size_t*)((uintptr_t)lm + link_map_tls_offset);
-    if (off == 0 || off == (size_t)-1) return 0;  // dynamic TLS: __tls_get_addr handles it
-    NewModule nm{info->dlpi_addr + tlsph->p_vaddr, tlsph->p_filesz, tlsph->p_memsz, off};
-    for_each_block(copy_module, &nm);
-    return 0;
-  }
+  if (!note_module(info)) return 0;  // dynamic TLS: __tls_get_addr handles it
+  int n = nstatic_mods.load(std::memory_order_acquire);
+  if (n == 0) return 0;
+  const StaticModule& m = static_mods[n - 1];
+  NewModule nm{m.image, m.filesz, m.memsz, m.offset};
+  for_each_block(copy_module, &nm);
   return 0;
 }
 

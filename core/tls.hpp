@@ -48,14 +48,12 @@ bool init(const char** why);
 // base + L.below_tp.
 inline size_t block_bytes() { return L.static_size; }
 
-// Initializes the block whose thread pointer is tp (memory below tp and the
-// TCB must be zero on first use) for gp, which must carry its vtid. Returns
-// false if glibc cannot allocate the DTV (the caller reports EAGAIN).
-// On user G or g0, no runtime locks held (mallocs).
-bool block_init(uintptr_t tp, G* gp);
-// Releases what glibc allocated for a block (DTV, dynamic TLS of dlopen'ed
-// modules) and zeroes the TCB so block_init can run again. Same contract.
-void block_reset(uintptr_t tp);
+// Initializes the block whose thread pointer is tp for gp, which must carry
+// its vtid. fresh: never used (zero memory, glibc allocates the DTV);
+// otherwise a recycled block, brought back to the state of a new thread.
+// Returns false if glibc cannot allocate the DTV (the caller reports
+// EAGAIN). On user G or g0, no runtime locks held (may malloc).
+bool block_init(uintptr_t tp, G* gp, bool fresh = true);
 
 // Records the stack in the TCB (pthread_getattr_np, alloca cutoff, unwinder).
 void set_stack(uintptr_t tp, uintptr_t lo, size_t size);

@@ -41,6 +41,9 @@ setdef_fn real_setattr_default() {
 Mutex default_lock;
 pthread_attr_t default_attr;
 bool default_ready = false;
+// False until pthread_setattr_default_np: pthread_create(NULL attr) then
+// needs no lock (the common case).
+std::atomic<bool> default_custom{false};
 
 int check_policy(int pol) {
   return (pol == SCHED_OTHER || pol == SCHED_FIFO || pol == SCHED_RR) ? 0 : EINVAL;
@@ -109,6 +112,16 @@ uint64_t sigset_bits(const sigset_t* s) {
 
 int goshim::attr::to_create_attr(const pthread_attr_t* attr, CreateAttr* out) {
   pthread_attr_t dflt;
+  if (!attr && !default_custom.load(std::memory_order_acquire)) {
+    static const size_t page = (size_t)getpagesize();
+    out->guard_size = page;
+    out->guard_set = true;
+    if (G* cur = shim::user_g()) {
+      out->sched_policy = cur->sched_policy;
+      out->sched_priority = cur->sched_priority;
+    }
+    return 0;
+  }
   if (!attr) {
     MutexGuard g(default_lock);
     init_default_locked();
@@ -392,6 +405,7 @@ GOSHIM_EXPORT int pthread_setattr_default_np(const pthread_attr_t* attr) {
     set_default_stack_size(in(&temp)->stacksize);
   pthread_attr_destroy(&default_attr);
   default_attr = temp;
+  default_custom.store(true, std::memory_order_release);
   return 0;
 }
 

@@ -49,6 +49,9 @@ SpinLock layout_lock;
 
 // Set by any pthread_setspecific: a destructor round stored new values.
 __thread bool tsd_used __attribute__((tls_model("initial-exec")));
+// This thread has stored a value at some time (else there is nothing to
+// destroy at its exit).
+__thread bool tsd_ever __attribute__((tls_model("initial-exec")));
 // This foreign kernel thread has goshim's helper key armed.
 __thread bool helper_armed __attribute__((tls_model("initial-exec")));
 
@@ -92,7 +95,7 @@ KeyData* slot(uintptr_t tp, unsigned key, bool alloc) {
 // Runs the destructors of the calling thread's values (glibc's
 // __nptl_deallocate_tsd) and frees its second-level blocks.
 void run_destructors(uintptr_t tp) {
-  if (!layout_ready.load(std::memory_order_acquire)) return;
+  if (!layout_ready.load(std::memory_order_acquire) || !tsd_ever) return;
   KeyData** l1 = level1(tp);
   int round = 0;
   bool again;
@@ -202,6 +205,7 @@ GOSHIM_EXPORT int pthread_setspecific(pthread_key_t key, const void* value) {
   d->seq = seq;
   d->data = (void*)value;
   tsd_used = true;
+  tsd_ever = true;
   if (value && !tls_g) arm_helper();  // a foreign kernel thread
   return 0;
 }

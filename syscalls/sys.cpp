@@ -104,6 +104,12 @@ int64_t nanotime() {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t coarsetime() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int64_t walltime() {
   struct timespec ts;
   ::clock_gettime(CLOCK_REALTIME, &ts);

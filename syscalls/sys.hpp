@@ -62,6 +62,9 @@ long prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, uns
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC), the runtime's only time base.
 int64_t nanotime();
+// Monotonic nanoseconds at jiffy resolution (CLOCK_MONOTONIC_COARSE):
+// a few ns through the vDSO, for timestamps that need not be precise.
+int64_t coarsetime();
 // Wall-clock nanoseconds (CLOCK_REALTIME).
 int64_t walltime();
 

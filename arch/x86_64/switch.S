@@ -98,9 +98,17 @@ goshim_gogo:
 	syscall
 	movq	%r8, %rdi
 2:	movq	%rdi, %rsp		/* switch to the G's stack */
-	ldmxcsr	(%rsp)			/* restore MXCSR */
-	fldcw	4(%rsp)			/* restore x87 control word */
-	addq	$8, %rsp
+	stmxcsr	-8(%rsp)		/* current MXCSR (red zone) */
+	movl	(%rsp), %eax
+	cmpl	-8(%rsp), %eax
+	je	3f
+	ldmxcsr	(%rsp)			/* restore MXCSR (only if it differs) */
+3:	fnstcw	-8(%rsp)		/* current x87 control word */
+	movw	4(%rsp), %ax
+	cmpw	-8(%rsp), %ax
+	je	4f
+	fldcw	4(%rsp)			/* restore x87 CW (only if it differs) */
+4:	addq	$8, %rsp
 	popq	%r15			/* restore R15 */
 	popq	%r14			/* restore R14 */
 	popq	%r13			/* restore R13 */

@@ -1,0 +1,58 @@
+// C++ thread_local objects with destructors, and exceptions, in threads
+// that yield (and migrate) between construction, use and destruction.
+#include <pthread.h>
+#include <sched.h>
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include "common.h"
+
+static std::atomic<int> constructed{0}, destroyed{0};
+
+struct Tracker {
+  int id = -1;
+  std::string text;
+  Tracker() { constructed++; }
+  ~Tracker() {
+    if (id >= 0 && text != "thread " + std::to_string(id)) std::abort();
+    destroyed++;
+  }
+};
+
+static thread_local Tracker tracker;
+
+static void* worker(void* arg) {
+  int id = (int)(long)arg;
+  tracker.id = id;
+  tracker.text = "thread " + std::to_string(id);
+  long caught = 0;
+  for (int i = 0; i < 200; i++) {
+    sched_yield();
+    try {
+      if (i % 3 == 0) throw std::runtime_error("x" + std::to_string(i));
+    } catch (const std::runtime_error& e) {
+      sched_yield();
+      if (e.what() == "x" + std::to_string(i)) caught++;
+    }
+    CHECK(tracker.id == id, "thread_local changed: %d != %d", tracker.id, id);
+  }
+  return (void*)caught;
+}
+
+int main() {
+  const int n = 64;
+  pthread_t t[n];
+  for (long i = 0; i < n; i++) CHECK_EQ(pthread_create(&t[i], nullptr, worker, (void*)i), 0);
+  long caught = 0;
+  for (int i = 0; i < n; i++) {
+    void* r;
+    CHECK_EQ(pthread_join(t[i], &r), 0);
+    caught += (long)r;
+  }
+  CHECK_EQ(caught, (long)n * 67);
+  CHECK_EQ(constructed.load(), n);
+  CHECK_EQ(destroyed.load(), n);
+  printf("thread_local constructed and destroyed %d times, %ld exceptions caught\n", n, caught);
+  return 0;
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Runs the integration tests: ordinary programs (tests/preload/*.c, *.cpp)
+# built without goshim, each run natively and under LD_PRELOAD=libgoshim.so
+# at GOSHIM_MAXPROCS=1 and 2, with a timeout.
+#
+#   tests/run_preload.sh BUILD_DIR [case ...]
+#
+# Cases and their expectations are listed in tests/preload/cases.txt:
+#   name  timeout_s  expect  native  [args...]
+#     expect  exit:N (exit status N) or signal:N (killed by signal N)
+#     native  same  run natively too; stdout must be identical
+#             run   run natively too; must pass, stdout may differ
+#             skip  goshim only (native cannot, e.g. 100,000 live threads)
+# Under goshim the runner also sets MAX_KERNEL_THREADS=procs+4, which the
+# programs check while their threads are alive (common.h).
+set -u
+build=${1:?usage: run_preload.sh BUILD_DIR [case ...]}
+shift
+only=("$@")
+here=$(cd "$(dirname "$0")" && pwd)
+lib=$(cd "$build" && pwd)/libgoshim.so
+bindir=$build/tests/preload
+out=$(mktemp -d /tmp/goshim-preload.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+pass=0
+fail=0
+failed=()
+
+wanted() {
+  [ ${#only[@]} -eq 0 ] && return 0
+  local c
+  for c in "${only[@]}"; do [ "$c" = "$1" ] && return 0; done
+  return 1
+}
+
+# run_one NAME MODE TIMEOUT EXPECT ARGS... ; MODE is native, p1 or p2
+run_one() {
+  local name=$1 mode=$2 tmo=$3 expect=$4
+  shift 4
+  local bin=$bindir/$name
+  local so=$out/$name.$mode.out se=$out/$name.$mode.err
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  case $mode in
+    native)
+      (timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      rc=$? ;;
+    p*)
+      local procs=${mode#p}
+      local extra=()
+      [ "$procs" -ge 2 ] && extra=(REQUIRE_MIGRATION=1)
+      (env LD_PRELOAD="$lib" GOSHIM_MAXPROCS="$procs" MAX_KERNEL_THREADS=$((procs + 4)) \
+        "${extra[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      rc=$? ;;
+  esac
+  t1=$(date +%s.%N)
+  local dt
+  dt=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2fs", b-a}')
+  local ok=0 why=""
+  case $expect in
+    exit:*)
+      [ "$rc" = "${expect#exit:}" ] && ok=1 || why="exit status $rc, expected ${expect#exit:}" ;;
+    signal:*)
+      [ "$rc" = $((128 + ${expect#signal:})) ] && ok=1 || why="status $rc, expected death by signal ${expect#signal:}" ;;
+  esac
+  [ "$rc" = 137 ] && [ "$expect" != "signal:9" ] && why="timed out after ${tmo}s (or killed)"
+  if [ $ok = 1 ]; then
+    printf 'PASS %-28s %-6s %s\n' "$name" "$mode" "$dt"
+    pass=$((pass + 1))
+    return 0
+  fi
+  printf 'FAIL %-28s %-6s %s: %s\n' "$name" "$mode" "$dt" "$why"
+  sed 's/^/    | /' "$se" | tail -n 15
+  fail=$((fail + 1))
+  failed+=("$name/$mode")
+  return 1
+}
+
+while read -r name tmo expect native args; do
+  case $name in ''|'#'*) continue ;; esac
+  wanted "$name" || continue
+  if [ ! -x "$bindir/$name" ]; then
+    printf 'FAIL %-28s %-6s not built\n' "$name" "-"
+    fail=$((fail + 1)); failed+=("$name/build")
+    continue
+  fi
+  if [ -x "$here/preload/$name.check.sh" ] && ! "$here/preload/$name.check.sh" "$bindir/$name"; then
+    printf 'FAIL %-28s %-6s %s\n' "$name" "check" "$name.check.sh"
+    fail=$((fail + 1)); failed+=("$name/check")
+    continue
+  fi
+  # shellcheck disable=SC2086
+  set -- $args
+  if [ "$native" != skip ]; then
+    run_one "$name" native "$tmo" "$expect" "$@"
+  fi
+  for procs in 1 2; do
+    if run_one "$name" "p$procs" "$tmo" "$expect" "$@" && [ "$native" = same ]; then
+      if ! cmp -s "$out/$name.native.out" "$out/$name.p$procs.out"; then
+        printf 'FAIL %-28s %-6s output differs from native:\n' "$name" "p$procs"
+        diff "$out/$name.native.out" "$out/$name.p$procs.out" | head -n 10 | sed 's/^/    | /'
+        fail=$((fail + 1)); pass=$((pass - 1))
+        failed+=("$name/p$procs(output)")
+      fi
+    fi
+  done
+done <"$here/preload/cases.txt"
+
+echo "preload tests: $pass passed, $fail failed"
+if [ $fail -ne 0 ]; then
+  printf '  failed: %s\n' "${failed[@]}"
+  exit 1
+fi

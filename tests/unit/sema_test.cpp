@@ -1,0 +1,187 @@
+// core/sema with kernel-thread waiters (the foreign-thread path: the test
+// threads are not goroutines): concurrent waiters, wakers and timeouts,
+// FIFO order, bitsets, requeue, and no lost wake-ups.
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include <atomic>
+
+#include "core/gmp.hpp"
+#include "core/sema.hpp"
+#include "syscalls/sys.hpp"
+
+using namespace goshim;
+
+TestSuite(sema, .timeout = 60);
+
+namespace {
+
+void wait_until_waiters(const void* addr, int n) {
+  while (sema_nwaiters(addr) < n) sched_yield();
+}
+
+struct WaitArg {
+  std::atomic<uint32_t>* word;
+  uint32_t val;
+  int64_t deadline;
+  uint32_t bitset;
+  int result;
+  int order;
+  std::atomic<int>* seq;
+};
+
+void* waiter(void* p) {
+  WaitArg* a = (WaitArg*)p;
+  a->result = sema_wait(a->word, a->val, a->deadline, WaitReason::Futex, a->bitset);
+  if (a->seq) a->order = a->seq->fetch_add(1);
+  return nullptr;
+}
+
+}  // namespace
+
+Test(sema, value_mismatch_is_eagain) {
+  std::atomic<uint32_t> w{5};
+  cr_assert_eq(sema_wait(&w, 4, 0, WaitReason::Futex), EAGAIN);
+  cr_assert_eq(sema_wake(&w, 1), 0, "no waiters");
+}
+
+Test(sema, timeout) {
+  std::atomic<uint32_t> w{0};
+  int64_t t0 = sys::nanotime();
+  cr_assert_eq(sema_wait(&w, 0, t0 + 20 * 1000000, WaitReason::Futex), ETIMEDOUT);
+  cr_assert_geq(sys::nanotime() - t0, 20 * 1000000, "returned early");
+  cr_assert_eq(sema_nwaiters(&w), 0, "a timed-out waiter leaves the queue");
+}
+
+Test(sema, fifo_order) {
+  std::atomic<uint32_t> w{0};
+  std::atomic<int> seq{0};
+  const int n = 8;
+  pthread_t th[n];
+  WaitArg args[n];
+  for (int i = 0; i < n; i++) {
+    args[i] = WaitArg{&w, 0, 0, ~0u, -1, -1, &seq};
+    pthread_create(&th[i], nullptr, waiter, &args[i]);
+    wait_until_waiters(&w, i + 1);  // enqueue in index order
+  }
+  for (int i = 0; i < n; i++) {
+    cr_assert_eq(sema_wake(&w, 1), 1);
+    pthread_join(th[i], nullptr);  // the oldest waiter is the one woken
+    cr_assert_eq(args[i].result, 0);
+  }
+}
+
+Test(sema, wake_n_and_bitset) {
+  std::atomic<uint32_t> w{0};
+  const int n = 6;
+  pthread_t th[n];
+  WaitArg args[n];
+  for (int i = 0; i < n; i++) {
+    args[i] = WaitArg{&w, 0, 0, (i % 2) ? 2u : 1u, -1, -1, nullptr};
+    pthread_create(&th[i], nullptr, waiter, &args[i]);
+  }
+  wait_until_waiters(&w, n);
+  cr_assert_eq(sema_wake(&w, INT_MAX, 2u), 3, "only odd waiters match bitset 2");
+  for (int i = 1; i < n; i += 2) pthread_join(th[i], nullptr);
+  cr_assert_eq(sema_nwaiters(&w), 3);
+  cr_assert_eq(sema_wake(&w, 2), 2);
+  cr_assert_eq(sema_wake(&w, 5), 1);
+  for (int i = 0; i < n; i += 2) pthread_join(th[i], nullptr);
+}
+
+Test(sema, requeue) {
+  std::atomic<uint32_t> from{0}, to{0};
+  const int n = 5;
+  pthread_t th[n];
+  WaitArg args[n];
+  for (int i = 0; i < n; i++) {
+    args[i] = WaitArg{&from, 0, 0, ~0u, -1, -1, nullptr};
+    pthread_create(&th[i], nullptr, waiter, &args[i]);
+  }
+  wait_until_waiters(&from, n);
+  cr_assert_eq(sema_requeue(&from, &to, 1, INT_MAX, true, 1), -EAGAIN, "value check");
+  cr_assert_eq(sema_requeue(&from, &to, 1, INT_MAX, true, 0), n);
+  cr_assert_eq(sema_nwaiters(&from), 0);
+  cr_assert_eq(sema_nwaiters(&to), n - 1);
+  cr_assert_eq(sema_wake(&to, INT_MAX), n - 1);
+  for (int i = 0; i < n; i++) pthread_join(th[i], nullptr);
+}
+
+// Many waiters with short timeouts racing with wakers: every waiter
+// returns, with 0 or ETIMEDOUT, none twice, and the queue ends empty.
+namespace {
+struct Race {
+  std::atomic<uint32_t> word{0};
+  std::atomic<int> woken{0}, timedout{0}, running{0};
+  std::atomic<bool> stop{false};
+};
+Race race;
+
+void* race_waiter(void*) {
+  for (int i = 0; i < 300; i++) {
+    int64_t d = sys::nanotime() + (i % 5) * 100000;
+    int r = sema_wait(&race.word, 0, (i % 3) ? d : 0, WaitReason::Futex);
+    if (r == 0)
+      race.woken++;
+    else if (r == ETIMEDOUT)
+      race.timedout++;
+    else
+      abort();
+  }
+  race.running--;
+  return nullptr;
+}
+
+void* race_waker(void*) {
+  while (!race.stop.load()) {
+    sema_wake(&race.word, 1 + (int)(sys::nanotime() % 3));
+    sched_yield();
+  }
+  return nullptr;
+}
+}  // namespace
+
+Test(sema, concurrent_waiters_wakers_timeouts) {
+  const int nw = 8;
+  pthread_t w[nw], k[2];
+  race.running = nw;
+  for (int i = 0; i < nw; i++) pthread_create(&w[i], nullptr, race_waiter, nullptr);
+  for (int i = 0; i < 2; i++) pthread_create(&k[i], nullptr, race_waker, nullptr);
+  for (int i = 0; i < nw; i++) pthread_join(w[i], nullptr);
+  race.stop = true;
+  for (int i = 0; i < 2; i++) pthread_join(k[i], nullptr);
+  cr_assert_eq(race.woken + race.timedout, nw * 300);
+  cr_assert_eq(sema_nwaiters(&race.word), 0);
+}
+
+// The classic lost-wakeup pattern: the waker changes the word, then wakes;
+// a waiter that read the old value must not sleep through it.
+namespace {
+std::atomic<uint32_t> flag_word{0};
+std::atomic<long> handoffs{0};
+
+void* pingpong(void* arg) {
+  uint32_t me = (uint32_t)(uintptr_t)arg;
+  for (int i = 0; i < 20000; i++) {
+    uint32_t v;
+    while ((v = flag_word.load()) % 2 != me) sema_wait(&flag_word, v, 0, WaitReason::Futex);
+    flag_word.fetch_add(1);
+    sema_wake(&flag_word, 1);
+    handoffs++;
+  }
+  return nullptr;
+}
+}  // namespace
+
+Test(sema, no_lost_wakeups) {
+  pthread_t a, b;
+  pthread_create(&a, nullptr, pingpong, (void*)0);
+  pthread_create(&b, nullptr, pingpong, (void*)1);
+  pthread_join(a, nullptr);
+  pthread_join(b, nullptr);
+  cr_assert_eq(handoffs.load(), 40000);
+}
