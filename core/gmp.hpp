@@ -162,6 +162,8 @@ struct G {
   // Preemption and blocking calls (sysmon)
   std::atomic<bool> preempt{false};
   int64_t runstart = 0;
+  const char* blocking_what = nullptr;  // the blocking call it is in (Syscall)
+  int64_t syscall_since = 0;
 
   // Signals and cancellation (process semantics)
   uint64_t sigmask = 0;
@@ -311,6 +313,8 @@ struct Sched {
   // Statistics (GOSHIM_DEBUG=stats, schedtrace)
   std::atomic<uint64_t> nsteal{0};
   std::atomic<uint64_t> nparks{0};
+  std::atomic<uint64_t> nhandoff{0};
+  std::atomic<uint64_t> npreempt{0};
   std::atomic<uint64_t> ngcreated{0};
   std::atomic<int64_t> ngpeak{0};
 

@@ -12,6 +12,7 @@
 #include "core/tls.hpp"
 #include "shim/attr.hpp"
 #include "shim/shim.hpp"
+#include "syscalls/blocking.hpp"
 
 using namespace goshim;
 
@@ -50,6 +51,10 @@ GOSHIM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
 GOSHIM_EXPORT int pthread_join(pthread_t t, void** ret) {
   if (!goshim_owned(t)) {
     shim::ensure_real();
+    if (shim::user_g()) {  // a goroutine joining a kernel thread: a blocking call
+      BlockingCall bc(BlockKind::Long, "pthread_join");
+      return real::pthread_join(t, ret);
+    }
     return real::pthread_join(t, ret);
   }
   return join_common(t, ret, 0);
@@ -66,6 +71,10 @@ GOSHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void** ret) {
 GOSHIM_EXPORT int pthread_timedjoin_np(pthread_t t, void** ret, const struct timespec* abstime) {
   if (!goshim_owned(t)) {
     shim::ensure_real();
+    if (shim::user_g()) {
+      BlockingCall bc(BlockKind::Long, "pthread_timedjoin_np");
+      return real::pthread_timedjoin_np(t, ret, abstime);
+    }
     return real::pthread_timedjoin_np(t, ret, abstime);
   }
   if (!abstime) return join_common(t, ret, 0);  // glibc: NULL waits forever
@@ -78,6 +87,10 @@ GOSHIM_EXPORT int pthread_clockjoin_np(pthread_t t, void** ret, clockid_t clk,
                                        const struct timespec* abstime) {
   if (!goshim_owned(t)) {
     shim::ensure_real();
+    if (shim::user_g()) {
+      BlockingCall bc(BlockKind::Long, "pthread_clockjoin_np");
+      return real::pthread_clockjoin_np(t, ret, clk, abstime);
+    }
     return real::pthread_clockjoin_np(t, ret, clk, abstime);
   }
   if (!abstime) return join_common(t, ret, 0);

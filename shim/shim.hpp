@@ -22,6 +22,9 @@ inline G* user_g() {
   G* g = tls_g;  // nullptr before init, in 1:1 mode and on foreign threads
   if (__builtin_expect(g == nullptr, 0)) return nullptr;
   if (__builtin_expect(g->flags & kGFlagG0, 0)) return nullptr;
+  // Inside a blocking call (a signal handler interrupted it): no P.
+  if (__builtin_expect(g->status.load(std::memory_order_relaxed) != GStatus::Running, 0))
+    return nullptr;
   return g;
 }
 

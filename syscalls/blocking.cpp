@@ -1,0 +1,113 @@
+// enter_blocking / exit_blocking (see blocking.hpp), after Go's
+// entersyscall / exitsyscall.
+//
+//   G in a blocking call                  sysmon (or the G itself, Long)
+//   --------------------                  ------------------------------
+//   P: Running -> Syscall  [S]
+//   (kernel call)                         sees P in Syscall with the same
+//                                         syscalltick for a while:
+//                                         CAS Syscall -> Idle, handoffp
+//   CAS P Syscall -> Running  (fast path: the P is ours again)
+//   else: another idle P, else queue the G and stop the M (slow path)
+//
+// Whoever wins the CAS on the P's status owns it; the other side moves on.
+#include "syscalls/blocking.hpp"
+
+#include <errno.h>
+
+#include "arch/arch.hpp"
+#include "core/netpoll.hpp"
+#include "core/rawlog.hpp"
+#include "core/sched.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+[[noreturn]] void execute_g(G* gp, bool inherit_time);  // park.cpp
+
+void enter_blocking(BlockKind kind, const char* what) {
+  G* gp = getg();
+  M* mp = gp->m;
+  P* pp = mp->p;
+  gp->blocking_what = what;
+  gp->syscall_since = sys::coarsetime();
+  gp->status.store(GStatus::Syscall, std::memory_order_release);
+  mp->syscalltick.fetch_add(1, std::memory_order_relaxed);
+  pp->syscalltick.fetch_add(1, std::memory_order_relaxed);
+  // Detach the P but keep it reserved for this M (oldp).
+  pp->m = nullptr;
+  mp->oldp = pp;
+  mp->p = nullptr;
+  pp->status.store(PStatus::Syscall, std::memory_order_seq_cst);
+  if (kind == BlockKind::Long &&
+      (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0)) {
+    // Runnable work would wait for this call: hand the P off right now.
+    PStatus s = PStatus::Syscall;
+    if (pp->status.compare_exchange_strong(s, PStatus::Idle, std::memory_order_acq_rel)) {
+      mp->oldp = nullptr;
+      sched.nhandoff.fetch_add(1, std::memory_order_relaxed);
+      int saved = errno;
+      handoffp(pp);
+      errno = saved;
+    }
+  }
+}
+
+// On g0: no P could be had on the way back; queue the G and stop the M.
+static void exitsyscall_g0(void* arg) {
+  G* gp = (G*)arg;
+  M* mp = gp->m;
+  gp->status.store(GStatus::Runnable, std::memory_order_release);
+  mp->curg = nullptr;
+  gp->m = nullptr;
+  sched.lock.lock();
+  P* pp = pidleget();
+  if (!pp) {
+    sched.runq.push_back(gp);
+    sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
+  }
+  sched.lock.unlock();
+  if (pp) {
+    acquirep(pp);
+    execute_g(gp, false);
+  }
+  stopm();
+  schedule();
+}
+
+void exit_blocking() {
+  int saved = errno;
+  G* gp = getg();
+  M* mp = gp->m;
+  P* oldp = mp->oldp;
+  mp->oldp = nullptr;
+  gp->blocking_what = nullptr;
+  // Fast path: the P is still reserved for us.
+  if (oldp) {
+    PStatus s = PStatus::Syscall;
+    if (oldp->status.compare_exchange_strong(s, PStatus::Running, std::memory_order_acq_rel)) {
+      mp->p = oldp;
+      oldp->m = mp;
+      gp->status.store(GStatus::Running, std::memory_order_release);
+      errno = saved;
+      return;
+    }
+  }
+  // Any idle P.
+  if (sched.npidle.load(std::memory_order_relaxed) > 0) {
+    sched.lock.lock();
+    P* pp = pidleget();
+    sched.lock.unlock();
+    if (pp) {
+      acquirep(pp);
+      gp->status.store(GStatus::Running, std::memory_order_release);
+      errno = saved;
+      return;
+    }
+  }
+  // Slow path: the G waits on the global queue; this M goes idle.
+  goshim_mcall(gp, exitsyscall_g0, mp->g0_sp, mp->g0.tp);
+  errno = saved;
+}
+
+}  // namespace goshim

@@ -1,0 +1,42 @@
+// Blocking-call handoff (DESIGN.md decision 6): Go's entersyscall /
+// exitsyscall around a libc call that may block in the kernel and cannot
+// be polled (regular-file I/O, waitpid, flock, getaddrinfo, ...).
+//
+//   {
+//     BlockingCall bc(BlockKind::Short, "read");
+//     r = real_read(fd, buf, n);
+//   }
+//
+// While the call runs, the G keeps its M but its P is in PStatus::Syscall:
+// sysmon retakes it after ~20 µs if there is other work (Short), or it is
+// handed to another M at once when runnable work is waiting (Long: calls
+// that usually block for long, such as waitpid or sigwait). On return the M
+// takes its P back if it is still free (the fast path), else any idle P,
+// else it queues the G on the global queue and goes idle.
+//
+// Contract: on user G only (the shim checks), never while holding a runtime
+// lock. errno is preserved across exit_blocking.
+#pragma once
+
+#include "core/gmp.hpp"
+
+namespace goshim {
+
+enum class BlockKind : uint8_t {
+  Short,  // usually fast (page-cache file I/O): sysmon hands the P off if it lasts
+  Long,   // usually slow: hand the P off at once if anything else can run
+};
+
+// On user G.
+void enter_blocking(BlockKind kind, const char* what);
+void exit_blocking();
+
+class BlockingCall {
+ public:
+  BlockingCall(BlockKind kind, const char* what) { enter_blocking(kind, what); }
+  ~BlockingCall() { exit_blocking(); }
+  BlockingCall(const BlockingCall&) = delete;
+  BlockingCall& operator=(const BlockingCall&) = delete;
+};
+
+}  // namespace goshim
