@@ -86,6 +86,15 @@ enum class WaitReason : uint8_t {
 };
 const char* wait_reason_name(WaitReason r);
 
+// Which interruptible wait a parked G is in, so that a signal can wake it
+// with EINTR (interrupt_wait in park.cpp dispatches on it).
+enum class WaitKind : uint8_t {
+  None = 0,
+  Sema,     // sema_wait: sema_interrupt
+  Netpoll,  // fd readiness wait (netpoll layer)
+  Sleep,    // timer-only sleep (sleep layer)
+};
+
 // Flags on G::flags (set at creation, read-only afterwards unless noted).
 enum : uint32_t {
   kGFlagG0 = 1u << 0,      // an M's scheduler G
@@ -156,6 +165,7 @@ struct G {
   int64_t waitsince = 0;
   std::atomic<uint64_t> parkseq{0};  // increments on every timed park
   int park_result = 0;               // set by the waker before ready()
+  std::atomic<WaitKind> wait_kind{WaitKind::None};
   SemaWaiter sw;
   Timer timer;
 

@@ -49,6 +49,18 @@ static const char* const kWaitReasonNames[] = {
 static_assert(sizeof(kWaitReasonNames) / sizeof(kWaitReasonNames[0]) == (size_t)WaitReason::Count,
               "every WaitReason needs a name");
 
+static bool (*interrupters[4])(G*) = {};
+
+void register_wait_interrupter(WaitKind kind, bool (*fn)(G* gp)) {
+  interrupters[(int)kind] = fn;
+}
+
+bool interrupt_wait(G* gp) {
+  WaitKind k = gp->wait_kind.load(std::memory_order_acquire);
+  bool (*fn)(G*) = interrupters[(int)k];
+  return fn ? fn(gp) : false;
+}
+
 const char* wait_reason_name(WaitReason r) {
   return (size_t)r < (size_t)WaitReason::Count ? kWaitReasonNames[(size_t)r] : "?";
 }

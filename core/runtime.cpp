@@ -15,6 +15,7 @@
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
+#include "core/sema.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
@@ -121,6 +122,7 @@ bool runtime_init() {
     sched.allp[i] = pp;
   }
   netpoll_init();
+  sema_init();
 
   sys::rt_sigprocmask(SIG_SETMASK, nullptr, &initial_sigmask, 8);
 

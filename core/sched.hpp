@@ -26,6 +26,12 @@ void ready(G* gp, bool next = true);
 // Readies a list of Waiting Gs (netpoll results, broadcasts).
 void ready_list(GQueue& q);
 
+// Any thread. Wakes gp out of the interruptible wait it is parked in (its
+// G::wait_kind), so that the wait returns EINTR. Returns false if gp is not
+// in such a wait. Each wait layer registers its interrupter here.
+bool interrupt_wait(G* gp);
+void register_wait_interrupter(WaitKind kind, bool (*fn)(G* gp));
+
 // On user G. Yields (sched_yield): the G goes to the global queue, as Go's
 // Gosched does; returns at once when nothing else is runnable.
 void gosched();

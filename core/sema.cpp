@@ -188,6 +188,8 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
 
 }  // namespace
 
+void sema_init() { register_wait_interrupter(WaitKind::Sema, sema_interrupt); }
+
 int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
   if (!ts) return 0;
   int64_t abs = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
@@ -227,6 +229,7 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   w->result = 0;
   w->seq = gp->parkseq.fetch_add(1, std::memory_order_relaxed) + 1;
   enqueue(b, w);  // keeps the nwait count raised above
+  gp->wait_kind.store(WaitKind::Sema, std::memory_order_release);
   if (deadline) {
     gp->timer.f = sema_timeout;
     gp->timer.arg = gp;
@@ -234,6 +237,7 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
     timer_add(&gp->timer, deadline);
   }
   park(unlock_bucket, b, reason, addr);
+  gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
   if (deadline) timer_del(&gp->timer);
   return w->result;
 }

@@ -18,6 +18,9 @@
 
 namespace goshim {
 
+// Registers sema's wait interrupter (runtime init).
+void sema_init();
+
 // Parks the caller while *(uint32_t*)addr == val. deadline: absolute
 // CLOCK_MONOTONIC nanoseconds, 0 for none. Returns 0 when woken (spurious
 // wakeups are possible: callers re-check their condition), EAGAIN if the
