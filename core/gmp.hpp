@@ -178,6 +178,7 @@ struct G {
   // Signals and cancellation (process semantics)
   uint64_t sigmask = 0;
   std::atomic<uint64_t> sigpending{0};
+  std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   std::atomic<uint32_t> cancel{0};
 
   bool is_g0() const { return flags & kGFlagG0; }
