@@ -35,10 +35,21 @@ namespace goshim {
 void (*g_exit_hook)(G* gp) = nullptr;
 
 namespace {
+constexpr int kMaxExitHooks = 8;
+std::atomic<void (*)(G*)> exit_hooks[kMaxExitHooks];
+}  // namespace
 
-// Virtual tids live above PID_MAX_LIMIT (2^22 on 64-bit), so they never
-// collide with a kernel tid.
-constexpr int32_t kVtidBase = 1 << 22;
+bool add_g_exit_hook(void (*fn)(G* gp)) {
+  for (int i = 0; i < kMaxExitHooks; i++) {
+    void (*none)(G*) = nullptr;
+    if (exit_hooks[i].compare_exchange_strong(none, fn, std::memory_order_acq_rel)) return true;
+    if (none == fn) return true;
+  }
+  return false;
+}
+
+namespace {
+
 constexpr size_t kMaxSlots = (size_t)1 << 22;
 
 uintptr_t arena_lo = 0;
@@ -308,6 +319,11 @@ void thread_exit_landed() {
   G* gp = getg();
   tls::on_exit();  // C++ thread_local destructors, locale
   if (g_exit_hook) g_exit_hook(gp);  // pthread key destructors
+  for (auto& h : exit_hooks) {
+    void (*fn)(G*) = h.load(std::memory_order_acquire);
+    if (!fn) break;
+    fn(gp);
+  }
   if (sched.ngoroutines.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     // The last thread ended: the process exits with status 0, running
     // atexit handlers on this thread, as glibc's start_thread does.

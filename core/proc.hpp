@@ -54,6 +54,17 @@ G* main_g();
 // pthread key destructors (installed by shim/pthread_key.cpp).
 extern void (*g_exit_hook)(G* gp);
 
+// More G-exit hooks, run in registration order after g_exit_hook (e.g. the
+// robust-mutex owner-death walk of shim/pthread_mutex.cpp, which must run
+// after key destructors as the kernel's does after the thread is gone).
+// Registration happens at start-up; returns false when the table is full.
+bool add_g_exit_hook(void (*fn)(G* gp));
+
+// Virtual tids (G::vtid) are at or above this value: above PID_MAX_LIMIT,
+// so they never equal a kernel tid.
+inline constexpr int32_t kVtidBase = 1 << 22;
+inline bool is_virtual_tid(int32_t tid) { return tid >= kVtidBase; }
+
 // Arena bookkeeping (runtime.cpp sets it up).
 void arena_init();
 uintptr_t arena_slot_tp(size_t idx);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stddef.h>
 
 namespace goshim::real {
@@ -32,7 +33,10 @@ namespace goshim::real {
   X(int, pthread_once, (pthread_once_t*, void (*)(void)))                                    \
   X(int, sched_yield, (void))                                                                \
   X(void*, dlopen, (const char*, int))                                                       \
-  X(void*, dlmopen, (long, const char*, int))
+  X(void*, dlmopen, (long, const char*, int))                                                \
+  X(sem_t*, sem_open, (const char*, int, ...))                                               \
+  X(int, sem_close, (sem_t*))                                                                \
+  X(int, sem_unlink, (const char*))
 
 #define GOSHIM_REAL_DECL(ret, name, args) extern ret(*name) args;
 GOSHIM_REAL_FUNCS(GOSHIM_REAL_DECL)

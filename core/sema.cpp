@@ -142,7 +142,8 @@ void sema_timeout(void* arg, uint64_t seq) {
   }
 }
 
-int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset) {
+int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
+                 const void** endaddr) {
   Bucket* b = bucket_of(addr);
   SemaWaiter w;
   w.addr = addr;
@@ -158,31 +159,41 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
   enqueue(b, &w);  // keeps the nwait count raised above
   b->lock.unlock();
   for (;;) {
-    if (w.kwake.load(std::memory_order_acquire)) return w.result;
+    if (w.kwake.load(std::memory_order_acquire)) {
+      if (endaddr) *endaddr = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
+      return w.result;
+    }
     struct timespec ts, *tsp = nullptr;
+    int why = 0;  // set when the wait must end without a wake
     if (deadline) {
       int64_t left = deadline - sys::nanotime();
       if (left <= 0) {
-        b = bucket_of(__atomic_load_n(&w.addr, __ATOMIC_ACQUIRE));
-        b->lock.lock();
-        if (w.queued.load(std::memory_order_relaxed)) {
-          // Requeued to another bucket meanwhile? Retry with the right one.
-          if (bucket_of(w.addr) != b) {
-            b->lock.unlock();
-            continue;
-          }
-          dequeue(b, &w);
-          b->lock.unlock();
-          return ETIMEDOUT;
-        }
-        b->lock.unlock();
-        continue;  // woken concurrently: kwake is set
+        why = ETIMEDOUT;
+      } else {
+        ts.tv_sec = left / 1000000000;
+        ts.tv_nsec = left % 1000000000;
+        tsp = &ts;
       }
-      ts.tv_sec = left / 1000000000;
-      ts.tv_nsec = left % 1000000000;
-      tsp = &ts;
     }
-    sys::futex_wait(&w.kwake, 0, tsp);
+    // A signal handler ran: the kernel restarts an untimed wait itself when
+    // the handler has SA_RESTART, as for a plain futex wait; otherwise the
+    // wait ends with EINTR.
+    if (!why && sys::futex_wait(&w.kwake, 0, tsp) == -EINTR) why = EINTR;
+    if (!why) continue;
+    const void* a = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
+    b = bucket_of(a);
+    b->lock.lock();
+    if (w.addr != a) {  // requeued meanwhile: retry with the right bucket
+      b->lock.unlock();
+      continue;
+    }
+    if (w.queued.load(std::memory_order_relaxed)) {
+      dequeue(b, &w);
+      b->lock.unlock();
+      if (endaddr) *endaddr = a;
+      return why;
+    }
+    b->lock.unlock();  // woken concurrently: kwake is set
   }
 }
 
@@ -205,10 +216,10 @@ int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
 }
 
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
-              uint32_t bitset) {
+              uint32_t bitset, const void** endaddr) {
+  if (endaddr) *endaddr = addr;
+  if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr);
   G* gp = getg();
-  if (!gp || gp->is_g0() || !runtime_up.load(std::memory_order_relaxed))
-    return wait_foreign(addr, val, deadline, bitset);
   Bucket* b = bucket_of(addr);
   b->lock.lock();
   b->nwait.fetch_add(1, std::memory_order_seq_cst);  // [S] before the value check [L]
@@ -239,6 +250,7 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   park(unlock_bucket, b, reason, addr);
   gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
   if (deadline) timer_del(&gp->timer);
+  if (endaddr) *endaddr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
   return w->result;
 }
 

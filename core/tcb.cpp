@@ -1,0 +1,46 @@
+// The caller's TCB fields for synchronization (see tcb.hpp).
+#include "core/tcb.hpp"
+
+#include <dlfcn.h>
+
+#include "syscalls/sys.hpp"
+
+namespace goshim::tcb {
+
+constinit std::atomic<size_t> tid_off{0};
+constinit std::atomic<size_t> robust_off{0};
+
+void early_init() {
+  if (tid_off.load(std::memory_order_acquire) != 0) return;
+  uintptr_t me = self();
+  // {bits, count, offset}: a debugger ABI, so it matches the running glibc.
+  const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid",
+                                              "GLIBC_PRIVATE");
+  void* head = nullptr;
+  size_t len = 0;
+  if (sys::get_robust_list(0, &head, &len) == 0 && (uintptr_t)head > me &&
+      (uintptr_t)head < me + 16384)
+    robust_off.store((uintptr_t)head - me, std::memory_order_relaxed);
+  // Use the tid offset only if it holds this thread's kernel tid now (the
+  // constructor runs on the initial thread, before goshim renames it).
+  if (d && d[2] > 0 && d[2] < 16384 &&
+      *(const pid_t*)(me + d[2]) == (pid_t)sys::gettid())
+    tid_off.store(d[2], std::memory_order_release);
+}
+
+pid_t slow_tid() {
+  // Before early_init: no goroutine exists yet, so the kernel tid is what
+  // glibc has in THREAD_SELF->tid.
+  return (pid_t)sys::gettid();
+}
+
+RobustHead* self_robust() {
+  size_t off = robust_off.load(std::memory_order_relaxed);
+  if (off) return (RobustHead*)(self() + off);
+  void* head = nullptr;
+  size_t len = 0;
+  if (sys::get_robust_list(0, &head, &len) != 0) return nullptr;
+  return (RobustHead*)head;
+}
+
+}  // namespace goshim::tcb
