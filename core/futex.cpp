@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kCmdMask = ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
 
-long to_kernel(uint32_t* uaddr, int op, uint32_t val, const struct timespec* timeout,
+__attribute__((noinline)) long to_kernel(uint32_t* uaddr, int op, uint32_t val, const struct timespec* timeout,
                uint32_t* uaddr2, uint32_t val3, bool may_block) {
   if (may_block && can_park()) {
     BlockingCall bc(BlockKind::Long, "futex");
@@ -33,7 +33,7 @@ bool valid_timespec(const struct timespec* ts) {
 // The kernel wakes at least one waiter whatever nr_wake says (<= 0 too).
 inline int wake_count(uint32_t nr) { return (int)nr <= 0 ? 1 : (int)nr; }
 
-long wait(uint32_t* uaddr, uint32_t val, int64_t deadline, uint32_t bitset) {
+inline long wait(uint32_t* uaddr, uint32_t val, int64_t deadline, uint32_t bitset) {
   for (;;) {
     int r = sema_wait(uaddr, val, deadline, WaitReason::Futex, bitset);
     switch (r) {

@@ -346,12 +346,16 @@ inline G* getg() { return tls_g; }
 
 // Runtime critical section on the current M: no preemption, no parking, and
 // the shim passes calls from signal handlers to libc. Returns the M.
+// Only the M's own thread writes M::locks (others, and its signal handlers,
+// only read it), so a plain load and store do: no locked instruction.
 inline M* acquirem() {
   M* mp = getg()->m;
-  mp->locks.fetch_add(1, std::memory_order_relaxed);
+  mp->locks.store(mp->locks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return mp;
 }
-inline void releasem(M* mp) { mp->locks.fetch_sub(1, std::memory_order_relaxed); }
+inline void releasem(M* mp) {
+  mp->locks.store(mp->locks.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+}
 
 // True when the runtime is up and goroutines are in use (false in pass-through).
 extern std::atomic<bool> runtime_up;

@@ -62,7 +62,7 @@ Entry* entry_of(uintptr_t a) {
   return &cache[(g * 0x9E3779B97F4A7C15ull) >> (64 - 8)];
 }
 
-bool lookup(uintptr_t a, uint64_t gen, bool* shared) {
+inline bool lookup(uintptr_t a, uint64_t gen, bool* shared) {
   Entry* e = entry_of(a);
   uint32_t s1 = e->seq.load(std::memory_order_acquire);
   if (s1 & 1) return false;
@@ -164,17 +164,14 @@ int query_scan(int fd, uintptr_t a, uintptr_t* lo, uintptr_t* hi, bool* shared) 
 
 }  // namespace
 
-bool memclass_shared(const void* addr) {
-  uintptr_t a = (uintptr_t)addr;
-  // The calling goroutine's own stack is goshim's private mapping.
-  G* gp = getg();
-  if (gp && !gp->is_g0() && a >= gp->stack.lo && a < gp->stack.hi) return false;
-  uint64_t gen = generation.load(std::memory_order_acquire);
-  bool shared;
-  if (lookup(a, gen, &shared)) return shared;
+namespace {
+
+// A cache miss: ask the kernel, remember the answer.
+__attribute__((noinline)) bool classify(uintptr_t a, uint64_t gen) {
   int fd = open_maps();
   if (fd < 0) return true;
   uintptr_t lo = 0, hi = 0;
+  bool shared = true;
   int r = -1;
   if (procmap_query_works.load(std::memory_order_relaxed)) r = query_ioctl(fd, a, &lo, &hi, &shared);
   if (r < 0) r = query_scan(fd, a, &lo, &hi, &shared);
@@ -182,6 +179,19 @@ bool memclass_shared(const void* addr) {
   if (r <= 0) return true;  // unmapped (the futex call will fail) or cannot tell
   fill(a, lo, hi, shared, gen);
   return shared;
+}
+
+}  // namespace
+
+bool memclass_shared(const void* addr) {
+  uintptr_t a = (uintptr_t)addr;
+  // The calling goroutine's own stack is goshim's private mapping.
+  G* gp = getg();
+  if (gp && a >= gp->stack.lo && a < gp->stack.hi) return false;
+  uint64_t gen = generation.load(std::memory_order_acquire);
+  bool shared;
+  if (__builtin_expect(lookup(a, gen, &shared), 1)) return shared;
+  return classify(a, gen);
 }
 
 void memclass_mapping_changed() { generation.fetch_add(1, std::memory_order_acq_rel); }

@@ -121,9 +121,10 @@ void ready(G* gp, bool next) {
   G* cur = getg();
   M* mp = cur ? cur->m : nullptr;
   if (mp && mp->p) {
-    mp->locks.fetch_add(1, std::memory_order_relaxed);
+    int32_t l = mp->locks.load(std::memory_order_relaxed);
+    mp->locks.store(l + 1, std::memory_order_relaxed);  // only this M writes its locks
     runqput(mp->p, gp, next);
-    mp->locks.fetch_sub(1, std::memory_order_relaxed);
+    mp->locks.store(l, std::memory_order_relaxed);
   } else {
     globrunqput(gp);
   }

@@ -238,7 +238,9 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   w->gp = gp;
   w->bitset = bitset;
   w->result = 0;
-  w->seq = gp->parkseq.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Only gp writes parkseq: no read-modify-write needed.
+  w->seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
+  gp->parkseq.store(w->seq, std::memory_order_relaxed);
   enqueue(b, w);  // keeps the nwait count raised above
   gp->wait_kind.store(WaitKind::Sema, std::memory_order_release);
   if (deadline) {
@@ -256,8 +258,12 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
 
 int sema_wake(const void* addr, int n, uint32_t bitset) {
   Bucket* b = bucket_of(addr);
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // the caller's store [S] before [L]
-  if (b->nwait.load(std::memory_order_seq_cst) == 0) return 0;
+  // Waiters seen without a barrier: the lock below orders everything. None
+  // seen: confirm after a full barrier (the caller's store [S] before [L]).
+  if (b->nwait.load(std::memory_order_relaxed) == 0) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (b->nwait.load(std::memory_order_seq_cst) == 0) return 0;
+  }
   GQueue q;
   int woken = 0;
   b->lock.lock();

@@ -21,8 +21,10 @@
 //
 // so either the waiter sees the new state or the releaser sees the waiter.
 // Kinds, as glibc: PREFER_READER_NP (default) and PREFER_WRITER_NP let
-// readers in whenever no writer holds the lock; PREFER_WRITER_NONRECURSIVE_NP
-// makes new readers wait while a writer waits. Process-shared rwlocks use
+// readers in whenever no writer holds the lock, and a writer lets readers
+// that wait for the lock go first; PREFER_WRITER_NONRECURSIVE_NP makes new
+// readers wait while a writer waits, and hands the lock from writer to
+// writer. Process-shared rwlocks use
 // the kernel futex; they interoperate with other goshim processes only.
 #include <errno.h>
 #include <limits.h>
@@ -77,6 +79,11 @@ bool readers_blocked(const RwObj* rw, uint32_t s) {
   return (s & kWriter) || (prefer_writer(rw) && ld(&rw->nwwait) != 0);
 }
 
+// Whether a writer must let the lock go to waiting readers first.
+bool writer_blocked(const RwObj* rw, uint32_t s) {
+  return s != 0 || (!prefer_writer(rw) && ld(&rw->nrwait) != 0);
+}
+
 void wake_readers(RwObj* rw) {
   __atomic_fetch_add(&rw->rseq, 1, __ATOMIC_SEQ_CST);
   sync_wake(&rw->rseq, INT_MAX, rw->shared);
@@ -111,7 +118,10 @@ int rdlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_on
     int r = 0;
     if (readers_blocked(rw, ld(&rw->state)))
       r = sync_wait(&rw->rseq, seq, dl, WaitReason::RWLock, rw->shared);
-    __atomic_fetch_sub(&rw->nrwait, 1, __ATOMIC_SEQ_CST);
+    uint32_t left = __atomic_sub_fetch(&rw->nrwait, 1, __ATOMIC_SEQ_CST);
+    // The last waiting reader gone without the lock: a writer that let the
+    // readers go first may proceed.
+    if (left == 0 && ld(&rw->state) == 0 && ld(&rw->nwwait) != 0) wake_writer(rw);
     if (r == ETIMEDOUT) return ETIMEDOUT;
   }
 }
@@ -124,7 +134,7 @@ int wrlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_on
   SyncDeadline dl{clk, abstime};
   for (;;) {
     uint32_t s = ld(&rw->state);
-    if (s == 0) {
+    if (!writer_blocked(rw, s)) {
       if (__atomic_compare_exchange_n(&rw->state, &s, kWriter, false, __ATOMIC_ACQUIRE,
                                       __ATOMIC_RELAXED)) {
         __atomic_store_n(&rw->cur_writer, tcb::self_tid(), __ATOMIC_RELAXED);
@@ -136,7 +146,8 @@ int wrlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_on
     __atomic_fetch_add(&rw->nwwait, 1, __ATOMIC_SEQ_CST);
     uint32_t seq = ld(&rw->wseq);
     int r = 0;
-    if (ld(&rw->state) != 0) r = sync_wait(&rw->wseq, seq, dl, WaitReason::RWLock, rw->shared);
+    if (writer_blocked(rw, ld(&rw->state)))
+      r = sync_wait(&rw->wseq, seq, dl, WaitReason::RWLock, rw->shared);
     uint32_t left = __atomic_sub_fetch(&rw->nwwait, 1, __ATOMIC_SEQ_CST);
     if (r == ETIMEDOUT) {
       // Readers held back for us may go now; a wake-up meant for us goes on.
