@@ -108,6 +108,20 @@ $(BUILD)/tests/preload/%: tests/preload/%.cpp tests/preload/common.h
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(PRE_CFLAGS) -o $@ $<
 
+# Rust integration programs: plain rustc, std only (no crates, no network).
+PRE_RS     := $(wildcard tests/preload/*.rs)
+PRE_RS_BIN := $(PRE_RS:tests/preload/%.rs=$(BUILD)/tests/preload/%)
+
+$(BUILD)/tests/preload/%: tests/preload/%.rs
+	@mkdir -p $(dir $@)
+	rustc --edition 2021 -O -o $@ $<
+
+# Headers shared by a test and its helper process.
+$(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: \
+  tests/preload/sync_pshared.h
+
+preload: $(PRE_RS_BIN)
+
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout 300 $$t --jobs 2; done
 

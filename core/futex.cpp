@@ -120,7 +120,8 @@ long futex_syscall(uint32_t* uaddr, int op, uint32_t val, const struct timespec*
     default:
       return to_kernel(uaddr, op, val, timeout, uaddr2, val3, true);
   }
-  if (clockrt && cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET) return -ENOSYS;
+  // As the kernel: the realtime clock only for absolute (bitset) waits.
+  if (clockrt && cmd != FUTEX_WAIT_BITSET) return -ENOSYS;
   if ((uintptr_t)uaddr % 4) return -EINVAL;
   bool two = cmd == FUTEX_REQUEUE || cmd == FUTEX_CMP_REQUEUE || cmd == FUTEX_WAKE_OP;
   if (two && (uintptr_t)uaddr2 % 4) return -EINVAL;
@@ -141,7 +142,7 @@ long futex_syscall(uint32_t* uaddr, int op, uint32_t val, const struct timespec*
 
   switch (cmd) {
     case FUTEX_WAIT: {
-      int64_t deadline = 0;
+      int64_t deadline = 0;  // the timeout is relative, on CLOCK_MONOTONIC
       if (timeout) {
         if (!valid_timespec(timeout)) return -EINVAL;
         int64_t rel = (int64_t)timeout->tv_sec * 1000000000 + timeout->tv_nsec;

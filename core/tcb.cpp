@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include "core/proc.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim::tcb {
@@ -26,6 +27,27 @@ void early_init() {
   if (d && d[2] > 0 && d[2] < 16384 &&
       *(const pid_t*)(me + d[2]) == (pid_t)sys::gettid())
     tid_off.store(d[2], std::memory_order_release);
+}
+
+namespace {
+constexpr uint32_t kVirtualSpan = (1u << 30) - (uint32_t)kVtidBase;  // [kVtidBase, 2^30)
+std::atomic<uint32_t> shared_offset{0};
+std::atomic<bool> have_offset{false};
+}  // namespace
+
+void reset_shared_offset() {
+  uint32_t pid = (uint32_t)sys::getpid();
+  uint32_t h = pid * 2654435761u;  // Knuth's multiplicative hash
+  h ^= h >> 15;
+  shared_offset.store(h % kVirtualSpan, std::memory_order_relaxed);
+  have_offset.store(true, std::memory_order_release);
+}
+
+pid_t shared_tid_of(pid_t tid) {
+  if (!is_virtual_tid(tid)) return tid;
+  if (!have_offset.load(std::memory_order_acquire)) reset_shared_offset();
+  uint32_t off = shared_offset.load(std::memory_order_relaxed);
+  return (pid_t)((uint32_t)kVtidBase + ((uint32_t)(tid - kVtidBase) + off) % kVirtualSpan);
 }
 
 pid_t slow_tid() {

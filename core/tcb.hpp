@@ -53,6 +53,17 @@ inline pid_t self_tid() {
   return slow_tid();
 }
 
+// The owner id to record in a process-shared object. A kernel thread's
+// tid is unique system-wide; virtual tids are handed out the same way in
+// every goshim process (main is always the first), so a goroutine's is
+// moved by a per-process offset: ids of goroutines of two processes that
+// share an object then (almost surely, 1 in 2^30) differ. The result
+// stays in the virtual range, so it never equals a kernel tid. Any thread.
+pid_t shared_tid_of(pid_t tid);
+inline pid_t shared_tid() { return shared_tid_of(self_tid()); }
+// Recomputes the per-process offset (after fork, in the child).
+void reset_shared_offset();
+
 // The caller's robust list head (nullptr if it cannot be found).
 RobustHead* self_robust();
 

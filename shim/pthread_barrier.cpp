@@ -6,7 +6,7 @@
 //                          arrives for the next round before that store.
 //                          The others wait while round is unchanged.
 //   count   @8             threshold
-//   shared  @12            glibc's encoding: FUTEX_PRIVATE (128) or 0
+//   shared  @12            glibc's encoding: FUTEX_PRIVATE (0) or FUTEX_SHARED (128)
 //   inside  @16            threads still touching the barrier; bit 31: a
 //                          pthread_barrier_destroy waits for them to leave.
 //

@@ -78,6 +78,11 @@ inline bool cas(int* p, int* expect, int desired) {
 
 const SyncDeadline kForever{};
 
+// The id this caller records as the owner (see tcb::shared_tid).
+inline int owner_id(int kind) {
+  return (kind & kMutexPshared) ? tcb::shared_tid() : tcb::self_tid();
+}
+
 // ---- simple protocol -----------------------------------------------------
 
 // Takes the lock word after a failed fast path (or, contended, right away
@@ -175,7 +180,7 @@ __attribute__((noinline)) int tidword_lock(MutexObj* m, int kind, const SyncDead
   bool shared = kind & kMutexPshared;
   int type = kind & kMutexKindMask;
   bool cond = mode == LockMode::CondRelock || mode == LockMode::CondContended;
-  int id = tcb::self_tid();
+  int id = owner_id(kind);
   tcb::RobustHead* head = robust ? tcb::self_robust() : nullptr;
   set_pending(head, &m->next);
   // Set once we may share kWaiters with other waiters, so that we keep it
@@ -261,7 +266,7 @@ __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
   bool robust = kind & kMutexRobust;
   bool shared = kind & kMutexPshared;
   int type = kind & kMutexKindMask;
-  int id = tcb::self_tid();
+  int id = owner_id(kind);
   int newowner = 0;
   int lockval = ld(&m->lock);
   if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
@@ -309,7 +314,7 @@ __attribute__((noinline)) int pp_lock(MutexObj* m, int kind, const SyncDeadline*
   bool shared = kind & kMutexPshared;
   int type = kind & kMutexKindMask;
   bool cond = mode == LockMode::CondRelock || mode == LockMode::CondContended;
-  int id = tcb::self_tid();
+  int id = owner_id(kind);
   if (ld(&m->owner) == id) {
     if (type == PTHREAD_MUTEX_ERRORCHECK_NP) return EDEADLK;
     if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
@@ -344,7 +349,7 @@ __attribute__((noinline)) int pp_lock(MutexObj* m, int kind, const SyncDeadline*
 
 __attribute__((noinline)) int pp_unlock(MutexObj* m, int kind, bool decr) {
   int type = kind & kMutexKindMask;
-  int id = tcb::self_tid();
+  int id = owner_id(kind);
   if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
     if (ld(&m->owner) != id) return EPERM;
     if (--m->count != 0) return 0;
@@ -364,7 +369,10 @@ __attribute__((noinline)) int pp_unlock(MutexObj* m, int kind, bool decr) {
 // ---- robust owner death at goroutine exit ---------------------------------------
 
 // What the kernel's handle_futex_death does for a dead thread's entry.
-void owner_died(int* lock, int id) {
+// vtid: the dead goroutine's; the word holds its shared id if pshared.
+void owner_died(int* lock, int vtid) {
+  MutexObj* mo = (MutexObj*)lock;
+  int id = (ld(&mo->kind) & kMutexPshared) ? tcb::shared_tid_of(vtid) : vtid;
   int uval = ld(lock);
   for (;;) {
     if ((uval & kTidMask) != id) return;
@@ -400,6 +408,7 @@ void robust_exit(G* gp) {
 __attribute__((constructor(102))) void mutex_ctor() {
   tcb::early_init();
   add_g_exit_hook(robust_exit);
+  pthread_atfork(nullptr, nullptr, tcb::reset_shared_offset);  // a new pid, a new offset
 }
 
 inline int fifo_min_prio() { return sched_get_priority_min(SCHED_FIFO); }
@@ -417,7 +426,7 @@ int mutex_lock_impl(MutexObj* m, const SyncDeadline* dl, LockMode mode) {
   if (kind & (kMutexRobust | kMutexPI)) return tidword_lock(m, kind, dl, mode);
   if (kind & kMutexPP) return pp_lock(m, kind, dl, mode);
   int type = kind & kMutexKindMask;
-  int id = tcb::self_tid();
+  int id = owner_id(kind);
   if (type == PTHREAD_MUTEX_RECURSIVE_NP || type == PTHREAD_MUTEX_ERRORCHECK_NP) {
     if (ld(&m->owner) == id) {
       if (type == PTHREAD_MUTEX_ERRORCHECK_NP) return mode == LockMode::Try ? EBUSY : EDEADLK;
@@ -448,10 +457,10 @@ int mutex_unlock_impl(MutexObj* m, bool decr) {
   if (kind & kMutexPP) return pp_unlock(m, kind, decr);
   int type = kind & kMutexKindMask;
   if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
-    if (ld(&m->owner) != tcb::self_tid()) return EPERM;
+    if (ld(&m->owner) != owner_id(kind)) return EPERM;
     if (--m->count != 0) return 0;
   } else if (type == PTHREAD_MUTEX_ERRORCHECK_NP) {
-    if (ld(&m->owner) != tcb::self_tid() || ld(&m->lock) == 0) return EPERM;
+    if (ld(&m->owner) != owner_id(kind) || ld(&m->lock) == 0) return EPERM;
   }
   st(&m->owner, 0);
   if (decr) m->nusers--;
@@ -561,7 +570,7 @@ GOSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* mu, clockid_t clk,
 GOSHIM_EXPORT int pthread_mutex_consistent(pthread_mutex_t* mu) {
   MutexObj* m = (MutexObj*)mu;
   if (!(ld(&m->kind) & kMutexRobust) || ld(&m->owner) != kInconsistent) return EINVAL;
-  st(&m->owner, tcb::self_tid());
+  st(&m->owner, owner_id(ld(&m->kind)));
   return 0;
 }
 
@@ -587,7 +596,7 @@ GOSHIM_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t* mu, int prioceil
   bool shared = kind & kMutexPshared;
   int type = kind & kMutexKindMask;
   bool locked = false;
-  if (ld(&m->owner) == tcb::self_tid()) {
+  if (ld(&m->owner) == owner_id(kind)) {
     if (type == PTHREAD_MUTEX_ERRORCHECK_NP) return EDEADLK;
     if (type == PTHREAD_MUTEX_RECURSIVE_NP) locked = true;
   }

@@ -68,6 +68,11 @@ struct RwAttr {  // struct pthread_rwlockattr
 };
 static_assert(sizeof(RwAttr) <= sizeof(pthread_rwlockattr_t), "pthread_rwlockattr_t overlay");
 
+// The id recorded as the writer (see tcb::shared_tid).
+inline int owner_id(const RwObj* rw) {
+  return rw->shared ? tcb::shared_tid() : tcb::self_tid();
+}
+
 inline uint32_t ld(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 
 bool prefer_writer(const RwObj* rw) {
@@ -101,7 +106,7 @@ int check_timeout(clockid_t clk, const struct timespec* abstime) {
 
 int rdlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_only) {
   if (int e = check_timeout(clk, abstime)) return e;
-  if (__atomic_load_n(&rw->cur_writer, __ATOMIC_RELAXED) == tcb::self_tid()) return EDEADLK;
+  if (__atomic_load_n(&rw->cur_writer, __ATOMIC_RELAXED) == owner_id(rw)) return EDEADLK;
   SyncDeadline dl{clk, abstime};
   for (;;) {
     uint32_t s = ld(&rw->state);
@@ -129,7 +134,7 @@ int rdlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_on
 int wrlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_only) {
   if (!try_only) {
     if (int e = check_timeout(clk, abstime)) return e;
-    if (__atomic_load_n(&rw->cur_writer, __ATOMIC_RELAXED) == tcb::self_tid()) return EDEADLK;
+    if (__atomic_load_n(&rw->cur_writer, __ATOMIC_RELAXED) == owner_id(rw)) return EDEADLK;
   }
   SyncDeadline dl{clk, abstime};
   for (;;) {
@@ -137,7 +142,7 @@ int wrlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_on
     if (!writer_blocked(rw, s)) {
       if (__atomic_compare_exchange_n(&rw->state, &s, kWriter, false, __ATOMIC_ACQUIRE,
                                       __ATOMIC_RELAXED)) {
-        __atomic_store_n(&rw->cur_writer, tcb::self_tid(), __ATOMIC_RELAXED);
+        __atomic_store_n(&rw->cur_writer, owner_id(rw), __ATOMIC_RELAXED);
         return 0;
       }
       continue;
@@ -159,7 +164,7 @@ int wrlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_on
 }
 
 int unlock(RwObj* rw) {
-  if (__atomic_load_n(&rw->cur_writer, __ATOMIC_RELAXED) == tcb::self_tid()) {
+  if (__atomic_load_n(&rw->cur_writer, __ATOMIC_RELAXED) == owner_id(rw)) {
     __atomic_store_n(&rw->cur_writer, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rw->state, 0, __ATOMIC_SEQ_CST);  // [S] readers cannot hold it now
     bool writers = ld(&rw->nwwait) != 0;              // [L]

@@ -1,6 +1,6 @@
 // POSIX semaphores: glibc's 64-bit-atomics protocol and layout (value in
 // the low 32 bits of `data`, the number of waiters in the high 32 bits,
-// `private` = FUTEX_PRIVATE (128) or 0 for shared ones), so unnamed
+// `private` = FUTEX_PRIVATE (0) or FUTEX_SHARED (128)), so unnamed
 // process-shared semaphores and named ones (sem_open) work with other
 // processes, native or under goshim.
 //

@@ -67,8 +67,10 @@ inline bool valid_nsec(const struct timespec* ts) {
 }
 inline bool valid_clock(clockid_t c) { return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC; }
 
-// glibc's futex "private" encoding in semaphores and barriers.
-inline constexpr int kFutexPrivate = 128;  // FUTEX_PRIVATE_FLAG
-inline constexpr int kFutexShared = 0;
+// glibc's encoding of "private" in semaphores and barriers: FUTEX_PRIVATE
+// is LLL_PRIVATE (0) and FUTEX_SHARED is LLL_SHARED (128), the value
+// XORed into FUTEX_PRIVATE_FLAG by __lll_private_flag.
+inline constexpr int kFutexPrivate = 0;
+inline constexpr int kFutexShared = 128;
 
 }  // namespace goshim::shim
