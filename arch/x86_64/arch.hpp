@@ -12,6 +12,7 @@ extern unsigned char goshim_arch_fsgsbase;
 struct GoshimG;  // opaque to the assembly: only offset 0 (sched_sp) is used
 void goshim_mcall(void* gp, void (*fn)(void*), uintptr_t g0_sp, uintptr_t g0_tp);
 [[noreturn]] void goshim_gogo(uintptr_t sp, uintptr_t tp);
+void goshim_switch(void* from, uintptr_t to_sp, uintptr_t to_tp, void (*post)(void*));
 void goshim_gstart();
 }
 
