@@ -251,6 +251,8 @@ struct P {
   Stack stackcache[kStackCache];
   int32_t nstackcache = 0;
 
+  uint64_t nparks = 0;  // Gs parked on this P (owner P only; statistics)
+
   // sysmon's view (issue: sysmon)
   uint32_t sm_schedtick = 0;
   int64_t sm_schedwhen = 0;
@@ -323,7 +325,7 @@ struct Sched {
   std::atomic<uint64_t> goidgen{1};
   // Statistics (GOSHIM_DEBUG=stats, schedtrace)
   std::atomic<uint64_t> nsteal{0};
-  std::atomic<uint64_t> nparks{0};
+  std::atomic<uint64_t> nparks{0};  // unused: parks are counted per P (P::nparks)
   std::atomic<uint64_t> nhandoff{0};
   std::atomic<uint64_t> npreempt{0};
   std::atomic<uint64_t> ngcreated{0};

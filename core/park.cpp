@@ -87,7 +87,7 @@ static void park_g0(void* arg) {
   gp->status.store(GStatus::Waiting, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
-  sched.nparks.fetch_add(1, std::memory_order_relaxed);
+  mp->p->nparks++;
   if (mp->waitunlockf) {
     bool ok = mp->waitunlockf(gp, mp->waitlock);
     mp->waitunlockf = nullptr;
@@ -119,7 +119,7 @@ static void park_switch_post(void* arg) {
   G* next = getg();
   gp->status.store(GStatus::Waiting, std::memory_order_release);  // [S] as in park_g0
   gp->m = nullptr;
-  sched.nparks.fetch_add(1, std::memory_order_relaxed);
+  mp->p->nparks++;
   bool (*unlockf)(G*, void*) = mp->waitunlockf;
   void* lock = mp->waitlock;
   mp->waitunlockf = nullptr;
@@ -171,9 +171,12 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
 }
 
 void ready(G* gp, bool next) {
-  GStatus s = GStatus::Waiting;
-  if (!gp->status.compare_exchange_strong(s, GStatus::Runnable, std::memory_order_acq_rel))
+  // Only the waker that took gp off its wait record may ready it, so a
+  // check and a store do (no locked instruction on this hot path).
+  GStatus s = gp->status.load(std::memory_order_acquire);
+  if (s != GStatus::Waiting)
     fatalf("ready: G %lu is not waiting (status %u)", (unsigned long)gp->goid, (unsigned)s);
+  gp->status.store(GStatus::Runnable, std::memory_order_release);
   G* cur = getg();
   M* mp = cur ? cur->m : nullptr;
   if (mp && mp->p) {

@@ -23,10 +23,53 @@ namespace {
 
 constexpr uint32_t kBuckets = 1 << 12;
 
+// A bucket: its lock and the number of waiters queued in it share one
+// word, so that a waiter takes the lock and announces itself with a single
+// locked instruction, and everything else about the count happens under
+// the lock with plain stores.
+//
+//   word: bit 0 locked; bits 1..31 waiters queued (nwait)
+//
+// The lock's critical sections are a few dozen instructions that never
+// block, so it spins (then yields the kernel thread) rather than sleeping
+// on a futex like Mutex, and unlock is a plain store. A wake reads nwait
+// without the lock: a waiter raises it [S] in the same atomic that locks,
+// before it checks the futex word [L]; a waker changes the word [S] before
+// it reads nwait [L] (a full barrier in between), so one sees the other.
 struct alignas(64) Bucket {
-  Mutex lock;  // rank: sema bucket
+  std::atomic<uint32_t> word{0};  // rank: sema bucket
   SemaWaiter* heads = nullptr;
-  std::atomic<int32_t> nwait{0};  // waiters queued here; lets wakes skip the lock
+
+  // add: 2 to announce a waiter along with the lock, else 0.
+  void lock(uint32_t add = 0) {
+    uint32_t v = word.load(std::memory_order_relaxed) & ~1u;
+    if (__builtin_expect(word.compare_exchange_weak(v, v + 1 + add, std::memory_order_acquire,
+                                                    std::memory_order_relaxed),
+                         1))
+      return;
+    lock_slow(add);
+  }
+  __attribute__((noinline)) void lock_slow(uint32_t add) {
+    for (int spins = 0;;) {
+      uint32_t v = word.load(std::memory_order_relaxed);
+      if (!(v & 1)) {
+        if (word.compare_exchange_weak(v, v + 1 + add, std::memory_order_acquire,
+                                       std::memory_order_relaxed))
+          return;
+        continue;
+      }
+      if (++spins < 200)
+        __builtin_ia32_pause();
+      else
+        sys::sched_yield();  // the holder's kernel thread may be preempted
+    }
+  }
+  // Locks held: this bucket's (nobody else writes the word meanwhile).
+  void unlock() { word.store(word.load(std::memory_order_relaxed) & ~1u, std::memory_order_release); }
+  void add_waiters(int n) {
+    word.store(word.load(std::memory_order_relaxed) + 2 * (uint32_t)n, std::memory_order_relaxed);
+  }
+  uint32_t nwait() const { return word.load(std::memory_order_relaxed) >> 1; }
 };
 
 Bucket buckets[kBuckets];
@@ -64,7 +107,7 @@ void enqueue(Bucket* b, SemaWaiter* w) {
     w->nextaddr = nullptr;
   }
   w->queued.store(1, std::memory_order_relaxed);
-  // b->nwait was raised by the caller before it checked the word.
+  // The caller counted w in nwait when it locked (before it checked the word).
 }
 
 void dequeue(Bucket* b, SemaWaiter* w) {
@@ -90,7 +133,7 @@ void dequeue(Bucket* b, SemaWaiter* w) {
   }
   w->next = w->prev = w->nextaddr = w->tail = nullptr;
   w->queued.store(0, std::memory_order_relaxed);
-  b->nwait.fetch_sub(1, std::memory_order_relaxed);
+  b->add_waiters(-1);
 }
 
 // Wakes w, already dequeued. Locks held: the bucket's. G waiters are
@@ -106,7 +149,7 @@ void release(SemaWaiter* w, int result, GQueue* q) {
 }
 
 bool unlock_bucket(G*, void* arg) {
-  ((Bucket*)arg)->lock.unlock();
+  ((Bucket*)arg)->unlock();
   return true;
 }
 
@@ -124,19 +167,19 @@ void sema_timeout(void* arg, uint64_t seq) {
   for (;;) {
     const void* addr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
     Bucket* b = bucket_of(addr);
-    b->lock.lock();
+    b->lock();
     if (w->addr != addr) {  // requeued meanwhile
-      b->lock.unlock();
+      b->unlock();
       continue;
     }
     if (w->seq != seq || !w->queued.load(std::memory_order_relaxed)) {
-      b->lock.unlock();  // that wait already ended
+      b->unlock();  // that wait already ended
       return;
     }
     dequeue(b, w);
     GQueue q;
     release(w, ETIMEDOUT, &q);
-    b->lock.unlock();
+    b->unlock();
     ready_all(q);
     return;
   }
@@ -149,15 +192,14 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
   w.addr = addr;
   w.gp = nullptr;
   w.bitset = bitset;
-  b->lock.lock();
-  b->nwait.fetch_add(1, std::memory_order_seq_cst);  // before the value check: pairs with wake
+  b->lock(2);  // [S] nwait + 1 before the value check [L]: pairs with wake
   if (load_word(addr) != val) {
-    b->nwait.fetch_sub(1, std::memory_order_relaxed);
-    b->lock.unlock();
+    b->add_waiters(-1);
+    b->unlock();
     return EAGAIN;
   }
   enqueue(b, &w);  // keeps the nwait count raised above
-  b->lock.unlock();
+  b->unlock();
   for (;;) {
     if (w.kwake.load(std::memory_order_acquire)) {
       if (endaddr) *endaddr = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
@@ -182,18 +224,18 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
     if (!why) continue;
     const void* a = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
     b = bucket_of(a);
-    b->lock.lock();
+    b->lock();
     if (w.addr != a) {  // requeued meanwhile: retry with the right bucket
-      b->lock.unlock();
+      b->unlock();
       continue;
     }
     if (w.queued.load(std::memory_order_relaxed)) {
       dequeue(b, &w);
-      b->lock.unlock();
+      b->unlock();
       if (endaddr) *endaddr = a;
       return why;
     }
-    b->lock.unlock();  // woken concurrently: kwake is set
+    b->unlock();  // woken concurrently: kwake is set
   }
 }
 
@@ -221,16 +263,15 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr);
   G* gp = getg();
   Bucket* b = bucket_of(addr);
-  b->lock.lock();
-  b->nwait.fetch_add(1, std::memory_order_seq_cst);  // [S] before the value check [L]
+  b->lock(2);  // [S] nwait + 1 before the value check [L]
   if (load_word(addr) != val) {
-    b->nwait.fetch_sub(1, std::memory_order_relaxed);
-    b->lock.unlock();
+    b->add_waiters(-1);
+    b->unlock();
     return EAGAIN;
   }
   if (deadline && deadline <= sys::nanotime()) {
-    b->nwait.fetch_sub(1, std::memory_order_relaxed);
-    b->lock.unlock();
+    b->add_waiters(-1);
+    b->unlock();
     return ETIMEDOUT;
   }
   SemaWaiter* w = &gp->sw;
@@ -260,13 +301,13 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
   Bucket* b = bucket_of(addr);
   // Waiters seen without a barrier: the lock below orders everything. None
   // seen: confirm after a full barrier (the caller's store [S] before [L]).
-  if (b->nwait.load(std::memory_order_relaxed) == 0) {
+  if (b->nwait() == 0) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (b->nwait.load(std::memory_order_seq_cst) == 0) return 0;
+    if (b->nwait() == 0) return 0;
   }
   GQueue q;
   int woken = 0;
-  b->lock.lock();
+  b->lock();
   SemaWaiter* h = *find_head(b, addr);
   for (SemaWaiter* w = h; w && woken < n;) {
     SemaWaiter* next = w->next;
@@ -277,7 +318,7 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
     }
     w = next;
   }
-  b->lock.unlock();
+  b->unlock();
   ready_all(q);
   return woken;
 }
@@ -286,17 +327,16 @@ int sema_requeue(const void* from, const void* to, int nwake, int nrequeue, bool
                  uint32_t val) {
   Bucket* b1 = bucket_of(from);
   Bucket* b2 = bucket_of(to);
-  // Like the kernel: announce possible waiters on `to` before moving any,
-  // so that a concurrent wake of `to` takes the lock and sees them.
-  b2->nwait.fetch_add(1, std::memory_order_seq_cst);
+  // (A wake of `to` that reads nwait before the waiters arrive there is
+  // ordered before this requeue: it had nothing to wake.)
   if (b1 == b2) {
-    b1->lock.lock();
+    b1->lock();
   } else if (b1 < b2) {
-    b1->lock.lock();
-    b2->lock.lock();
+    b1->lock();
+    b2->lock();
   } else {
-    b2->lock.lock();
-    b1->lock.lock();
+    b2->lock();
+    b1->lock();
   }
   int done = 0;
   GQueue q;
@@ -316,16 +356,15 @@ int sema_requeue(const void* from, const void* to, int nwake, int nrequeue, bool
       SemaWaiter* next = w->next;
       dequeue(b1, w);
       __atomic_store_n(&w->addr, to, __ATOMIC_RELEASE);
-      b2->nwait.fetch_add(1, std::memory_order_relaxed);
+      b2->add_waiters(1);
       enqueue(b2, w);
       nrequeue--;
       done++;
       w = next;
     }
   }
-  if (b1 != b2) b2->lock.unlock();
-  b1->lock.unlock();
-  b2->nwait.fetch_sub(1, std::memory_order_relaxed);
+  if (b1 != b2) b2->unlock();
+  b1->unlock();
   ready_all(q);
   return done;
 }
@@ -336,19 +375,19 @@ bool sema_interrupt(G* gp) {
     const void* addr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
     if (!addr) return false;
     Bucket* b = bucket_of(addr);
-    b->lock.lock();
+    b->lock();
     if (w->addr != addr) {
-      b->lock.unlock();
+      b->unlock();
       continue;
     }
     if (!w->queued.load(std::memory_order_relaxed) || w->gp != gp) {
-      b->lock.unlock();
+      b->unlock();
       return false;
     }
     dequeue(b, w);
     GQueue q;
     release(w, EINTR, &q);
-    b->lock.unlock();
+    b->unlock();
     ready_all(q);
     return true;
   }
@@ -356,9 +395,10 @@ bool sema_interrupt(G* gp) {
 
 int sema_nwaiters(const void* addr) {
   Bucket* b = bucket_of(addr);
-  MutexGuard g(b->lock);
+  b->lock();
   int n = 0;
   for (SemaWaiter* w = *find_head(b, addr); w; w = w->next) n++;
+  b->unlock();
   return n;
 }
 
