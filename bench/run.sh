@@ -64,3 +64,10 @@ echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 echo "cells: median of $reps runs; ratios compare goshim's better mode with native"
 printf '%-30s %-9s %10s %10s %10s %10s\n' benchmark unit native pinned goshim:1 goshim:N
 row create_join us 1 20000 1000
+# synchronization (issue 4)
+row condvar_pingpong ns 1 200000
+row futex_pingpong ns 1 200000
+row futex_pingpong ns 1 200000 private
+row mutex_contention Mlocks/s 0 4
+row mutex_contention Mlocks/s 0 64
+row mutex_uncontended ns 1 20000000

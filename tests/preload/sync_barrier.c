@@ -5,6 +5,7 @@
  * counting semaphore and a spinlock-protected counter. Under goshim all of
  * it runs on GOSHIM_MAXPROCS + 4 kernel threads. */
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include "common.h"
 
@@ -40,7 +41,38 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* A spinlock holder that gives up the processor while holding it: on a
+ * single P the spinning threads must yield in turn, or it never runs again. */
+static pthread_spinlock_t held;
+static volatile int holder_in, spinners_done;
+static void *spin_holder(void *arg) {
+  pthread_spin_lock(&held);
+  holder_in = 1;
+  for (int i = 0; i < 20; i++) sched_yield(); /* the spinners run meanwhile */
+  pthread_spin_unlock(&held);
+  return arg;
+}
+static void *spinner(void *arg) {
+  while (!holder_in) sched_yield();
+  pthread_spin_lock(&held);
+  __atomic_add_fetch(&spinners_done, 1, __ATOMIC_SEQ_CST);
+  pthread_spin_unlock(&held);
+  return arg;
+}
+
+static void spin_with_yielding_holder(void) {
+  pthread_spin_init(&held, PTHREAD_PROCESS_PRIVATE);
+  pthread_t h, s[8];
+  pthread_create(&h, NULL, spin_holder, NULL);
+  for (int i = 0; i < 8; i++) pthread_create(&s[i], NULL, spinner, NULL);
+  pthread_join(h, NULL);
+  for (int i = 0; i < 8; i++) pthread_join(s[i], NULL);
+  CHECK_EQ(spinners_done, 8);
+  printf("spinlock holder that yields: the spinners let it run\n");
+}
+
 int main(void) {
+  spin_with_yielding_holder();
   nthreads = env_int("NTHREADS", 3000);
   CHECK_EQ(pthread_barrier_init(&bar, NULL, nthreads), 0);
   CHECK_EQ(pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE), 0);

@@ -102,11 +102,14 @@ int main(int argc, char **argv) {
     __atomic_store_n(&sh->fword, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &sh->fword, FUTEX_WAKE, 1, NULL, NULL, 0);
   }
+  rw_and_barrier(sh, 0);
   CHECK_EQ(sem_post(start), 0); /* the helper may finish */
   wait_helper(pid);
   CHECK_EQ(sh->counter, (long)nthreads * per_thread + per_thread);
   printf("counter %ld: mutual exclusion across processes held\n", sh->counter);
   printf("%d condvar and %d futex round trips across processes\n", PINGPONGS, PINGPONGS);
+  CHECK_EQ(sh->rw_a, RW_ROUNDS / 2);
+  printf("rwlock and barrier shared across processes\n");
 
   /* a native helper dies holding the robust mutex */
   pid = spawn_helper(argv[0], "die", shm, sem, 1);

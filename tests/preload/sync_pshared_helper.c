@@ -46,6 +46,7 @@ int main(int argc, char **argv) {
     __atomic_store_n(&sh->fword, 0, __ATOMIC_RELEASE);
     syscall(SYS_futex, &sh->fword, FUTEX_WAKE, 1, NULL, NULL, 0);
   }
+  rw_and_barrier(sh, 1);
   while (sem_wait(start) != 0) CHECK_EQ(errno, EINTR);
   sem_close(start);
   return 0;
