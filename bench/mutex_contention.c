@@ -31,7 +31,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   int t = argc > 1 ? atoi(argv[1]) : 4;
-  rounds = argc > 2 ? atol(argv[2]) : 2000000 / t;
+  rounds = argc > 2 ? atol(argv[2]) : 10000000 / t;
   pthread_t *th = malloc(sizeof(pthread_t) * t);
   double t0 = now();
   for (int i = 0; i < t; i++) pthread_create(&th[i], NULL, worker, (void *)(long)i);

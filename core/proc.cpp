@@ -218,6 +218,14 @@ void tls::for_each_block(void (*fn)(uintptr_t tp, void* ctx), void* ctx) {
 
 G* main_g() { return &g1; }
 
+G* g_from_vtid(int32_t vtid) {
+  if (vtid == g1.vtid && g1.magic == kGMagic) return &g1;
+  int64_t idx = (int64_t)vtid - kVtidBase - 1;
+  if (idx < 0 || (size_t)idx >= arena_nslots()) return nullptr;
+  G* gp = slot_g((size_t)idx);
+  return gp->magic == kGMagic ? gp : nullptr;
+}
+
 bool is_goshim_tp(pthread_t t) {
   uintptr_t tp = (uintptr_t)t;
   if (tp == 0) return false;

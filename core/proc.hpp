@@ -47,6 +47,11 @@ G* g_from_pthread(pthread_t t);
 // live or not: such a value must never reach glibc (its tid is virtual).
 bool is_goshim_tp(pthread_t t);
 
+// The G whose virtual tid is vtid, or nullptr (not a goroutine slot).
+// Any thread: slots are type-stable, but the G may be exiting or recycled
+// by the time the caller looks at it (good for hints only).
+G* g_from_vtid(int32_t vtid);
+
 // G1: main.
 G* main_g();
 

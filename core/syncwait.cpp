@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 
+#include "core/proc.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
 #include "core/signal.hpp"
@@ -74,7 +75,7 @@ int sync_wake(const void* addr, int n, bool shared, uint32_t bitset) {
   return r > 0 ? (int)r : 0;
 }
 
-bool sync_can_spin(int iter) {
+bool sync_can_spin(int iter, int32_t owner) {
   if (iter >= 4 || cpus() <= 1) return false;
   G* gp = getg();
   if (!gp || gp->is_g0() || !runtime_up.load(std::memory_order_relaxed)) return true;
@@ -84,8 +85,12 @@ bool sync_can_spin(int iter) {
                               sched.nmspinning.load(std::memory_order_relaxed) + 1)
     return false;
   M* mp = gp->m;
-  if (!mp || !mp->p || !runqempty(mp->p)) return false;
-  return true;
+  if (!mp || !mp->p) return false;
+  if (runqempty(mp->p)) return true;
+  // Work waits here: spin only for a holder that is running right now.
+  G* holder = is_virtual_tid(owner) ? g_from_vtid(owner) : nullptr;
+  return holder && holder != gp &&
+         holder->status.load(std::memory_order_relaxed) == GStatus::Running;
 }
 
 void sync_yield() {

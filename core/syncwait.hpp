@@ -42,9 +42,10 @@ int sync_wake(const void* addr, int n, bool shared, uint32_t bitset = ~0u);
 
 // Whether a lock waiter should spin once more before blocking (Go's
 // sync_runtime_canSpin): only a few rounds, only on a multicore machine,
-// only while another P is running (the holder may be on it) and nothing
-// else waits for this P. Any thread.
-bool sync_can_spin(int iter);
+// only while another P is running (the holder may be on it), and, when
+// other goroutines wait for this P, only while the holder (owner: its tid,
+// 0 if unknown) is a goroutine running on another M. Any thread.
+bool sync_can_spin(int iter, int32_t owner = 0);
 
 // One round of active spinning (PAUSE n times). Any thread.
 inline void sync_pause(int n) {

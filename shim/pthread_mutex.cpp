@@ -95,7 +95,8 @@ __attribute__((noinline)) int simple_acquire(MutexObj* m, int kind, const SyncDe
     // a goroutine (Go's mutex does), only for adaptive mutexes otherwise.
     bool adaptive = (kind & kMutexKindMask) == PTHREAD_MUTEX_ADAPTIVE_NP;
     if (can_park() || adaptive) {
-      for (int i = 0; sync_can_spin(i) || (adaptive && !can_park() && i < 100); i++) {
+      for (int i = 0; sync_can_spin(i, ld(&m->owner)) || (adaptive && !can_park() && i < 100);
+           i++) {
         sync_pause(30);
         int z = 0;
         if (ld(&m->lock) == 0 && cas(&m->lock, &z, 1)) return 0;
