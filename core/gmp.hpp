@@ -179,6 +179,7 @@ struct G {
   uint64_t sigmask = 0;
   std::atomic<uint64_t> sigpending{0};
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
+  int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
 
   bool is_g0() const { return flags & kGFlagG0; }
@@ -210,6 +211,9 @@ struct M {
   M* alllink = nullptr;     // allm list
   uintptr_t g0_sp = 0;      // g0 stack pointer used by every mcall
   std::atomic<int32_t> locks{0};  // >0: in a runtime critical section
+  std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
+  bool exit_requested = false;    // sysmon retires this idle M
+  bool dead = false;
   uint64_t rand = 0;        // per-M fast random state
   // park continuation (park.cpp)
   bool (*waitunlockf)(G*, void*) = nullptr;
@@ -251,11 +255,17 @@ struct P {
   Stack stackcache[kStackCache];
   int32_t nstackcache = 0;
 
-  // sysmon's view (issue: sysmon)
+  // Replaced in allp by sysmon because its M stalled in the kernel: the M
+  // keeps using it until it next enters the scheduler, which retires it.
+  std::atomic<bool> retired{false};
+
+  // sysmon's view (sysmon.cpp); only sysmon touches these.
   uint32_t sm_schedtick = 0;
   int64_t sm_schedwhen = 0;
   uint32_t sm_syscalltick = 0;
   int64_t sm_syscallwhen = 0;
+  int64_t sm_cputime = -1;  // its M's CPU time at the last look
+  int64_t sm_stallwhen = 0;  // when the M was first seen not advancing
 };
 
 // A FIFO of Gs linked through schedlink.
@@ -330,7 +340,11 @@ struct Sched {
   std::atomic<int64_t> ngpeak{0};
 
   int32_t gomaxprocs = 1;
-  P* allp[kMaxProcs] = {};
+  // allp[i] is the P with id i. Sysmon may replace one (a stalled M's) by
+  // a spare: readers load each entry once and use that P.
+  std::atomic<P*> allp[kMaxProcs] = {};
+  P* pspare = nullptr;  // retired Ps for reuse (lock: sched.lock)
+  std::atomic<uint64_t> nstalls{0};  // Ps replaced because their M stalled
   Mutex allmlock;  // rank: allm
   M* allm = nullptr;
 };
@@ -343,6 +357,9 @@ extern Sched sched;
 extern __thread G* tls_g __attribute__((tls_model("initial-exec")));
 
 inline G* getg() { return tls_g; }
+
+// The P with id i (sysmon may swap it for a spare: load once, then use).
+inline P* allp(int i) { return sched.allp[i].load(std::memory_order_acquire); }
 
 // Runtime critical section on the current M: no preemption, no parking, and
 // the shim passes calls from signal handlers to libc. Returns the M.

@@ -251,6 +251,11 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     return EAGAIN;
   }
   gp->started_tls = true;
+  // block_init may have parked (its malloc can wait on a contended mutex):
+  // the P read above may belong to another M now.
+  cur = getg();
+  mp = (cur && cur->m) ? cur->m : nullptr;
+  pp = mp ? mp->p : nullptr;
   gp->flags = 0;
   if (a.stack_lo) {
     gp->flags |= kGFlagUserStack;

@@ -15,7 +15,9 @@
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
+#include "core/preempt.hpp"
 #include "core/sema.hpp"
+#include "core/sysmon.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
@@ -119,7 +121,7 @@ bool runtime_init() {
     P* pp = new ((P*)pmem + i) P();
     pp->id = i;
     timers_init(&pp->timers);
-    sched.allp[i] = pp;
+    sched.allp[i].store(pp, std::memory_order_release);
   }
   netpoll_init();
   sema_init();
@@ -171,14 +173,16 @@ bool runtime_init() {
   tls::set_tid(g1->tp, g1->vtid);
 
   sched.lock.lock();
-  for (int i = sched.gomaxprocs - 1; i >= 1; i--) pidleput(sched.allp[i]);
+  for (int i = sched.gomaxprocs - 1; i >= 1; i--) pidleput(allp(i));
   sched.lock.unlock();
-  acquirep(sched.allp[0]);
+  acquirep(allp(0));
 
   __libc_single_threaded = 0;  // goroutines share memory from now on
   sched.ngoroutines.store(1, std::memory_order_relaxed);
   sched.ngpeak.store(1, std::memory_order_relaxed);
   runtime_up.store(true, std::memory_order_release);
+  preempt_init();
+  sysmon_start();
   return true;
 }
 
