@@ -9,6 +9,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <new>
+
 #include "core/config.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -190,6 +192,11 @@ void preempt_init() {
     prog_action_set = true;
     prog_lock.unlock();
   }
+}
+
+void preempt_after_fork() {
+  new (&ranges_lock) Mutex();
+  new (&prog_lock) SpinLock();
 }
 
 bool preempt_owns_signal(int sig) { return sig > 0 && sig == config.preempt_signal; }

@@ -42,6 +42,9 @@ void preempt_program_action(const struct sigaction* act, struct sigaction* old);
 // preemption is pending and the caller is the program's own code.
 void preempt_at_call(G* gp, const void* caller_pc);
 
+// In a fork child (fork.hpp).
+void preempt_after_fork();
+
 // Whether pc lies in code that must not be preempted.
 bool pc_unsafe(uintptr_t pc);
 

@@ -10,6 +10,7 @@
 
 #include "arch/arch.hpp"
 #include "core/config.hpp"
+#include "core/fork.hpp"
 #include "core/netpoll.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
@@ -17,6 +18,7 @@
 #include "core/sched.hpp"
 #include "core/preempt.hpp"
 #include "core/sema.hpp"
+#include "core/setxid.hpp"
 #include "core/sysmon.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
@@ -93,9 +95,22 @@ void newm(P* pp, bool spinning) {
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t th;
+  setxid_thread_create_begin();  // a credential broadcast must not miss it
   int err = real::pthread_create(&th, &attr, mstart, mp);
+  setxid_thread_create_end();
   pthread_attr_destroy(&attr);
   if (err != 0) fatalf("cannot create a kernel thread for an M (error %d)", err);
+}
+
+// GOSHIM_DEBUG=stats: a summary at exit (the observability layer prints
+// the full one; this is the scheduler's part).
+static void print_sched_stats() {
+  rawlog("goshim: stats: threads created %lu, peak live %ld, Ms %d, steals %lu, parks %lu, "
+         "handoffs %lu, preemptions %lu, stalled-M replacements %lu\n",
+         (unsigned long)sched.ngcreated.load(), (long)sched.ngpeak.load(), sched.mcount,
+         (unsigned long)sched.nsteal.load(), (unsigned long)sched.nparks.load(),
+         (unsigned long)sched.nhandoff.load(), (unsigned long)sched.npreempt.load(),
+         (unsigned long)sched.nstalls.load());
 }
 
 bool runtime_init() {
@@ -181,8 +196,11 @@ bool runtime_init() {
   sched.ngoroutines.store(1, std::memory_order_relaxed);
   sched.ngpeak.store(1, std::memory_order_relaxed);
   runtime_up.store(true, std::memory_order_release);
+  setxid_init();
+  fork_init();
   preempt_init();
   sysmon_start();
+  if (config.stats) atexit(print_sched_stats);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
+#include "core/setxid.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
 
@@ -216,8 +217,9 @@ void reap_idle_ms(int64_t now) {
 }
 
 void* sysmon_main(void*) {
-  uint64_t all = ~0ull;
-  sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);  // program handlers never run here
+  // Program handlers never run here; the credential broadcast (33) must.
+  uint64_t all = ~0ull & ~(1ull << (33 - 1));
+  sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);
   int64_t delay_us = 20;
   int idle = 0;
   for (;;) {
@@ -253,13 +255,17 @@ void* sysmon_main(void*) {
 
 }  // namespace
 
+void sysmon_after_fork() { nretiring = 0; }
+
 void sysmon_start() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 256 * 1024);
   pthread_t th;
+  setxid_thread_create_begin();
   int err = real::pthread_create(&th, &attr, sysmon_main, nullptr);
+  setxid_thread_create_end();
   pthread_attr_destroy(&attr);
   if (err != 0) fatalf("cannot start sysmon (error %d)", err);
 }

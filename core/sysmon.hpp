@@ -22,6 +22,9 @@ namespace goshim {
 // Starts sysmon (runtime init, after the runtime is up).
 void sysmon_start();
 
+// In a fork child, before sysmon_start (fork.hpp).
+void sysmon_after_fork();
+
 // Hooks for the observability layer: called by sysmon every tick and when a
 // stalled M is found (may be null).
 extern void (*sysmon_tick_hook)(int64_t now);
