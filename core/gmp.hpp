@@ -11,6 +11,7 @@
 //   Signal-safe  no locks, no malloc, errno preserved
 #pragma once
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -155,6 +156,7 @@ struct G {
   uint16_t fp_fpcw = 0;
   bool started = false;    // has run at least once
   bool started_tls = false;  // its TLS block has been initialized once
+  bool exit_called = false;  // ended through pthread_exit (retval set)
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;
   int sched_priority = 0;
@@ -176,8 +178,17 @@ struct G {
   int64_t syscall_since = 0;
 
   // Signals and cancellation (process semantics)
-  uint64_t sigmask = 0;
-  std::atomic<uint64_t> sigpending{0};
+  uint64_t sigmask = 0;                     // the program's blocked set for this G
+  std::atomic<uint64_t> sigpending{0};      // signals sent to this G, undelivered
+  std::atomic<uint64_t> sigpending_proc{0}; // of those: routed process signals (their siginfo is global)
+  std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
+  uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend (stays 0)
+  uint32_t nhandled = 0;                    // program handlers run on this G
+  struct {
+    int sig;
+    union sigval value;
+  } sigqueue_buf[4] = {};                   // pthread_sigqueue values not yet delivered
+  stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
@@ -222,6 +233,8 @@ struct M {
   std::atomic<uint32_t> syscalltick{0};
   clockid_t cpuclock = 0;
   unsigned long pthread = 0;  // the real pthread_t of this kernel thread
+  uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
+  stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
 };
 
 // ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include "core/config.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/signal.hpp"
 #include "syscalls/sys.hpp"
 
 #ifndef SYS_rt_tgsigqueueinfo
@@ -24,7 +25,9 @@ namespace goshim {
 
 namespace {
 
-constexpr int kPreemptMagic = 0x676f7072;  // "gopr" in si_value
+constexpr int kPreemptMagic = 0x676f7072;  // "gopr" in si_value: yield
+constexpr int kKickMagic = 0x676f6b69;     // "goki": deliver pending signals
+constexpr int kCancelMagic = 0x676f6361;   // "goca": asynchronous cancellation
 
 // Text ranges that must not be preempted. Written under ranges_lock by
 // init and dlopen, read lock-free by the signal handler.
@@ -35,14 +38,6 @@ constexpr int kMaxRanges = 32;
 Range ranges[kMaxRanges];
 std::atomic<int> nranges{0};
 Mutex ranges_lock;  // rank: leaf
-
-// The program's disposition for the preemption signal.
-SpinLock prog_lock;
-struct sigaction prog_action;
-bool prog_action_set = false;
-
-using sigaction_fn = int (*)(int, const struct sigaction*, struct sigaction*);
-sigaction_fn real_sigaction;
 
 bool unsafe_name(const char* name) {
   const char* base = strrchr(name, '/');
@@ -75,45 +70,6 @@ int collect(struct dl_phdr_info* info, size_t, void* self_base) {
   return 0;
 }
 
-// Calls the program's own handler for a preemption-signal it sent or got.
-void call_program_handler(int sig, siginfo_t* si, void* uc) {
-  prog_lock.lock();
-  struct sigaction act = prog_action;
-  bool set = prog_action_set;
-  if (set && (act.sa_flags & SA_RESETHAND)) {
-    prog_action.sa_handler = SIG_DFL;
-    prog_action.sa_flags &= ~SA_SIGINFO;
-  }
-  prog_lock.unlock();
-  if (!set || act.sa_handler == SIG_IGN) return;
-  if (act.sa_handler == SIG_DFL) {
-    // SIGURG and SIGWINCH are ignored by default; anything else terminates
-    // (or stops) the process like the kernel would.
-    if (sig == SIGURG || sig == SIGWINCH || sig == SIGCHLD || sig == SIGCONT) return;
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    real_sigaction(sig, &dfl, nullptr);
-    uint64_t m = 1ull << (sig - 1);
-    sys::rt_sigprocmask(SIG_UNBLOCK, &m, nullptr, 8);
-    sys::tgkill(sys::getpid(), sys::gettid(), sig);
-    return;
-  }
-  G* gp = tls_g;
-  if (gp) gp->insig++;
-  // Block the program's sa_mask while its handler runs, as the kernel would.
-  uint64_t old = 0, add;
-  memcpy(&add, &act.sa_mask, sizeof add);
-  if (!(act.sa_flags & SA_NODEFER)) add |= 1ull << (sig - 1);
-  sys::rt_sigprocmask(SIG_BLOCK, &add, &old, 8);
-  if (act.sa_flags & SA_SIGINFO)
-    act.sa_sigaction(sig, si, uc);
-  else
-    act.sa_handler(sig);
-  sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
-  if (gp) gp->insig--;
-}
-
 // The interrupted code runs on the G's own stack (not on an alternate
 // signal stack, which belongs to the M, inside some handler).
 bool on_own_stack(G* gp, ucontext_t* uc) {
@@ -121,26 +77,16 @@ bool on_own_stack(G* gp, ucontext_t* uc) {
   return gp->stack.hi && sp > gp->stack.lo && sp <= gp->stack.hi;
 }
 
-void preempt_handler(int sig, siginfo_t* si, void* uctx) {
-  int saved_errno = errno;
-  ucontext_t* uc = (ucontext_t*)uctx;
-  bool ours = si && si->si_code == SI_QUEUE && si->si_value.sival_int == kPreemptMagic &&
-              si->si_pid == (pid_t)sys::getpid();
-  if (!ours) {
-    call_program_handler(sig, si, uctx);
-    errno = saved_errno;
-    return;
-  }
-  G* gp = tls_g;
-  M* mp = gp ? gp->m : nullptr;
+// A preemption request reached gp's M: switch gp out here if this is a
+// safe point. Signal context.
+void async_preempt(G* gp, ucontext_t* uc) {
+  M* mp = gp->m;
   if (mp) mp->preempt_sent.store(false, std::memory_order_release);
-  if (!gp || gp->is_g0() || !mp || mp->curg != gp ||
+  if (gp->is_g0() || !mp || mp->curg != gp ||
       gp->status.load(std::memory_order_relaxed) != GStatus::Running || gp->insig > 0 ||
       !gp->preempt.load(std::memory_order_relaxed) ||
-      pc_unsafe((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]) || !on_own_stack(gp, uc)) {
-    errno = saved_errno;  // not here: the next interposed call yields
-    return;
-  }
+      pc_unsafe((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]) || !on_own_stack(gp, uc))
+    return;  // not here: the next interposed call yields
   // A safe point. The kernel saved every register (and the xsave area)
   // in uc on this G's stack. Let the M run other Gs with the signal mask
   // the G had, park the G on the global queue from inside this frame, and
@@ -149,11 +95,16 @@ void preempt_handler(int sig, siginfo_t* si, void* uctx) {
   gp->preempt.store(false, std::memory_order_relaxed);
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
   gosched_global();
-  // Possibly another M now: rt_sigreturn restores the alternate signal
-  // stack settings from the frame; give it this M's own.
-  stack_t ss;
-  if (sys::raw2(SYS_sigaltstack, 0, (long)&ss) == 0) uc->uc_stack = ss;
-  errno = saved_errno;
+  // Possibly another M now: rt_sigreturn restores the signal mask and the
+  // alternate signal stack from the frame; the mask is the G's own, the
+  // alternate stack must be this M's.
+  M* now = gp->m;
+  uc->uc_stack = now->cur_altstack;
+  if (uc->uc_stack.ss_flags & SS_DISABLE) uc->uc_stack = stack_t{nullptr, SS_DISABLE, 0};
+  uint64_t k;
+  memcpy(&k, &uc->uc_sigmask, sizeof k);
+  now->cur_sigmask = k;
+  if (signal_has_pending(gp)) signal_deliver(gp);
 }
 
 }  // namespace
@@ -173,49 +124,43 @@ void preempt_refresh_ranges() {
   dl_iterate_phdr(collect, self);
 }
 
-void preempt_init() {
-  preempt_refresh_ranges();
+void preempt_init() { preempt_refresh_ranges(); }
+
+void preempt_after_fork() { new (&ranges_lock) Mutex(); }
+
+bool preempt_on_signal(siginfo_t* si, void* uctx) {
+  if (!si || si->si_code != SI_QUEUE || si->si_pid != (pid_t)sys::getpid()) return false;
+  int magic = si->si_value.sival_int;
+  if (magic != kPreemptMagic && magic != kKickMagic && magic != kCancelMagic) return false;
+  G* gp = tls_g;
+  if (!gp || gp->is_g0()) return true;
+  switch (magic) {
+    case kPreemptMagic:
+      async_preempt(gp, (ucontext_t*)uctx);
+      break;
+    case kKickMagic:  // signals are pending on gp: deliver them where it runs
+      if (gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig)
+        signal_deliver(gp);
+      break;
+    case kCancelMagic:  // asynchronous cancellation
+      if (gp->insig == 0 && cancel_pending(gp)) cancel_point();
+      break;
+  }
+  return true;
+}
+
+void preempt_kick(G* target, bool cancel) {
+  M* mp = target->m;
   int sig = config.preempt_signal;
-  if (!sig) return;
-  real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-  if (!real_sigaction) fatal("cannot resolve sigaction");
-  struct sigaction act, old;
-  memset(&act, 0, sizeof act);
-  act.sa_sigaction = preempt_handler;
-  act.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&act.sa_mask);
-  if (real_sigaction(sig, &act, &old) != 0) fatal("cannot install the preemption handler");
-  // A handler the program installed before goshim started stays its own.
-  if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) {
-    prog_lock.lock();
-    prog_action = old;
-    prog_action_set = true;
-    prog_lock.unlock();
-  }
-}
-
-void preempt_after_fork() {
-  new (&ranges_lock) Mutex();
-  new (&prog_lock) SpinLock();
-}
-
-bool preempt_owns_signal(int sig) { return sig > 0 && sig == config.preempt_signal; }
-
-void preempt_program_action(const struct sigaction* act, struct sigaction* old) {
-  prog_lock.lock();
-  if (old) {
-    if (prog_action_set) {
-      *old = prog_action;
-    } else {
-      memset(old, 0, sizeof *old);
-      old->sa_handler = SIG_DFL;
-    }
-  }
-  if (act) {
-    prog_action = *act;
-    prog_action_set = true;
-  }
-  prog_lock.unlock();
+  if (!mp || mp->tid <= 0 || !sig) return;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_int = cancel ? kCancelMagic : kKickMagic;
+  sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
 }
 
 void preemptone(P* pp) {

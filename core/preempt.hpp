@@ -15,8 +15,8 @@
 // G yields at its next interposed call made from the program's own code.
 //
 // A program that installs its own handler for the preemption signal keeps
-// getting its own signals: goshim's handler calls it for every signal that
-// goshim did not send.
+// getting its own signals: goshim's handler (signal.cpp) runs it for every
+// signal that goshim did not send itself (tagged SI_QUEUE values).
 #pragma once
 
 #include <signal.h>
@@ -25,7 +25,8 @@
 
 namespace goshim {
 
-// Installs the preemption handler (runtime init). No-op when preemption is off.
+// Reads which code is unsafe to preempt (runtime init). The handler itself
+// is installed by signal_init.
 void preempt_init();
 // Re-reads which code is unsafe to preempt (after dlopen).
 void preempt_refresh_ranges();
@@ -33,10 +34,13 @@ void preempt_refresh_ranges();
 // sysmon: asks the G running on pp to yield. Without P.
 void preemptone(P* pp);
 
-// The shim's view: whether sig is the preemption signal, and the program's
-// own disposition for it, which goshim keeps instead of the kernel.
-bool preempt_owns_signal(int sig);
-void preempt_program_action(const struct sigaction* act, struct sigaction* old);
+// Called by the signal handler (signal.cpp) for the preemption signal:
+// handles goshim's own requests (preemption, delivery kicks, asynchronous
+// cancellation) and returns true; false for a signal of the program.
+bool preempt_on_signal(siginfo_t* si, void* uctx);
+// Asks target's M, through the preemption signal, to deliver target's
+// pending signals (cancel: to act on its asynchronous cancellation).
+void preempt_kick(G* target, bool cancel);
 
 // On user G, at an interposed call made from caller_pc: yields if a
 // preemption is pending and the caller is the program's own code.

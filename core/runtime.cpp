@@ -19,6 +19,7 @@
 #include "core/preempt.hpp"
 #include "core/sema.hpp"
 #include "core/setxid.hpp"
+#include "core/signal.hpp"
 #include "core/sysmon.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
@@ -73,6 +74,7 @@ void* mstart(void* arg) {
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
   sys::rt_sigprocmask(SIG_SETMASK, &initial_sigmask, nullptr, 8);
+  mp->cur_sigmask = initial_sigmask;
   P* pp = mp->nextp;
   mp->nextp = nullptr;
   acquirep(pp);
@@ -158,6 +160,7 @@ bool runtime_init() {
   m0->g0_sp = g0stack.hi & ~(uintptr_t)15;
   m0->tid = (pid_t)sys::gettid();
   m0->pthread = (unsigned long)tls::initial_tp();
+  m0->cur_sigmask = initial_sigmask;
 
   // G1: main, running now on M0. Read its stack while glibc can still
   // answer for the initial thread (before its tid becomes virtual).
@@ -198,6 +201,7 @@ bool runtime_init() {
   runtime_up.store(true, std::memory_order_release);
   setxid_init();
   fork_init();
+  signal_init();
   preempt_init();
   sysmon_start();
   if (config.stats) atexit(print_sched_stats);

@@ -12,6 +12,7 @@
 #include "core/real.hpp"
 #include "core/sched.hpp"
 #include "core/setxid.hpp"
+#include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
 
@@ -216,10 +217,15 @@ void reap_idle_ms(int64_t now) {
   }
 }
 
+// sysmon sleeps on this word so that a signal to route can wake it early.
+std::atomic<uint32_t> wake_word{0};
+
 void* sysmon_main(void*) {
-  // Program handlers never run here; the credential broadcast (33) must.
+  // Program handlers never run here (signal_route opens the signals goshim
+  // routes); the credential broadcast (33) must.
   uint64_t all = ~0ull & ~(1ull << (33 - 1));
   sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);
+  tls_g = sysmon_g();
   int64_t delay_us = 20;
   int idle = 0;
   for (;;) {
@@ -229,8 +235,10 @@ void* sysmon_main(void*) {
       delay_us *= 2;
     if (delay_us > 10000) delay_us = 10000;
     struct timespec ts = {0, (long)delay_us * 1000};
-    sys::nanosleep(&ts, nullptr);
+    if (wake_word.exchange(0, std::memory_order_acq_rel) == 0) sys::futex_wait(&wake_word, 0, &ts);
+    wake_word.store(0, std::memory_order_relaxed);
     int64_t now = sys::nanotime();
+    signal_route();
 
     int64_t lastpoll = sched.lastpoll.load(std::memory_order_relaxed);
     if (netpoll_any_waiters() && lastpoll != 0 && lastpoll + kPollIdleNs < now) {
@@ -254,6 +262,19 @@ void* sysmon_main(void*) {
 }
 
 }  // namespace
+
+// Signal-safe.
+void sysmon_wake() {
+  if (wake_word.exchange(1, std::memory_order_acq_rel) == 0) sys::futex_wake(&wake_word, 1);
+}
+
+// sysmon's G: a g0 without an M, so that signal handlers running on the
+// sysmon thread know they must route, not run, the program's handler.
+G* sysmon_g() {
+  static constinit G g;
+  g.flags = kGFlagG0;
+  return &g;
+}
 
 void sysmon_after_fork() { nretiring = 0; }
 

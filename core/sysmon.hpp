@@ -21,6 +21,9 @@ namespace goshim {
 
 // Starts sysmon (runtime init, after the runtime is up).
 void sysmon_start();
+// Wakes sysmon early (signal-safe).
+void sysmon_wake();
+G* sysmon_g();
 
 // In a fork child, before sysmon_start (fork.hpp).
 void sysmon_after_fork();

@@ -122,16 +122,6 @@ GOSHIM_BLOCKING(int, gethostbyaddr_r, Long, true,
                  size_t buflen, struct hostent** result, int* h_errnop),
                 (addr, len, type, ret, buf, buflen, result, h_errnop))
 
-// ---- signals ----------------------------------------------------------------------
-GOSHIM_BLOCKING(int, sigwait, Long, true, (const sigset_t* set, int* sig), (set, sig))
-GOSHIM_BLOCKING(int, sigwaitinfo, Long, true, (const sigset_t* set, siginfo_t* info),
-                (set, info))
-GOSHIM_BLOCKING(int, sigtimedwait, Long, true,
-                (const sigset_t* set, siginfo_t* info, const struct timespec* ts),
-                (set, info, ts))
-GOSHIM_BLOCKING(int, sigsuspend, Long, true, (const sigset_t* mask), (mask))
-GOSHIM_BLOCKING(int, pause, Long, true, (void), ())
-
 // ---- System V and POSIX IPC ----------------------------------------------------------
 GOSHIM_BLOCKING(ssize_t, msgrcv, Long, !(flg & IPC_NOWAIT),
                 (int id, void* msgp, size_t sz, long typ, int flg), (id, msgp, sz, typ, flg))

@@ -13,6 +13,7 @@
 #include "core/preempt.hpp"
 #include "core/real.hpp"
 #include "core/runtime.hpp"
+#include "core/signal.hpp"
 
 #define GOSHIM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -33,6 +34,8 @@ __attribute__((always_inline)) inline G* user_g() {
   if (__builtin_expect(g->insig != 0, 0)) return nullptr;
   if (__builtin_expect(g->preempt.load(std::memory_order_relaxed), 0))
     preempt_at_call(g, __builtin_return_address(0));
+  if (__builtin_expect(g->sigpending.load(std::memory_order_relaxed) & ~g->sigmask, 0))
+    signal_deliver(g);
   return g;
 }
 

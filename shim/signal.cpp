@@ -1,8 +1,8 @@
 // Signal dispositions: sigaction, signal, bsd_signal, sysv_signal,
-// siginterrupt, sigset. goshim records every disposition (the wait layers
-// need SA_RESTART to decide between restarting and EINTR), and keeps the
-// program's handler for the preemption signal to itself: the kernel keeps
-// goshim's, which calls the program's for every signal goshim did not send.
+// siginterrupt, sigset. The program's dispositions are kept by core/signal,
+// which installs goshim's routing handler in the kernel where needed (every
+// handled signal, the preemption signal); sigaction reports the program's
+// own disposition back.
 //
 // glibc implements signal() and friends with internal calls to sigaction
 // that an interposer would not see, hence one entry point each.
@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <string.h>
 
-#include "core/preempt.hpp"
 #include "core/signal.hpp"
 #include "shim/shim.hpp"
 
@@ -37,9 +36,12 @@ int do_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     errno = EINVAL;
     return -1;
   }
-  if (mn_active() && preempt_owns_signal(sig)) {
-    preempt_program_action(act, old);
-    if (act) signal_record_action(sig, act);
+  if (mn_active()) {
+    int r = signal_action(sig, act, old);
+    if (r < 0) {
+      errno = -r;
+      return -1;
+    }
     return 0;
   }
   int r = real_sigaction()(sig, act, old);
