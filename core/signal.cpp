@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/ucontext.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #ifndef SS_AUTODISARM
@@ -56,6 +57,9 @@ SpinLock action_lock;              // serializes signal_action (not taken by han
 // sysmon, or blocked by the G they hit), with the siginfo of the last one.
 std::atomic<uint64_t> proc_pending{0};
 siginfo_t proc_info[65];
+// Some G got a pending signal while not running: sysmon looks for parked Gs
+// with deliverable signals and wakes them.
+std::atomic<bool> g_unrouted{false};
 // Signals some G waits for in sigwait/sigsuspend: sysmon keeps them, and
 // the handled ones, unblocked so that it can receive them.
 std::atomic<uint64_t> handled_mask{0};
@@ -205,12 +209,6 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   }
 }
 
-G* tagged_target(const siginfo_t* si) {
-  if (!si || si->si_code != SI_TKILL || si->si_pid != (pid_t)sys::getpid()) return nullptr;
-  G* t = (G*)si->si_value.sival_ptr;
-  return t && t->magic == kGMagic ? t : nullptr;
-}
-
 // The single kernel handler for every signal goshim routes.
 void signal_handler(int sig, siginfo_t* si, void* uctx) {
   int saved_errno = errno;
@@ -221,22 +219,36 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
   G* gp = tls_g;
   if (gp == nullptr) {
     run_program(sig, si, uctx, nullptr);  // a foreign kernel thread: its own signal
+    errno = saved_errno;
+    return;
+  }
+  M* mp = gp->m;
+  G* want = mp ? mp->sigfwd[sig].exchange(nullptr, std::memory_order_acq_rel) : nullptr;
+  uint64_t b = bit(sig);
+  if (want && want != gp) {
+    // Sent to this M for a G that left it before the signal arrived: it is
+    // pending on that G (sysmon wakes it if it is parked).
+    want->sigpending.fetch_or(b, std::memory_order_acq_rel);
+    g_unrouted.store(true, std::memory_order_release);
+    sysmon_wake();
   } else if (gp->is_g0()) {
     if (synchronous(sig, si))
       die_default(sig);  // a fault in the scheduler itself
     else
       defer(sig, si);  // g0, an idle M or sysmon: route it to a G
-  } else if (G* t = tagged_target(si); t && t != gp) {
-    // pthread_kill meant for t, which left this M before the signal arrived.
-    t->sigpending.fetch_or(bit(sig), std::memory_order_acq_rel);
-    sysmon_wake();
-  } else if (!synchronous(sig, si) && (gp->sigmask & bit(sig))) {
-    if (si && si->si_code == SI_TKILL)
-      gp->sigpending.fetch_or(bit(sig), std::memory_order_acq_rel);  // thread-directed: waits for it
+  } else if (!synchronous(sig, si) && (gp->sigmask & b)) {
+    if (want || (si && si->si_code == SI_TKILL))
+      gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // thread-directed: waits for it
     else
       defer(sig, si);
   } else {
-    run_program(sig, si, uctx, gp);
+    // Routed process signals carry their original siginfo.
+    if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+      siginfo_t orig = proc_info[sig];
+      run_program(sig, &orig, uctx, gp);
+    } else {
+      run_program(sig, si, uctx, gp);
+    }
   }
   errno = saved_errno;
 }
@@ -251,10 +263,7 @@ void sigcancel_handler(int sig, siginfo_t* si, void*) {
   if (!gp || gp->is_g0()) return;
   int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
   // enabled (bit 0 clear), asynchronous (bit 1), canceled (bit 3), not exiting (bit 4)
-  if ((ch & 0x1b) == 0x0a) {
-    gp->retval = PTHREAD_CANCELED;
-    real::pthread_testcancel();
-  }
+  if ((ch & 0x1b) == 0x0a) cancel_point();
 }
 
 }  // namespace
@@ -408,8 +417,7 @@ void signal_deliver(G* gp) {
     uint64_t b = bit(sig);
     if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
     siginfo_t si;
-    bool proc = gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b;
-    if (proc) {
+    if (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b) {
       si = proc_info[sig];
     } else {
       tkill_info(&si, sig);
@@ -422,10 +430,55 @@ void signal_deliver(G* gp) {
         }
       }
     }
-    // To this very thread, where the G runs unblocked: the kernel runs the
-    // handler before the system call returns.
-    send_to_thread(mp->tid, sig, &si);
+    // As the kernel would: the handler runs now, on this G, with its
+    // sa_mask and the signal itself blocked (on the M too).
+    ucontext_t uc;
+    getcontext(&uc);
+    uint64_t during = kmask(gp->sigmask | prog_mask[sig].load(std::memory_order_relaxed) |
+                            ((prog_flags[sig].load() & SA_NODEFER) ? 0 : b));
+    uint64_t before = mp->cur_sigmask;
+    if (during != before) sys::rt_sigprocmask(SIG_SETMASK, &during, nullptr, 8);
+    mp->cur_sigmask = during;
+    if ((prog_flags[sig].load() & SA_RESETHAND) && prog_handler[sig].load() > kHandlerIgn) {
+      struct sigaction dfl;
+      memset(&dfl, 0, sizeof dfl);
+      dfl.sa_handler = SIG_DFL;
+      real_sigaction(sig, &dfl, nullptr);
+    }
+    run_program(sig, &si, &uc, gp);
+    mp = gp->m;  // a handler may park (it should not, but it may)
+    uint64_t k = kmask(gp->sigmask);
+    if (mp->cur_sigmask != k) {
+      sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+      mp->cur_sigmask = k;
+    }
   }
+}
+
+// Interrupts target where it runs (user code or a blocking call), as the
+// kernel would a thread: the signal goes to its M, marked for target.
+static bool send_to_running(G* target, int sig, const union sigval* value) {
+  M* mp = target->m;
+  if (!mp || mp->tid <= 0) return false;
+  mp->sigfwd[sig].store(target, std::memory_order_release);
+  long r;
+  if (value) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = sig;
+    si.si_code = SI_QUEUE;
+    si.si_pid = (pid_t)sys::getpid();
+    si.si_uid = getuid();
+    si.si_value = *value;
+    r = send_to_thread(mp->tid, sig, &si);
+  } else {
+    r = sys::tgkill(sys::getpid(), mp->tid, sig);
+  }
+  if (r != 0) {
+    mp->sigfwd[sig].store(nullptr, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
 }
 
 int signal_send(G* target, int sig, const union sigval* value) {
@@ -459,20 +512,24 @@ int signal_send(G* target, int sig, const union sigval* value) {
     return 0;
   }
   GStatus st = target->status.load(std::memory_order_acquire);
-  M* mp = target->m;
-  if ((st == GStatus::Running || st == GStatus::Syscall) && mp) {
-    if (value) {
-      preempt_kick(target, false);  // it delivers the queued value itself
-      return 0;
-    }
-    // Interrupt it where it runs, as the kernel would a thread (a blocking
-    // call returns EINTR or restarts per SA_RESTART). Tagged, in case it
-    // leaves that M before the signal arrives.
+  if (st == GStatus::Running || st == GStatus::Syscall) {
     if (target->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      siginfo_t si;
-      tkill_info(&si, sig);
-      si.si_value.sival_ptr = target;
-      send_to_thread(mp->tid, sig, &si);
+      bool queued = false;
+      union sigval v;
+      if (value) {
+        for (auto& q : target->sigqueue_buf)
+          if (q.sig == sig) {
+            v = q.value;
+            q.sig = 0;
+            queued = true;
+            break;
+          }
+      }
+      if (!send_to_running(target, sig, queued ? &v : nullptr)) {
+        target->sigpending.fetch_or(b, std::memory_order_acq_rel);
+        g_unrouted.store(true, std::memory_order_release);
+        sysmon_wake();
+      }
     }
     return 0;
   }
@@ -540,7 +597,9 @@ void signal_waiting(G* gp, uint64_t set) {
   if (set != old) bump_masks();
 }
 
-bool signal_route_pending() { return proc_pending.load(std::memory_order_relaxed) != 0; }
+bool signal_route_pending() {
+  return proc_pending.load(std::memory_order_relaxed) != 0 || g_unrouted.load(std::memory_order_relaxed);
+}
 
 // Locks: none held; takes sema/scheduler locks through interrupt_wait.
 void signal_route() {
@@ -561,6 +620,19 @@ void signal_route() {
     uint64_t open = (handled_mask.load() | waited) & ~internal_mask();
     uint64_t m = ~open & ~bit(kSigSetxid);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
+  }
+  // Gs that got a signal while not running: wake the parked ones.
+  if (g_unrouted.exchange(false, std::memory_order_acq_rel)) {
+    auto wake = [](G* g) {
+      if (g->magic != kGMagic || g->status.load() != GStatus::Waiting) return;
+      uint64_t due = g->sigpending.load() & ~g->sigmask;
+      if (!due) return;
+      signal_note_interrupt(g, __builtin_ctzll(due) + 1);
+      interrupt_wait(g);
+    };
+    wake(main_g());
+    size_t n = arena_nslots();
+    for (size_t i = 0; i < n; i++) wake(arena_slot_g(i));
   }
   uint64_t pend = proc_pending.load(std::memory_order_acquire);
   while (pend) {
@@ -593,12 +665,8 @@ void signal_route() {
     G* target = waiter ? waiter : running ? running : parked;
     if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
     if (!(proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
-    if (target == running && !waiter) {
-      M* mp = target->m;
-      siginfo_t si = proc_info[sig];
-      if (mp && send_to_thread(mp->tid, sig, &si) == 0) continue;  // the kernel interrupts it
-    }
     target->sigpending_proc.fetch_or(b);
+    if (target == running && !waiter && send_to_running(target, sig, nullptr)) continue;
     target->sigpending.fetch_or(b);
     if (target->status.load() == GStatus::Waiting) {
       signal_note_interrupt(target, sig);
@@ -654,6 +722,13 @@ void cancel_point() {
   G* gp = tls_g;
   if (!gp || gp->is_g0() || !cancel_pending(gp)) return;
   gp->retval = PTHREAD_CANCELED;
+  // When called from a signal handler, the unwinding never returns through
+  // rt_sigreturn: put back the kernel mask the G runs with.
+  if (M* mp = gp->m) {
+    uint64_t k = kmask(gp->sigmask);
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+    mp->cur_sigmask = k;
+  }
   real::pthread_testcancel();  // glibc unwinds: cleanup handlers, destructors
 }
 
