@@ -46,7 +46,7 @@ void reset_p(P* pp) {
   pp->status.store(PStatus::Idle, std::memory_order_relaxed);
   pp->retired.store(false, std::memory_order_relaxed);
   pp->preempt.store(false, std::memory_order_relaxed);
-  pp->sm_schedtick = 0;
+  pp->sm_schedtick = ~0u;
   pp->sm_syscalltick = 0;
   pp->sm_cputime = -1;
   pp->sm_stallwhen = 0;

@@ -274,7 +274,7 @@ struct P {
   std::atomic<bool> retired{false};
 
   // sysmon's view (sysmon.cpp); only sysmon touches these.
-  uint32_t sm_schedtick = 0;
+  uint32_t sm_schedtick = ~0u;  // ~0: not looked at yet
   int64_t sm_schedwhen = 0;
   uint32_t sm_syscalltick = 0;
   int64_t sm_syscallwhen = 0;

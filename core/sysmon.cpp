@@ -70,7 +70,7 @@ void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
   np->id = idx;
   np->status.store(PStatus::Idle, std::memory_order_relaxed);
   np->retired.store(false, std::memory_order_relaxed);
-  np->sm_schedtick = 0;
+  np->sm_schedtick = ~0u;
   np->sm_cputime = -1;
   np->sm_stallwhen = 0;
   // The stuck M is in the kernel: its queue only changes if it wakes up;
@@ -115,29 +115,31 @@ bool asleep_in_kernel(M* mp) {
   return p[2] == 'S' || p[2] == 'D';
 }
 
-// pp's G has had no scheduling event since sysmon's last look. Samples its
-// M's CPU clock: *running is set when the M consumed CPU since the last
-// sample (it computes: preemption may interrupt it); returns true when it
-// has been asleep in the kernel for a while with work waiting (replace pp).
-bool check_m(P* pp, M* mp, int64_t now, bool* running) {
-  *running = false;
+// pp's G has had no scheduling event since sysmon's last look. Samples
+// its M's CPU clock. Sets *computing when the M spent most of the time
+// since the previous sample on the CPU (a long time slice: preemption's
+// business). Returns true when the M spent most of it asleep in the kernel
+// while other work waits for a P: the blocking goshim cannot see (a
+// libc-internal lock, a raw system call), so pp's work must move.
+bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
+  *computing = false;
   G* gp = mp->curg;
   if (!gp || gp->status.load(std::memory_order_relaxed) != GStatus::Running) return false;
   int64_t cpu = cputime_of(mp);
   if (cpu < 0) return false;
-  if (pp->sm_cputime != cpu) {
-    *running = pp->sm_cputime >= 0;
-    pp->sm_cputime = cpu;
-    pp->sm_stallwhen = now;
-    return false;
-  }
-  int64_t for_ns = now - pp->sm_stallwhen;
-  if (for_ns < kStallMinNs) return false;
-  if (!asleep_in_kernel(mp)) return false;
-  // Replace it only if something waits for a P (or it has been long).
+  int64_t prev_cpu = pp->sm_cputime, prev_when = pp->sm_stallwhen;
+  pp->sm_cputime = cpu;
+  pp->sm_stallwhen = now;
+  if (prev_cpu < 0) return false;  // first look
+  int64_t dcpu = cpu - prev_cpu, dt = now - prev_when;
+  if (dt <= 0) return false;
+  *computing = dcpu * 2 >= dt;
+  if (*computing || dt < kStallMinNs) return false;
   int64_t w = timers_wake_time(&pp->timers);
-  return !runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0 ||
-         (w != 0 && w <= now) || netpoll_any_waiters() || for_ns >= kSyscallRetakeNs;
+  bool work = !runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0 ||
+              (w != 0 && w <= now) || netpoll_any_waiters() ||
+              now - pp->sm_schedwhen >= kSyscallRetakeNs;
+  return work && asleep_in_kernel(mp);
 }
 
 uint32_t retake(int64_t now) {
@@ -155,15 +157,16 @@ uint32_t retake(int64_t now) {
       }
       M* mp = pp->m;
       if (!mp) continue;
-      bool running = false;
-      if (check_m(pp, mp, now, &running)) {
-        replace_stalled(i, pp, mp, now - pp->sm_stallwhen);
+      bool computing = false;
+      int64_t since = now - pp->sm_stallwhen;
+      if (check_m(pp, mp, now, &computing)) {
+        replace_stalled(i, pp, mp, since);
         n++;
         continue;
       }
       // Preempt only a G that is computing: a signal to an M asleep in a
       // system call would end calls such as nanosleep with EINTR.
-      if (running && pp->sm_schedwhen + kForcePreemptNs <= now) {
+      if (computing && pp->sm_schedwhen + kForcePreemptNs <= now) {
         preemptone(pp);
         n++;
       }
