@@ -72,7 +72,7 @@ $(JEMALLOC_STAMP): $(JEMALLOC_A)
 $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	$(CC) -shared -o $@ $(LIB_OBJ) $(BUILD)/jemalloc/*.pic.o \
 	  -Wl,--version-script=shim/exports.map -Wl,-Bsymbolic-functions -Wl,-z,now \
-	  -Wl,-z,noexecstack -ldl -lpthread -lm -lgcc_s
+	  -Wl,-z,noexecstack -Wl,--no-undefined -ldl -lpthread -lm -lgcc_s -lc
 
 $(LAUNCHER): launcher/goshim.cpp
 	@mkdir -p $(dir $@)

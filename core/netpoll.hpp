@@ -27,6 +27,9 @@ bool netpoll_any_waiters();
 // Adjusts the count of Gs waiting on fds (used by the fd layer).
 void netpoll_adjust_waiters(int32_t delta);
 
+// In a fork child: a new epoll instance (the parent's is shared with it).
+void netpoll_after_fork();
+
 // The epoll fd (for registering descriptors).
 int netpoll_epfd();
 

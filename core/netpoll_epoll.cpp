@@ -53,6 +53,15 @@ void netpoll_init() {
   have_pwait2 = r != -ENOSYS;
 }
 
+void netpoll_after_fork() {
+  if (epfd >= 0) sys::close(epfd);
+  if (breakfd >= 0) sys::close(breakfd);
+  epfd = breakfd = -1;
+  wake_sig.store(0, std::memory_order_relaxed);
+  nwaiters.store(0, std::memory_order_relaxed);
+  netpoll_init();
+}
+
 bool netpoll_inited() { return epfd >= 0; }
 int netpoll_epfd() { return epfd; }
 

@@ -17,6 +17,7 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
 
@@ -73,6 +74,7 @@ const char* wait_reason_name(WaitReason r) {
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
   if (!inherit_time) mp->p->schedtick++;
+  signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
 }
 
@@ -136,12 +138,14 @@ static void park_switch_post(void* arg) {
   next->status.store(GStatus::Running, std::memory_order_relaxed);
   next->preempt.store(false, std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
+  signal_apply(mp, next);  // as execute() does
 }
 
 // The G to hand off to directly, taken out of runnext; or nullptr.
 static G* direct_next(M* mp, int64_t coarse_now) {
   P* pp = mp->p;
   if (!pp || mp->locks.load(std::memory_order_relaxed) != 0) return nullptr;
+  if (pp->retired.load(std::memory_order_acquire)) return nullptr;  // schedule() retires it
   G* next = pp->runnext.load(std::memory_order_relaxed);
   if (!next) return nullptr;
   if (sched.runqsize.load(std::memory_order_relaxed) != 0) return nullptr;
@@ -168,6 +172,7 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
     goshim_mcall(gp, park_g0, mp->g0_sp, mp->g0.tp);
   gp->waitreason = WaitReason::None;
   gp->waitobj = nullptr;
+  if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
 }
 
 void ready(G* gp, bool next) {
@@ -254,6 +259,7 @@ void gosched() {
   // Like Go's Gosched: to the global queue, so that the yielder runs after
   // everything runnable anywhere, on whichever P gets to it first.
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
+  if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
 }
 
 void gosched_local() {

@@ -26,6 +26,7 @@
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
+#include "core/signal.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
@@ -49,6 +50,12 @@ bool add_g_exit_hook(void (*fn)(G* gp)) {
 }
 
 namespace {
+
+// Whether glibc's cancellation unwound gp (the canceled bit is set).
+bool cancel_pending_or_exiting_canceled(G* gp) {
+  int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
+  return ch & (1 << 3);
+}
 
 constexpr size_t kMaxSlots = (size_t)1 << 22;
 
@@ -178,6 +185,7 @@ void g_entry(void* arg) {
     ub.__pad[0] = nullptr;  // prev
     ub.__pad[1] = nullptr;  // cleanup
     tls::set_cleanup_jmp_buf(gp->tp, &ub);
+    if (signal_has_pending(gp)) signal_deliver(gp);
     void* r = gp->start_routine(gp->start_arg);
     getg()->retval = r;
   }
@@ -270,6 +278,11 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     return EAGAIN;
   }
   gp->started_tls = true;
+  // block_init may have parked (its malloc can wait on a contended mutex):
+  // the P read above may belong to another M now.
+  cur = getg();
+  mp = (cur && cur->m) ? cur->m : nullptr;
+  pp = mp ? mp->p : nullptr;
   gp->flags = 0;
   if (a.stack_lo) {
     gp->flags |= kGFlagUserStack;
@@ -299,6 +312,12 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->sigpending.store(0, std::memory_order_relaxed);
   gp->cancel.store(0, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
+  gp->exit_called = false;
+  gp->sigpending_proc.store(0, std::memory_order_relaxed);
+  gp->sigwaiting.store(0, std::memory_order_relaxed);
+  for (auto& q : gp->sigqueue_buf) q.sig = 0;
+  gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
+  gp->insig = 0;
   gp->waitreason = WaitReason::None;
   gp->fp_mxcsr = arch::get_mxcsr();
   gp->fp_fpcw = arch::get_fpcw();
@@ -325,6 +344,8 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
 
 void thread_exit_landed() {
   G* gp = getg();
+  // Unwound by glibc's own cancellation (not our pthread_exit): canceled.
+  if (!gp->exit_called && cancel_pending_or_exiting_canceled(gp)) gp->retval = PTHREAD_CANCELED;
   tls::on_exit();  // C++ thread_local destructors, locale
   if (g_exit_hook) g_exit_hook(gp);  // pthread key destructors
   for (auto& h : exit_hooks) {
@@ -365,6 +386,12 @@ int thread_join(G* target, void** ret, int64_t deadline) {
       r = EBUSY;
     } else {
       r = sema_wait(&target->join_state, s, deadline > 0 ? deadline : 0, WaitReason::Join);
+      if (r == EINTR && self && cancel_pending(self)) {
+        // A cancellation point: give up the claim first, then unwind.
+        target->joiner.store(nullptr, std::memory_order_release);
+        target->join_state.fetch_and(~kJoinJoining, std::memory_order_acq_rel);
+        cancel_point();
+      }
       if (r == EAGAIN || r == 0 || r == EINTR) r = 0;
     }
     s = target->join_state.load(std::memory_order_acquire);

@@ -10,12 +10,17 @@
 
 #include "arch/arch.hpp"
 #include "core/config.hpp"
+#include "core/fork.hpp"
 #include "core/netpoll.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
+#include "core/preempt.hpp"
 #include "core/sema.hpp"
+#include "core/setxid.hpp"
+#include "core/signal.hpp"
+#include "core/sysmon.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
@@ -69,6 +74,7 @@ void* mstart(void* arg) {
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
   sys::rt_sigprocmask(SIG_SETMASK, &initial_sigmask, nullptr, 8);
+  mp->cur_sigmask = initial_sigmask;
   P* pp = mp->nextp;
   mp->nextp = nullptr;
   acquirep(pp);
@@ -91,9 +97,24 @@ void newm(P* pp, bool spinning) {
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t th;
+  setxid_thread_create_begin();  // a credential broadcast must not miss it
   int err = real::pthread_create(&th, &attr, mstart, mp);
+  setxid_thread_create_end();
   pthread_attr_destroy(&attr);
   if (err != 0) fatalf("cannot create a kernel thread for an M (error %d)", err);
+}
+
+// GOSHIM_DEBUG=stats: a summary at exit (the observability layer prints
+// the full one; this is the scheduler's part).
+static void print_sched_stats() {
+  uint64_t parks = sched.nparks.load();
+  for (int i = 0; i < sched.gomaxprocs; i++) parks += allp(i)->nparks;  // racy: statistics
+  rawlog("goshim: stats: threads created %lu, peak live %ld, Ms %d, steals %lu, parks %lu, "
+         "handoffs %lu, preemptions %lu, stalled-M replacements %lu\n",
+         (unsigned long)sched.ngcreated.load(), (long)sched.ngpeak.load(), sched.mcount,
+         (unsigned long)sched.nsteal.load(), (unsigned long)parks,
+         (unsigned long)sched.nhandoff.load(), (unsigned long)sched.npreempt.load(),
+         (unsigned long)sched.nstalls.load());
 }
 
 bool runtime_init() {
@@ -119,7 +140,7 @@ bool runtime_init() {
     P* pp = new ((P*)pmem + i) P();
     pp->id = i;
     timers_init(&pp->timers);
-    sched.allp[i] = pp;
+    sched.allp[i].store(pp, std::memory_order_release);
   }
   netpoll_init();
   sema_init();
@@ -141,6 +162,7 @@ bool runtime_init() {
   m0->g0_sp = g0stack.hi & ~(uintptr_t)15;
   m0->tid = (pid_t)sys::gettid();
   m0->pthread = (unsigned long)tls::initial_tp();
+  m0->cur_sigmask = initial_sigmask;
 
   // G1: main, running now on M0. Read its stack while glibc can still
   // answer for the initial thread (before its tid becomes virtual).
@@ -171,14 +193,20 @@ bool runtime_init() {
   tls::set_tid(g1->tp, g1->vtid);
 
   sched.lock.lock();
-  for (int i = sched.gomaxprocs - 1; i >= 1; i--) pidleput(sched.allp[i]);
+  for (int i = sched.gomaxprocs - 1; i >= 1; i--) pidleput(allp(i));
   sched.lock.unlock();
-  acquirep(sched.allp[0]);
+  acquirep(allp(0));
 
   __libc_single_threaded = 0;  // goroutines share memory from now on
   sched.ngoroutines.store(1, std::memory_order_relaxed);
   sched.ngpeak.store(1, std::memory_order_relaxed);
   runtime_up.store(true, std::memory_order_release);
+  setxid_init();
+  fork_init();
+  signal_init();
+  preempt_init();
+  sysmon_start();
+  if (config.stats) atexit(print_sched_stats);
   return true;
 }
 

@@ -12,8 +12,11 @@
 #include <errno.h>
 #include <time.h>
 
+#include <new>
+
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
 
@@ -153,6 +156,24 @@ bool unlock_bucket(G*, void* arg) {
   return true;
 }
 
+// park's unlockf for a wait that is a cancellation point. gp is already
+// marked Waiting [S]; a pthread_cancel sets its canceled bit [S] before it
+// looks at the status [L] to interrupt the wait: with the barrier below,
+// either the canceler interrupts the wait (after this unlock) or this sees
+// the cancellation [L] and the G does not sleep at all.
+bool unlock_bucket_cancellable(G* gp, void* arg) {
+  Bucket* b = (Bucket*)arg;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (__builtin_expect(cancel_pending(gp), 0)) {
+    dequeue(b, &gp->sw);
+    gp->sw.result = EINTR;
+    b->unlock();
+    return false;  // resume at once
+  }
+  b->unlock();
+  return true;
+}
+
 void ready_all(GQueue& q) {
   if (q.size == 1)
     ready(q.pop(), true);
@@ -243,6 +264,13 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
 
 void sema_init() { register_wait_interrupter(WaitKind::Sema, sema_interrupt); }
 
+void sema_after_fork() {
+  for (Bucket& b : buckets) {
+    b.word.store(0, std::memory_order_relaxed);  // unlocked, no waiters
+    b.heads = nullptr;
+  }
+}
+
 int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
   if (!ts) return 0;
   int64_t abs = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
@@ -258,7 +286,7 @@ int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
 }
 
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
-              uint32_t bitset, const void** endaddr) {
+              uint32_t bitset, const void** endaddr, bool cancellable) {
   if (endaddr) *endaddr = addr;
   if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr);
   G* gp = getg();
@@ -290,7 +318,7 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
     gp->timer.seq = w->seq;
     timer_add(&gp->timer, deadline);
   }
-  park(unlock_bucket, b, reason, addr);
+  park(cancellable ? unlock_bucket_cancellable : unlock_bucket, b, reason, addr);
   gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
   if (deadline) timer_del(&gp->timer);
   if (endaddr) *endaddr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);

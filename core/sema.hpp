@@ -20,6 +20,8 @@ namespace goshim {
 
 // Registers sema's wait interrupter (runtime init).
 void sema_init();
+// In a fork child: no waiter survives (fork.hpp).
+void sema_after_fork();
 
 // Parks the caller while *(uint32_t*)addr == val. deadline: absolute
 // CLOCK_MONOTONIC nanoseconds, 0 for none. Returns 0 when woken (spurious
@@ -31,8 +33,11 @@ void sema_init();
 // A goroutine that may park (can_park) parks; any other caller (foreign
 // thread, g0, a G inside a blocking call or a runtime critical section,
 // code running before init) blocks in the kernel on a futex of its own.
+// cancellable: the wait is a cancellation point; a goroutine with a
+// pending pthread_cancel does not sleep (EINTR), and one canceled while
+// asleep is interrupted (EINTR): the caller then acts on it.
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
-              uint32_t bitset = ~0u, const void** endaddr = nullptr);
+              uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false);
 
 // Whether the caller is a goroutine that may park right now: running on
 // its M with a P, outside any runtime critical section. Any thread.

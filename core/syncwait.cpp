@@ -41,13 +41,14 @@ int kernel_wait(const void* addr, uint32_t val, const SyncDeadline& dl, uint32_t
 }  // namespace
 
 int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason why, bool shared,
-              uint32_t bitset, const void** endaddr) {
+              uint32_t bitset, const void** endaddr, bool cancellable) {
   if (dl.abs && dl.abs->tv_sec < 0) return ETIMEDOUT;  // as glibc: before anything else
   if (!shared) {
     int64_t deadline = dl.abs ? deadline_from_abs(dl.clk, dl.abs) : 0;
     for (;;) {
-      int r = sema_wait(addr, val, deadline, why, bitset, endaddr);
+      int r = sema_wait(addr, val, deadline, why, bitset, endaddr, cancellable);
       if (r != EINTR) return r;
+      if (cancellable && can_park() && cancel_pending(getg())) return EINTR;
       // A goroutine's wait was interrupted by a signal handler: restart it
       // when the kernel would (no timeout, handler with SA_RESTART). A
       // foreign waiter's kernel wait already followed that rule.

@@ -33,8 +33,10 @@ struct SyncDeadline {
 // signal handler interrupted the wait and, as for the kernel's futex wait,
 // the wait is not restarted (it is when untimed and the handler has
 // SA_RESTART). endaddr (in-process waits only): see sema_wait. Any thread.
+// cancellable: a cancellation point (see sema_wait): EINTR when the
+// calling goroutine is canceled; the caller acts on it.
 int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason why, bool shared,
-              uint32_t bitset = ~0u, const void** endaddr = nullptr);
+              uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false);
 
 // Wakes up to n waiters of addr whose bitset intersects bitset. Returns the
 // number woken (for shared words: as the kernel reports it). Any thread.

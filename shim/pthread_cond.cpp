@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "core/sema.hpp"
+#include "core/signal.hpp"
 #include "shim/shim.hpp"
 #include "shim/sync.hpp"
 
@@ -62,7 +63,22 @@ void release_refs(CondObj* c, uint32_t n) {
     sync_wake(&c->wrefs, INT_MAX, v & kShared);  // address only: c may be gone
 }
 
+// Cancellation (pthread_cond_wait is a cancellation point): pending for
+// the calling goroutine, or (a foreign thread) for glibc's record.
+bool canceled(G* self) { return self ? cancel_pending(self) : false; }
+
+// Acts on a pending cancellation with the mutex held again, as POSIX wants
+// for the cleanup handlers (glibc's __condvar_cleanup_waiting does the
+// same). Does not return if the caller is canceled.
+void act_on_cancel(G* self) {
+  if (self)
+    cancel_point();
+  else
+    pthread_testcancel();  // glibc's: a foreign thread's cancellation
+}
+
 int wait_common(CondObj* c, MutexObj* m, clockid_t clk, const struct timespec* abstime) {
+  G* self = shim::user_g();
   uint32_t flags = __atomic_fetch_add(&c->wrefs, kRef, __ATOMIC_ACQUIRE);
   bool shared = flags & kShared;
   if (!shared) {
@@ -83,7 +99,7 @@ int wait_common(CondObj* c, MutexObj* m, clockid_t clk, const struct timespec* a
   bool counted_out = false;  // a waker dequeued us and dropped our reference
   int r;
   for (;;) {
-    r = sync_wait(&c->seq, s, dl, WaitReason::Cond, shared, ~0u, &end);
+    r = sync_wait(&c->seq, s, dl, WaitReason::Cond, shared, ~0u, &end, true);
     if (end != &c->seq) {  // requeued onto the mutex by a broadcast
       counted_out = true;
       r = 0;
@@ -93,14 +109,20 @@ int wait_common(CondObj* c, MutexObj* m, clockid_t clk, const struct timespec* a
       counted_out = true;
       break;
     }
-    // Signals do not end a condvar wait (glibc restarts it).
-    if (r == EINTR && __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) == s) continue;
+    if (r == EINTR) {
+      // Canceled (goshim interrupted the wait), or a foreign thread's
+      // signal: leave with the mutex held and act on it.
+      if (canceled(self) || !self) break;
+      // Signals do not end a condvar wait (glibc restarts it).
+      if (__atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) == s) continue;
+    }
     break;
   }
   if (!counted_out) release_refs(c, 1);
   int result = r == ETIMEDOUT ? ETIMEDOUT : 0;
   err = mutex_lock_impl(m, nullptr, end != &c->seq ? LockMode::CondContended
                                                    : LockMode::CondRelock);
+  if (r == EINTR) act_on_cancel(self);  // a spurious wake-up if not canceled
   return err ? err : result;
 }
 

@@ -112,7 +112,11 @@ GOSHIM_EXPORT int pthread_detach(pthread_t t) {
 
 GOSHIM_EXPORT void pthread_exit(void* value) {
   shim::ensure_real();
-  if (G* g = shim::user_g()) g->retval = value;
+  G* g = tls_g;
+  if (g && !g->is_g0()) {
+    g->retval = value;
+    g->exit_called = true;
+  }
   // glibc unwinds the stack (cleanup handlers, C++ destructors) and lands
   // in the G's entry frame, which ends the G (thread_exit_landed).
   real::pthread_exit(value);

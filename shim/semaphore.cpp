@@ -18,9 +18,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <semaphore.h>
+#include <pthread.h>
 #include <stdarg.h>
 
 #include "core/memclass.hpp"
+#include "core/signal.hpp"
 #include "shim/shim.hpp"
 #include "shim/sync.hpp"
 #include "syscalls/blocking.hpp"
@@ -56,15 +58,24 @@ bool try_take(SemObj* s, bool definitive) {
   return false;
 }
 
+// sem_wait and friends are cancellation points: at entry and while blocked.
+void testcancel() {
+  if (shim::user_g())
+    cancel_point();
+  else
+    pthread_testcancel();  // glibc's, for a foreign thread
+}
+
 int wait_slow(SemObj* s, clockid_t clk, const struct timespec* abstime) {
   bool shared = is_shared(s);
   SyncDeadline dl{clk, abstime};
   uint64_t d = __atomic_fetch_add(&s->data, kOneWaiter, __ATOMIC_RELAXED);
   for (;;) {
     if ((d & kValueMask) == 0) {
-      int r = sync_wait(value_word(s), 0, dl, WaitReason::Semaphore, shared);
+      int r = sync_wait(value_word(s), 0, dl, WaitReason::Semaphore, shared, ~0u, nullptr, true);
       if (r == ETIMEDOUT || r == EINTR) {
         __atomic_fetch_sub(&s->data, kOneWaiter, __ATOMIC_RELAXED);
+        if (r == EINTR) testcancel();  // (glibc's __sem_wait_cleanup did the above)
         errno = r;
         return -1;
       }
@@ -107,6 +118,7 @@ GOSHIM_EXPORT int sem_post(sem_t* sem) {
 }
 
 GOSHIM_EXPORT int sem_wait(sem_t* sem) {
+  testcancel();
   SemObj* s = (SemObj*)sem;
   if (try_take(s, false)) return 0;
   return wait_slow(s, CLOCK_REALTIME, nullptr);
@@ -123,6 +135,7 @@ GOSHIM_EXPORT int sem_timedwait(sem_t* sem, const struct timespec* abstime) {
     errno = EINVAL;
     return -1;
   }
+  testcancel();
   SemObj* s = (SemObj*)sem;
   if (try_take(s, false)) return 0;
   return wait_slow(s, CLOCK_REALTIME, abstime);

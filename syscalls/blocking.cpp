@@ -29,6 +29,17 @@ void enter_blocking(BlockKind kind, const char* what) {
   G* gp = getg();
   M* mp = gp->m;
   P* pp = mp->p;
+  if (__builtin_expect(pp->retired.load(std::memory_order_acquire), 0)) {
+    // Replaced while this M was stuck: give it up now, return without one.
+    int saved = errno;
+    retire_p(releasep());
+    errno = saved;
+    gp->blocking_what = what;
+    gp->syscall_since = sys::coarsetime();
+    gp->status.store(GStatus::Syscall, std::memory_order_release);
+    mp->syscalltick.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   gp->blocking_what = what;
   gp->syscall_since = sys::coarsetime();
   gp->status.store(GStatus::Syscall, std::memory_order_release);
