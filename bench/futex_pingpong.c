@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   pthread_join(a, NULL);
   pthread_join(b, NULL);
   double dt = now() - t0;
-  printf("RESULT futex_pingpong_ns %.1f ns per round trip (%ld round trips, %s)\n", dt * 1e9 / n,
+  printf("RESULT %.1f ns per round trip (%ld round trips, %s)\n", dt * 1e9 / n,
          n, priv ? "FUTEX_PRIVATE_FLAG" : "non-private ops");
   return 0;
 }

@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "counter %ld, expected %ld\n", counter, rounds * t);
     return 1;
   }
-  printf("RESULT mutex_contention_mops %.2f M locks/s (%d threads x %ld)\n",
+  printf("RESULT %.2f M locks/s (%d threads x %ld)\n",
          counter / dt / 1e6, t, rounds);
   return 0;
 }

@@ -739,3 +739,25 @@ GOSHIM_EXPORT int pthread_mutexattr_setprioceiling(pthread_mutexattr_t* attr, in
   *v = (*v & ~kAttrCeilMask) | (prioceiling << kAttrCeilShift);
   return 0;
 }
+
+// ---- glibc's old __pthread_* names (still exported, GLIBC_2.2.5) ------------------
+// Binaries linked against them must reach the same implementation, or a
+// mutex would be driven by two protocols at once.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-attributes"  // same function, fewer declared attributes
+GOSHIM_EXPORT int __pthread_mutex_init(pthread_mutex_t*, const pthread_mutexattr_t*)
+    __attribute__((alias("pthread_mutex_init")));
+GOSHIM_EXPORT int __pthread_mutex_destroy(pthread_mutex_t*)
+    __attribute__((alias("pthread_mutex_destroy")));
+GOSHIM_EXPORT int __pthread_mutex_lock(pthread_mutex_t*) __attribute__((alias("pthread_mutex_lock")));
+GOSHIM_EXPORT int __pthread_mutex_trylock(pthread_mutex_t*)
+    __attribute__((alias("pthread_mutex_trylock")));
+GOSHIM_EXPORT int __pthread_mutex_unlock(pthread_mutex_t*)
+    __attribute__((alias("pthread_mutex_unlock")));
+GOSHIM_EXPORT int __pthread_mutexattr_init(pthread_mutexattr_t*)
+    __attribute__((alias("pthread_mutexattr_init")));
+GOSHIM_EXPORT int __pthread_mutexattr_destroy(pthread_mutexattr_t*)
+    __attribute__((alias("pthread_mutexattr_destroy")));
+GOSHIM_EXPORT int __pthread_mutexattr_settype(pthread_mutexattr_t*, int)
+    __attribute__((alias("pthread_mutexattr_settype")));
+#pragma GCC diagnostic pop

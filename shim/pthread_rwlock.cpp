@@ -273,3 +273,22 @@ GOSHIM_EXPORT int pthread_rwlockattr_setpshared(pthread_rwlockattr_t* attr, int 
   ((RwAttr*)attr)->pshared = pshared;
   return 0;
 }
+
+// ---- glibc's old __pthread_* names (still exported, GLIBC_2.2.5) ------------------
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-attributes"  // same function, fewer declared attributes
+GOSHIM_EXPORT int __pthread_rwlock_init(pthread_rwlock_t*, const pthread_rwlockattr_t*)
+    __attribute__((alias("pthread_rwlock_init")));
+GOSHIM_EXPORT int __pthread_rwlock_destroy(pthread_rwlock_t*)
+    __attribute__((alias("pthread_rwlock_destroy")));
+GOSHIM_EXPORT int __pthread_rwlock_rdlock(pthread_rwlock_t*)
+    __attribute__((alias("pthread_rwlock_rdlock")));
+GOSHIM_EXPORT int __pthread_rwlock_tryrdlock(pthread_rwlock_t*)
+    __attribute__((alias("pthread_rwlock_tryrdlock")));
+GOSHIM_EXPORT int __pthread_rwlock_wrlock(pthread_rwlock_t*)
+    __attribute__((alias("pthread_rwlock_wrlock")));
+GOSHIM_EXPORT int __pthread_rwlock_trywrlock(pthread_rwlock_t*)
+    __attribute__((alias("pthread_rwlock_trywrlock")));
+GOSHIM_EXPORT int __pthread_rwlock_unlock(pthread_rwlock_t*)
+    __attribute__((alias("pthread_rwlock_unlock")));
+#pragma GCC diagnostic pop
