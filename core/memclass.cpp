@@ -196,4 +196,9 @@ bool memclass_shared(const void* addr) {
 
 void memclass_mapping_changed() { generation.fetch_add(1, std::memory_order_acq_rel); }
 
+void memclass_use_scan(bool on) {
+  procmap_query_works.store(on ? 0 : 1, std::memory_order_relaxed);
+  memclass_mapping_changed();
+}
+
 }  // namespace goshim

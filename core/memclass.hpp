@@ -30,4 +30,8 @@ bool memclass_shared(const void* addr);
 // Any thread, signal-safe.
 void memclass_mapping_changed();
 
+// Tests: answer through the /proc/self/maps scan (the path for kernels
+// without PROCMAP_QUERY) instead of the ioctl.
+void memclass_use_scan(bool on);
+
 }  // namespace goshim

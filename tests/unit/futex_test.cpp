@@ -163,3 +163,21 @@ Test(futex, memclass_follows_remap) {
   cr_assert(memclass_shared(p));
   munmap(p, 8192);
 }
+
+// The same answers from the /proc/self/maps scan (kernels before 6.11).
+Test(futex, memclass_scan_fallback) {
+  memclass_use_scan(true);
+  uint32_t* heap = (uint32_t*)malloc(64);
+  uint32_t* shm = (uint32_t*)mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  uint32_t* priv = (uint32_t*)mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  memclass_mapping_changed();
+  cr_assert(!memclass_shared(heap));
+  cr_assert(memclass_shared(shm));
+  cr_assert(!memclass_shared(priv));
+  munmap(priv, 4096);
+  munmap(shm, 4096);
+  free(heap);
+  memclass_use_scan(false);
+}
