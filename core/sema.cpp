@@ -14,6 +14,7 @@
 
 #include <new>
 
+#include "arch/arch.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
@@ -163,7 +164,7 @@ bool unlock_bucket(G*, void* arg) {
 // the cancellation [L] and the G does not sleep at all.
 bool unlock_bucket_cancellable(G* gp, void* arg) {
   Bucket* b = (Bucket*)arg;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  arch::full_barrier();
   if (__builtin_expect(cancel_pending(gp), 0)) {
     dequeue(b, &gp->sw);
     gp->sw.result = EINTR;
@@ -330,7 +331,7 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
   // Waiters seen without a barrier: the lock below orders everything. None
   // seen: confirm after a full barrier (the caller's store [S] before [L]).
   if (b->nwait() == 0) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    arch::full_barrier();
     if (b->nwait() == 0) return 0;
   }
   GQueue q;
