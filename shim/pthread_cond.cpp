@@ -100,9 +100,9 @@ int wait_common(CondObj* c, MutexObj* m, clockid_t clk, const struct timespec* a
   int r;
   for (;;) {
     r = sync_wait(&c->seq, s, dl, WaitReason::Cond, shared, ~0u, &end, true);
-    if (end != &c->seq) {  // requeued onto the mutex by a broadcast
+    if (end != &c->seq) {  // requeued onto the mutex by a broadcast: signalled
       counted_out = true;
-      r = 0;
+      if (r != EINTR) r = 0;  // a timeout there came after the wake-up
       break;
     }
     if (r == 0 && !shared) {  // dequeued by a signal or broadcast
