@@ -524,6 +524,16 @@ GOSHIM_EXPORT int pthread_mutex_destroy(pthread_mutex_t* mu) {
   return 0;
 }
 
+namespace {
+// The end of the fast path before tcb::early_init ran (tail-called, so
+// that the fast path itself needs no stack frame).
+__attribute__((noinline, cold)) int finish_lock_early(MutexObj* m) {
+  st(&m->owner, tcb::slow_tid());
+  m->nusers++;
+  return 0;
+}
+}  // namespace
+
 // The uncontended cases (a normal private mutex) inline; the rest in
 // mutex_lock_impl / mutex_unlock_impl.
 GOSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t* mu) {
@@ -532,7 +542,11 @@ GOSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t* mu) {
   if (__builtin_expect((kind & ~kMutexNoElision) == 0, 1)) {
     int z = 0;
     if (__builtin_expect(cas(&m->lock, &z, 1), 1)) {
-      st(&m->owner, tcb::self_tid());
+      size_t off = tcb::tid_off.load(std::memory_order_relaxed);
+      if (__builtin_expect(off == 0, 0)) return finish_lock_early(m);
+      pid_t tid;
+      __asm__("movl %%fs:(%1), %0" : "=r"(tid) : "r"(off));  // THREAD_SELF->tid
+      st(&m->owner, tid);
       m->nusers++;
       return 0;
     }
