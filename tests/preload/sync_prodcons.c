@@ -50,13 +50,19 @@ static void wake(pthread_cond_t *c) {
     pthread_cond_signal(c);
 }
 
-static void *producer(void *arg) {
-  long id = (long)arg;
+/* All producers and consumers meet here; one of them checks the count of
+ * kernel threads while they are all alive. */
+static void all_alive(void) {
   int r = pthread_barrier_wait(&alive);
   if (r == PTHREAD_BARRIER_SERIAL_THREAD) {
     check_kernel_threads("all producers and consumers alive");
     kthreads_checked = 1;
   }
+}
+
+static void *producer(void *arg) {
+  long id = (long)arg;
+  all_alive();
   for (int i = 0; i < per_prod; i++) {
     long v = id * 1000003 + i + 1;
     pthread_mutex_lock(&q.mu);
@@ -73,7 +79,7 @@ static void *producer(void *arg) {
 
 static void *consumer(void *arg) {
   long mine = 0;
-  pthread_barrier_wait(&alive);
+  all_alive();
   for (;;) {
     pthread_mutex_lock(&q.mu);
     while (q.count == 0 && q.consumed < total) qwait(&q.not_empty);
