@@ -35,6 +35,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "core/fork.hpp"
 #include "core/proc.hpp"
 #include "core/sema.hpp"
 #include "core/tcb.hpp"
@@ -409,7 +410,7 @@ void robust_exit(G* gp) {
 __attribute__((constructor(102))) void mutex_ctor() {
   tcb::early_init();
   add_g_exit_hook(robust_exit);
-  pthread_atfork(nullptr, nullptr, tcb::reset_shared_offset);  // a new pid, a new offset
+  register_fork_child_hook(tcb::reset_shared_offset);  // a new pid, a new offset (fork, _Fork)
 }
 
 inline int fifo_min_prio() { return sched_get_priority_min(SCHED_FIFO); }
