@@ -18,6 +18,7 @@
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
+#include "core/tcb.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
 
@@ -207,8 +208,14 @@ void sema_timeout(void* arg, uint64_t seq) {
   }
 }
 
+// A cancellable wait of a kernel thread sleeps at most this long at a
+// time: glibc's SIGCANCEL has SA_RESTART, so only a timed futex wait is
+// interrupted by it (EINTR), and a cancel sent just before the wait
+// started is seen when the slice ends.
+constexpr int64_t kCancelSliceNs = 500 * 1000 * 1000;
+
 int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
-                 const void** endaddr) {
+                 const void** endaddr, bool cancellable) {
   Bucket* b = bucket_of(addr);
   SemaWaiter w;
   w.addr = addr;
@@ -229,7 +236,8 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
     }
     struct timespec ts, *tsp = nullptr;
     int why = 0;  // set when the wait must end without a wake
-    if (deadline) {
+    if (cancellable && tcb::self_cancel_pending()) why = EINTR;  // the caller acts on it
+    if (!why && deadline) {
       int64_t left = deadline - sys::nanotime();
       if (left <= 0) {
         why = ETIMEDOUT;
@@ -239,9 +247,15 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
         tsp = &ts;
       }
     }
+    if (!why && cancellable && (!tsp || ts.tv_sec > 0 || ts.tv_nsec > kCancelSliceNs)) {
+      ts.tv_sec = 0;
+      ts.tv_nsec = kCancelSliceNs;
+      tsp = &ts;
+    }
     // A signal handler ran: the kernel restarts an untimed wait itself when
     // the handler has SA_RESTART, as for a plain futex wait; otherwise the
-    // wait ends with EINTR.
+    // wait ends with EINTR. (A cancellable wait is always timed, so every
+    // handler ends it: EINTR, which POSIX allows for its callers.)
     if (!why && sys::futex_wait(&w.kwake, 0, tsp) == -EINTR) why = EINTR;
     if (!why) continue;
     const void* a = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
@@ -289,7 +303,7 @@ int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
               uint32_t bitset, const void** endaddr, bool cancellable) {
   if (endaddr) *endaddr = addr;
-  if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr);
+  if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr, cancellable);
   G* gp = getg();
   Bucket* b = bucket_of(addr);
   b->lock(2);  // [S] nwait + 1 before the value check [L]

@@ -10,6 +10,7 @@ namespace goshim::tcb {
 
 constinit std::atomic<size_t> tid_off{0};
 constinit std::atomic<size_t> robust_off{0};
+constinit std::atomic<size_t> cancel_off{0};
 
 void early_init() {
   if (tid_off.load(std::memory_order_acquire) != 0) return;
@@ -17,6 +18,9 @@ void early_init() {
   // {bits, count, offset}: a debugger ABI, so it matches the running glibc.
   const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid",
                                               "GLIBC_PRIVATE");
+  const uint32_t* c = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_cancelhandling",
+                                              "GLIBC_PRIVATE");
+  if (c && c[2] > 0 && c[2] < 16384) cancel_off.store(c[2], std::memory_order_relaxed);
   void* head = nullptr;
   size_t len = 0;
   if (sys::get_robust_list(0, &head, &len) == 0 && (uintptr_t)head > me &&
@@ -54,6 +58,15 @@ pid_t slow_tid() {
   // Before early_init: no goroutine exists yet, so the kernel tid is what
   // glibc has in THREAD_SELF->tid.
   return (pid_t)sys::gettid();
+}
+
+bool self_cancel_pending() {
+  size_t off = cancel_off.load(std::memory_order_relaxed);
+  if (!off) return false;
+  int ch = __atomic_load_n((const int*)(self() + off), __ATOMIC_ACQUIRE);
+  // glibc's cancel_enabled_and_canceled: CANCELSTATE (1), CANCELED (8),
+  // EXITING (16), TERMINATED (32).
+  return (ch & (1 | 8 | 16 | 32)) == 8;
 }
 
 RobustHead* self_robust() {

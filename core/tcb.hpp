@@ -29,6 +29,7 @@ struct RobustHead {
 // Offsets into struct pthread; 0 until early_init ran.
 extern constinit std::atomic<size_t> tid_off;
 extern constinit std::atomic<size_t> robust_off;
+extern constinit std::atomic<size_t> cancel_off;
 
 // Finds the offsets. Any thread, idempotent; called from a constructor.
 void early_init();
@@ -63,6 +64,11 @@ pid_t shared_tid_of(pid_t tid);
 inline pid_t shared_tid() { return shared_tid_of(self_tid()); }
 // Recomputes the per-process offset (after fork, in the child).
 void reset_shared_offset();
+
+// Whether glibc's cancellation is pending for the calling thread (its
+// THREAD_SELF->cancelhandling: canceled, enabled, not exiting), as
+// pthread_testcancel would act on it. Any thread; false if unknown.
+bool self_cancel_pending();
 
 // The caller's robust list head (nullptr if it cannot be found).
 RobustHead* self_robust();
