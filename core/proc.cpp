@@ -385,9 +385,10 @@ int thread_join(G* target, void** ret, int64_t deadline) {
     if (deadline == -1) {
       r = EBUSY;
     } else {
-      // A cancellation point: a cancel racing with the park is not lost.
+      // A cancellation point for a goroutine: a cancel racing with the
+      // park is not lost.
       r = sema_wait(&target->join_state, s, deadline > 0 ? deadline : 0, WaitReason::Join, ~0u,
-                    nullptr, true);
+                    nullptr, self != nullptr);
       if (r == EINTR && self && cancel_pending(self)) {
         // A cancellation point: give up the claim first, then unwind.
         target->joiner.store(nullptr, std::memory_order_release);
