@@ -69,10 +69,15 @@ $(JEMALLOC_STAMP): $(JEMALLOC_A)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
 	cd $(dir $@) && ar x $(JEMALLOC_A) && rm -f jemalloc_cpp.pic.o && touch .stamp
 
+# libgcc_s must come before libunwind among our dependencies: libunwind.so
+# also defines _Unwind_*, and the program's C++ exceptions and glibc's
+# forced unwinding must keep resolving them to libgcc_s (checked by
+# tests/preload/cancel_cxx and tls_cxx).
 $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	$(CC) -shared -o $@ $(LIB_OBJ) $(BUILD)/jemalloc/*.pic.o \
 	  -Wl,--version-script=shim/exports.map -Wl,-Bsymbolic-functions -Wl,-z,now \
-	  -Wl,-z,noexecstack -Wl,--no-undefined -ldl -lpthread -lm -lgcc_s -lc
+	  -Wl,-z,noexecstack -Wl,--no-undefined \
+	  -Wl,--no-as-needed -lgcc_s -lunwind -ldl -lpthread -lm -lc
 
 $(LAUNCHER): launcher/goshim.cpp
 	@mkdir -p $(dir $@)
@@ -94,7 +99,7 @@ PRE_CFLAGS := -O2 -g -Wall -pthread -D_GNU_SOURCE -fstack-protector-all
 $(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEPFLAGS) \
-	  -o $@ $< $(CORE_OBJ) -lcriterion -ldl -lpthread
+	  -o $@ $< $(CORE_OBJ) -lcriterion -lgcc_s -lunwind -ldl -lpthread
 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
 	@mkdir -p $(dir $@)

@@ -279,7 +279,9 @@ struct P {
   uint32_t sm_syscalltick = 0;
   int64_t sm_syscallwhen = 0;
   int64_t sm_cputime = -1;  // its M's CPU time at the last look
-  int64_t sm_stallwhen = 0;  // when the M was first seen not advancing
+  int64_t sm_stallwhen = 0;  // when that look was
+  int64_t sm_slice_cpu = -1;  // its M's CPU time when sysmon first saw this slice
+  int64_t sm_slice_when = 0;
 };
 
 // A FIFO of Gs linked through schedlink.

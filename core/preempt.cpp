@@ -13,6 +13,7 @@
 
 #include "core/config.hpp"
 #include "core/rawlog.hpp"
+#include "core/dump.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
 #include "syscalls/sys.hpp"
@@ -28,6 +29,7 @@ namespace {
 constexpr int kPreemptMagic = 0x676f7072;  // "gopr" in si_value: yield
 constexpr int kKickMagic = 0x676f6b69;     // "goki": deliver pending signals
 constexpr int kCancelMagic = 0x676f6361;   // "goca": asynchronous cancellation
+constexpr int kDumpMagic = 0x676f6475;     // "godu": record a backtrace for a dump
 
 // Text ranges that must not be preempted. Written under ranges_lock by
 // init and dlopen, read lock-free by the signal handler.
@@ -131,7 +133,8 @@ void preempt_after_fork() { new (&ranges_lock) Mutex(); }
 bool preempt_on_signal(siginfo_t* si, void* uctx) {
   if (!si || si->si_code != SI_QUEUE || si->si_pid != (pid_t)sys::getpid()) return false;
   int magic = si->si_value.sival_int;
-  if (magic != kPreemptMagic && magic != kKickMagic && magic != kCancelMagic) return false;
+  if (magic != kPreemptMagic && magic != kKickMagic && magic != kCancelMagic && magic != kDumpMagic)
+    return false;
   G* gp = tls_g;
   if (!gp || gp->is_g0()) return true;
   switch (magic) {
@@ -145,9 +148,30 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
     case kCancelMagic:  // asynchronous cancellation
       if (gp->insig == 0 && cancel_pending(gp)) cancel_point();
       break;
+    case kDumpMagic:
+      gp->insig++;  // libc calls made while unwinding go straight to libc
+      dump_capture_running(gp, uctx);
+      gp->insig--;
+      break;
   }
   return true;
 }
+
+static void send_magic(G* target, int magic) {
+  M* mp = target->m;
+  int sig = config.preempt_signal;
+  if (!mp || mp->tid <= 0 || !sig) return;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_int = magic;
+  sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
+}
+
+void preempt_dump_kick(G* target) { send_magic(target, kDumpMagic); }
 
 void preempt_kick(G* target, bool cancel) {
   M* mp = target->m;
