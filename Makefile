@@ -36,7 +36,7 @@ CORE_OBJ := $(filter $(BUILD)/obj/core/% $(BUILD)/obj/syscalls/% $(BUILD)/obj/ar
 LIB      := $(BUILD)/libgoshim.so
 LAUNCHER := $(BUILD)/goshim
 
-.PHONY: all deps test unit preload bench demo install clean
+.PHONY: all deps test unit preload observe bench demo install clean
 all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
@@ -113,16 +113,28 @@ $(BUILD)/tests/preload/%: tests/preload/%.cpp tests/preload/common.h
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(PRE_CFLAGS) -o $@ $<
 
+OBS_C   := $(wildcard tests/observe/*.c)
+OBS_BIN := $(OBS_C:tests/observe/%.c=$(BUILD)/tests/observe/%)
+
+# -O0 -g: the dump test checks the functions the threads blocked in.
+$(BUILD)/tests/observe/%: tests/observe/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -Wall -pthread -D_GNU_SOURCE -o $@ $<
+
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout 300 $$t --jobs 2; done
 
 preload: deps all $(PRE_BIN)
 	@tests/run_preload.sh $(BUILD)
 
+observe: deps all $(OBS_BIN)
+	@tests/run_observe.sh $(BUILD)
+
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory preload
+	@$(MAKE) --no-print-directory observe
 
 # ---- benchmarks -----------------------------------------------------------------
 BENCH_C   := $(wildcard bench/*.c)

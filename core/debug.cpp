@@ -203,10 +203,10 @@ void schedtrace_print(int fd, bool detail) {
     GStatus st = gp->status.load();
     if (st == GStatus::Idle) return;
     static const char* const gs[] = {"idle", "runnable", "running", "syscall", "waiting", "dead"};
-    rawlog_fd(fd, "  G%lu: status=%s(%s) m=%d\n", (unsigned long)gp->goid, gs[(int)st],
+    rawlog_fd(fd, "  G%lu: status=%s(%s) m=%d name=%s\n", (unsigned long)gp->goid, gs[(int)st],
               st == GStatus::Waiting ? wait_reason_name(gp->waitreason)
               : st == GStatus::Syscall && gp->blocking_what ? gp->blocking_what : "",
-              gp->m ? gp->m->id : -1);
+              gp->m ? gp->m->id : -1, gp->name);
   };
   g_line(main_g());
   size_t n = arena_nslots();
@@ -231,7 +231,8 @@ void stats_print(bool mn) {
                     "  threads created        %lu\n"
                     "  peak live threads      %ld\n"
                     "  peak kernel threads    %ld\n"
-                    "  context switches       %ld voluntary, %ld involuntary\n"
+                    "  voluntary switches     %ld\n"
+                    "  involuntary switches   %ld\n"
                     "  peak RSS               %ld KiB\n"
                     "  wall time              %ld ms\n"
                     "  CPU time               %ld ms\n",

@@ -193,6 +193,11 @@ struct G {
   int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
 
+  // GOSHIM_TRACE (trace.cpp): start of its current slice and block.
+  int64_t trace_start = 0;
+  int64_t trace_block_start = 0;
+  int16_t trace_p = -1;
+
   bool is_g0() const { return flags & kGFlagG0; }
   bool is_main() const { return flags & kGFlagMain; }
 };
@@ -236,6 +241,7 @@ struct M {
   uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
   std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
+  void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)
 };
 
 // ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/trace.hpp"
 #include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
@@ -74,6 +75,7 @@ const char* wait_reason_name(WaitReason r) {
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
   if (!inherit_time) mp->p->schedtick++;
+  trace_ev(TraceEv::GStart, gp);
   signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
 }
@@ -85,6 +87,7 @@ const char* wait_reason_name(WaitReason r) {
 static void park_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
   // [S] the G is parked once this store is visible; its registers are saved.
   gp->status.store(GStatus::Waiting, std::memory_order_release);
   mp->curg = nullptr;
@@ -121,6 +124,7 @@ void ready(G* gp, bool next) {
   GStatus s = GStatus::Waiting;
   if (!gp->status.compare_exchange_strong(s, GStatus::Runnable, std::memory_order_acq_rel))
     fatalf("ready: G %lu is not waiting (status %u)", (unsigned long)gp->goid, (unsigned)s);
+  trace_ev(TraceEv::GReady, gp, gp->goid);
   G* cur = getg();
   M* mp = cur ? cur->m : nullptr;
   if (mp && mp->p) {
@@ -165,6 +169,7 @@ void ready_list(GQueue& q) {
 static void gosched_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -176,6 +181,7 @@ static void gosched_g0(void* arg) {
 static void gosched_global_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;

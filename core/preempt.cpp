@@ -16,6 +16,7 @@
 #include "core/dump.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 #ifndef SYS_rt_tgsigqueueinfo
@@ -96,6 +97,8 @@ void async_preempt(G* gp, ucontext_t* uc) {
   sys::rt_sigprocmask(SIG_SETMASK, &uc->uc_sigmask, nullptr, 8);
   gp->preempt.store(false, std::memory_order_relaxed);
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::Preempt, gp, gp->goid);
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
   gosched_global();
   // Possibly another M now: rt_sigreturn restores the signal mask and the
   // alternate signal stack from the frame; the mask is the G's own, the
@@ -216,6 +219,8 @@ void preempt_at_call(G* gp, const void* caller_pc) {
   if (!mp || mp->locks.load(std::memory_order_relaxed) > 0) return;
   gp->preempt.store(false, std::memory_order_relaxed);
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::Preempt, gp, gp->goid);
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
   gosched_global();
 }
 

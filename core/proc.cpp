@@ -29,6 +29,7 @@
 #include "core/signal.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -140,6 +141,7 @@ void goexit_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   P* pp = mp->p;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Exit);
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->status.store(GStatus::Dead, std::memory_order_release);
@@ -311,6 +313,7 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   while (live > peak && !sched.ngpeak.compare_exchange_weak(peak, live)) {
   }
   sched.ngcreated.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::GCreate, cur, gp->goid);
 
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   if (pp)

@@ -25,6 +25,7 @@
 #include "core/sysmon.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 extern "C" char __libc_single_threaded;
@@ -205,6 +206,10 @@ bool runtime_init() {
   signal_init();
   dump_init();
   preempt_init();
+  if (config.trace_file) {
+    trace_init(config.trace_file);
+    trace_ev(TraceEv::GStart, getg());
+  }
   sysmon_start();
   if (config.stats) atexit(print_stats_mn);
   return true;

@@ -14,6 +14,7 @@
 #include "core/setxid.hpp"
 #include "core/signal.hpp"
 #include "core/timer.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -77,6 +78,7 @@ void watch_retiring(int64_t now) {
 void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
   P* np = spare_get();
   if (!np) return;
+  trace_ev(TraceEv::Stall, nullptr, (uint64_t)idx);
   np->id = idx;
   np->status.store(PStatus::Idle, std::memory_order_relaxed);
   np->retired.store(false, std::memory_order_relaxed);
