@@ -147,6 +147,16 @@ $(BUILD)/bench/%: bench/%.c
 bench: deps all $(BENCH_BIN)
 	@bench/run.sh $(BUILD)
 
+# ---- the demo: make demo ------------------------------------------------------------
+DEMO_BIN := $(patsubst bench/demo/%.c,$(BUILD)/demo/%,$(wildcard bench/demo/*.c))
+
+$(BUILD)/demo/%: bench/demo/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -pthread -D_GNU_SOURCE -o $@ $<
+
+demo: deps all $(DEMO_BIN)
+	@bench/demo/run.sh $(BUILD)
+
 # ---- install --------------------------------------------------------------------
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/goshim $(DESTDIR)$(PREFIX)/bin

@@ -127,7 +127,7 @@ void ready(G* gp, bool next) {
   trace_ev(TraceEv::GReady, gp, gp->goid);
   G* cur = getg();
   M* mp = cur ? cur->m : nullptr;
-  if (mp && mp->p) {
+  if (mp && mp->p && !mp->p->retired.load(std::memory_order_relaxed)) {
     mp->locks.fetch_add(1, std::memory_order_relaxed);
     runqput(mp->p, gp, next);
     mp->locks.fetch_sub(1, std::memory_order_relaxed);
@@ -146,7 +146,7 @@ void ready_list(GQueue& q) {
     if (!gp->status.compare_exchange_strong(s, GStatus::Runnable, std::memory_order_acq_rel))
       fatal("ready_list: G is not waiting");
   }
-  if (mp && mp->p) {
+  if (mp && mp->p && !mp->p->retired.load(std::memory_order_relaxed)) {
     // Hand one G to each idle P through the global queue, the rest stay local.
     int32_t npidle = sched.npidle.load(std::memory_order_relaxed);
     GQueue glob;

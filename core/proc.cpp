@@ -316,7 +316,9 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   trace_ev(TraceEv::GCreate, cur, gp->goid);
 
   gp->status.store(GStatus::Runnable, std::memory_order_release);
-  if (pp)
+  // Not onto a P replaced while its M was stuck (sysmon): nobody else runs
+  // that P's queue until this M gets back to the scheduler.
+  if (pp && !pp->retired.load(std::memory_order_relaxed))
     runqput(pp, gp, true);
   else
     globrunqput(gp);

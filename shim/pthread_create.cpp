@@ -46,6 +46,7 @@ GOSHIM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
     if (r == 0 && config.stats) stats_thread_created();
     return r;
   }
+  shim::user_g();  // a pending preemption or signal first, as at any call
   CreateAttr a;
   int err = attr::to_create_attr(attr, &a);
   if (err) return err;
