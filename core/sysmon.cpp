@@ -42,6 +42,8 @@ int64_t cputime_of(M* mp) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+bool asleep_in_kernel(M* mp);
+
 // Ps replaced while their M was stuck, still in use by that M. Sysmon asks
 // their G to yield (as for a long time slice) so that the M reaches the
 // scheduler and retires the P. Only sysmon touches this list.
@@ -66,7 +68,9 @@ void watch_retiring(int64_t now) {
       pp->sm_slice_cpu = cpu;
       pp->sm_slice_when = now;
     } else if (now - pp->sm_slice_when >= kForcePreemptNs) {
-      if ((cpu - pp->sm_slice_cpu) * 2 >= now - pp->sm_slice_when) preemptone(pp);
+      if (cpu > pp->sm_slice_cpu &&
+          ((cpu - pp->sm_slice_cpu) * 2 >= now - pp->sm_slice_when || !asleep_in_kernel(mp)))
+        preemptone(pp);
       pp->sm_slice_cpu = cpu;
       pp->sm_slice_when = now;
     }
@@ -149,7 +153,11 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
     pp->sm_slice_when = now;
   }
   int64_t slice = now - pp->sm_slice_when;
-  *computing = slice >= kForcePreemptNs && (cpu - pp->sm_slice_cpu) * 2 >= slice;
+  // Computing: on the CPU for most of the slice, or, on a machine with more
+  // runnable threads than CPUs (where the kernel gives it only a share),
+  // runnable rather than asleep in a system call.
+  *computing = slice >= kForcePreemptNs && cpu > pp->sm_slice_cpu &&
+               ((cpu - pp->sm_slice_cpu) * 2 >= slice || !asleep_in_kernel(mp));
   if (prev_cpu < 0) return false;  // first look
   int64_t dcpu = cpu - prev_cpu, dt = now - prev_when;
   if (dt <= 0 || dcpu * 2 >= dt || dt < kStallMinNs) return false;
