@@ -162,6 +162,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/goshim $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/goshim/libgoshim.so
 	install -m 0755 $(LAUNCHER) $(DESTDIR)$(PREFIX)/bin/goshim
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 doc/goshim.1 $(DESTDIR)$(PREFIX)/share/man/man1/goshim.1
 
 clean:
 	rm -rf $(BUILD)
