@@ -193,6 +193,11 @@ struct G {
   int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
 
+  // GOSHIM_TRACE (trace.cpp): start of its current slice and block.
+  int64_t trace_start = 0;
+  int64_t trace_block_start = 0;
+  int16_t trace_p = -1;
+
   bool is_g0() const { return flags & kGFlagG0; }
   bool is_main() const { return flags & kGFlagMain; }
 };
@@ -236,6 +241,7 @@ struct M {
   uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
   std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
+  void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)
 };
 
 // ---------------------------------------------------------------------------
@@ -281,7 +287,9 @@ struct P {
   uint32_t sm_syscalltick = 0;
   int64_t sm_syscallwhen = 0;
   int64_t sm_cputime = -1;  // its M's CPU time at the last look
-  int64_t sm_stallwhen = 0;  // when the M was first seen not advancing
+  int64_t sm_stallwhen = 0;  // when that look was
+  int64_t sm_slice_cpu = -1;  // its M's CPU time when sysmon first saw this slice
+  int64_t sm_slice_when = 0;
 };
 
 // A FIFO of Gs linked through schedlink.
@@ -349,7 +357,7 @@ struct Sched {
   std::atomic<uint64_t> goidgen{1};
   // Statistics (GOSHIM_DEBUG=stats, schedtrace)
   std::atomic<uint64_t> nsteal{0};
-  std::atomic<uint64_t> nparks{0};  // parks are counted per P (P::nparks), summed on output
+  std::atomic<uint64_t> nparks{0};  // base of total_parks(): parks are counted per P (P::nparks)
   std::atomic<uint64_t> nhandoff{0};
   std::atomic<uint64_t> npreempt{0};
   std::atomic<uint64_t> ngcreated{0};

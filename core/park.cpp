@@ -17,6 +17,7 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/trace.hpp"
 #include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
@@ -74,6 +75,7 @@ const char* wait_reason_name(WaitReason r) {
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
   if (!inherit_time) mp->p->schedtick++;
+  trace_ev(TraceEv::GStart, gp);
   signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
 }
@@ -85,6 +87,7 @@ const char* wait_reason_name(WaitReason r) {
 static void park_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
   // [S] the G is parked once this store is visible; its registers are saved.
   gp->status.store(GStatus::Waiting, std::memory_order_release);
   mp->curg = nullptr;
@@ -100,6 +103,13 @@ static void park_g0(void* arg) {
     }
   }
   schedule();
+}
+
+uint64_t total_parks() {
+  uint64_t n = sched.nparks.load(std::memory_order_relaxed);
+  for (int i = 0; i < sched.gomaxprocs; i++)
+    if (P* pp = allp(i)) n += pp->nparks;  // racy reads: statistics
+  return n;
 }
 
 // Direct hand-off (park's fast path). schedule() would pick pp's runnext
@@ -138,6 +148,7 @@ static void park_switch_post(void* arg) {
   next->status.store(GStatus::Running, std::memory_order_relaxed);
   next->preempt.store(false, std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
+  trace_ev(TraceEv::GStart, next);
   signal_apply(mp, next);  // as execute() does
 }
 
@@ -166,9 +177,10 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
   gp->waitobj = obj;
   int64_t now = sys::coarsetime();
   gp->waitsince = now;  // for dumps: the coarse clock is enough
-  if (G* next = direct_next(mp, now))
+  if (G* next = direct_next(mp, now)) {
+    trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);  // (on gp: its M known)
     goshim_switch(gp, next->sched_sp, next->tp, park_switch_post);
-  else
+  } else
     goshim_mcall(gp, park_g0, mp->g0_sp, mp->g0.tp);
   gp->waitreason = WaitReason::None;
   gp->waitobj = nullptr;
@@ -182,9 +194,10 @@ void ready(G* gp, bool next) {
   if (s != GStatus::Waiting)
     fatalf("ready: G %lu is not waiting (status %u)", (unsigned long)gp->goid, (unsigned)s);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
+  trace_ev(TraceEv::GReady, gp, gp->goid);
   G* cur = getg();
   M* mp = cur ? cur->m : nullptr;
-  if (mp && mp->p) {
+  if (mp && mp->p && !mp->p->retired.load(std::memory_order_relaxed)) {
     int32_t l = mp->locks.load(std::memory_order_relaxed);
     mp->locks.store(l + 1, std::memory_order_relaxed);  // only this M writes its locks
     runqput(mp->p, gp, next);
@@ -204,7 +217,7 @@ void ready_list(GQueue& q) {
     if (!gp->status.compare_exchange_strong(s, GStatus::Runnable, std::memory_order_acq_rel))
       fatal("ready_list: G is not waiting");
   }
-  if (mp && mp->p) {
+  if (mp && mp->p && !mp->p->retired.load(std::memory_order_relaxed)) {
     // Hand one G to each idle P through the global queue, the rest stay local.
     int32_t npidle = sched.npidle.load(std::memory_order_relaxed);
     GQueue glob;
@@ -227,6 +240,7 @@ void ready_list(GQueue& q) {
 static void gosched_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -238,6 +252,7 @@ static void gosched_g0(void* arg) {
 static void gosched_global_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;

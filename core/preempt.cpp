@@ -13,8 +13,10 @@
 
 #include "core/config.hpp"
 #include "core/rawlog.hpp"
+#include "core/dump.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 #ifndef SYS_rt_tgsigqueueinfo
@@ -28,6 +30,7 @@ namespace {
 constexpr int kPreemptMagic = 0x676f7072;  // "gopr" in si_value: yield
 constexpr int kKickMagic = 0x676f6b69;     // "goki": deliver pending signals
 constexpr int kCancelMagic = 0x676f6361;   // "goca": asynchronous cancellation
+constexpr int kDumpMagic = 0x676f6475;     // "godu": record a backtrace for a dump
 
 // Text ranges that must not be preempted. Written under ranges_lock by
 // init and dlopen, read lock-free by the signal handler.
@@ -94,6 +97,8 @@ void async_preempt(G* gp, ucontext_t* uc) {
   sys::rt_sigprocmask(SIG_SETMASK, &uc->uc_sigmask, nullptr, 8);
   gp->preempt.store(false, std::memory_order_relaxed);
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::Preempt, gp, gp->goid);
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
   gosched_global();
   // Possibly another M now: rt_sigreturn restores the signal mask and the
   // alternate signal stack from the frame; the mask is the G's own, the
@@ -105,6 +110,8 @@ void async_preempt(G* gp, ucontext_t* uc) {
   memcpy(&k, &uc->uc_sigmask, sizeof k);
   now->cur_sigmask = k;
   if (signal_has_pending(gp)) signal_deliver(gp);
+  // pthread_cancel may have missed it while it was switched out.
+  if (__builtin_expect(cancel_async_pending(gp), 0)) cancel_point();
 }
 
 }  // namespace
@@ -131,7 +138,8 @@ void preempt_after_fork() { new (&ranges_lock) Mutex(); }
 bool preempt_on_signal(siginfo_t* si, void* uctx) {
   if (!si || si->si_code != SI_QUEUE || si->si_pid != (pid_t)sys::getpid()) return false;
   int magic = si->si_value.sival_int;
-  if (magic != kPreemptMagic && magic != kKickMagic && magic != kCancelMagic) return false;
+  if (magic != kPreemptMagic && magic != kKickMagic && magic != kCancelMagic && magic != kDumpMagic)
+    return false;
   G* gp = tls_g;
   if (!gp || gp->is_g0()) return true;
   switch (magic) {
@@ -142,12 +150,41 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
       if (gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig)
         signal_deliver(gp);
       break;
-    case kCancelMagic:  // asynchronous cancellation
-      if (gp->insig == 0 && cancel_pending(gp)) cancel_point();
+    case kCancelMagic: {  // asynchronous cancellation
+      // The kick may reach another G than the one it was sent for (the
+      // target moved): only an asynchronous cancellation of this G, and
+      // never inside goshim itself. A target missed here acts when it
+      // resumes after its next preemption (async_preempt).
+      uintptr_t pc = (uintptr_t)((ucontext_t*)uctx)->uc_mcontext.gregs[REG_RIP];
+      if (gp->insig == 0 && gp->m && gp->m->locks.load(std::memory_order_relaxed) == 0 &&
+          !dladdr_is_self(pc) && cancel_async_pending(gp))
+        cancel_point();
+      break;
+    }
+    case kDumpMagic:
+      gp->insig++;  // libc calls made while unwinding go straight to libc
+      dump_capture_running(gp, uctx);
+      gp->insig--;
       break;
   }
   return true;
 }
+
+static void send_magic(G* target, int magic) {
+  M* mp = target->m;
+  int sig = config.preempt_signal;
+  if (!mp || mp->tid <= 0 || !sig) return;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_int = magic;
+  sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
+}
+
+void preempt_dump_kick(G* target) { send_magic(target, kDumpMagic); }
 
 void preempt_kick(G* target, bool cancel) {
   M* mp = target->m;
@@ -192,6 +229,8 @@ void preempt_at_call(G* gp, const void* caller_pc) {
   if (!mp || mp->locks.load(std::memory_order_relaxed) > 0) return;
   gp->preempt.store(false, std::memory_order_relaxed);
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::Preempt, gp, gp->goid);
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
   gosched_global();
 }
 

@@ -41,6 +41,8 @@ bool preempt_on_signal(siginfo_t* si, void* uctx);
 // Asks target's M, through the preemption signal, to deliver target's
 // pending signals (cancel: to act on its asynchronous cancellation).
 void preempt_kick(G* target, bool cancel);
+// Asks target's M to record target's backtrace for a dump (dump.hpp).
+void preempt_dump_kick(G* target);
 
 // On user G, at an interposed call made from caller_pc: yields if a
 // preemption is pending and the caller is the program's own code.

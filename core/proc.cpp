@@ -29,6 +29,7 @@
 #include "core/signal.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -151,6 +152,7 @@ void goexit_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   P* pp = mp->p;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Exit);
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->status.store(GStatus::Dead, std::memory_order_release);
@@ -330,9 +332,12 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   while (live > peak && !sched.ngpeak.compare_exchange_weak(peak, live)) {
   }
   sched.ngcreated.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::GCreate, cur, gp->goid);
 
   gp->status.store(GStatus::Runnable, std::memory_order_release);
-  if (pp)
+  // Not onto a P replaced while its M was stuck (sysmon): nobody else runs
+  // that P's queue until this M gets back to the scheduler.
+  if (pp && !pp->retired.load(std::memory_order_relaxed))
     runqput(pp, gp, true);
   else
     globrunqput(gp);

@@ -10,6 +10,8 @@
 
 #include "arch/arch.hpp"
 #include "core/config.hpp"
+#include "core/debug.hpp"
+#include "core/dump.hpp"
 #include "core/fork.hpp"
 #include "core/netpoll.hpp"
 #include "core/proc.hpp"
@@ -23,6 +25,7 @@
 #include "core/sysmon.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 extern "C" char __libc_single_threaded;
@@ -104,23 +107,19 @@ void newm(P* pp, bool spinning) {
   if (err != 0) fatalf("cannot create a kernel thread for an M (error %d)", err);
 }
 
-// GOSHIM_DEBUG=stats: a summary at exit (the observability layer prints
-// the full one; this is the scheduler's part).
-static void print_sched_stats() {
-  uint64_t parks = sched.nparks.load();
-  for (int i = 0; i < sched.gomaxprocs; i++) parks += allp(i)->nparks;  // racy: statistics
-  rawlog("goshim: stats: threads created %lu, peak live %ld, Ms %d, steals %lu, parks %lu, "
-         "handoffs %lu, preemptions %lu, stalled-M replacements %lu\n",
-         (unsigned long)sched.ngcreated.load(), (long)sched.ngpeak.load(), sched.mcount,
-         (unsigned long)sched.nsteal.load(), (unsigned long)parks,
-         (unsigned long)sched.nhandoff.load(), (unsigned long)sched.npreempt.load(),
-         (unsigned long)sched.nstalls.load());
-}
+static void print_stats_mn() { stats_print(true); }
+static void print_stats_1to1() { stats_print(false); }
 
 bool runtime_init() {
   config_init();
   real::resolve();
-  if (config.one_to_one) return false;
+  if (config.one_to_one) {
+    if (config.stats) {
+      debug_init();
+      atexit(print_stats_1to1);
+    }
+    return false;
+  }
   arch::init();
   const char* why = nullptr;
   if (!tls::init(&why)) {
@@ -201,12 +200,18 @@ bool runtime_init() {
   sched.ngoroutines.store(1, std::memory_order_relaxed);
   sched.ngpeak.store(1, std::memory_order_relaxed);
   runtime_up.store(true, std::memory_order_release);
+  debug_init();
   setxid_init();
   fork_init();
   signal_init();
+  dump_init();
   preempt_init();
+  if (config.trace_file) {
+    trace_init(config.trace_file);
+    trace_ev(TraceEv::GStart, getg());
+  }
   sysmon_start();
-  if (config.stats) atexit(print_sched_stats);
+  if (config.stats) atexit(print_stats_mn);
   return true;
 }
 

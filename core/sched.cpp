@@ -27,6 +27,7 @@
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/timer.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -234,6 +235,7 @@ void stopm() {
 }
 
 void handoffp(P* pp) {
+  trace_ev(TraceEv::Handoff, nullptr, (uint64_t)pp->id);
   // Work to do: start an M right away.
   if (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) != 0) {
     startm(pp, false);
@@ -359,6 +361,7 @@ static G* steal_work(int64_t* now, bool* inherit, int64_t* poll_until, bool* new
       }
       if (p2->status.load(std::memory_order_relaxed) != PStatus::Idle) {
         if (G* gp = runqsteal(pp, p2, last)) {
+          trace_ev(TraceEv::Steal, gp, (uint64_t)p2->id);
           *inherit = false;
           return gp;
         }

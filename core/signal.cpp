@@ -18,6 +18,7 @@
 
 #include "arch/arch.hpp"
 #include "core/config.hpp"
+#include "core/dump.hpp"
 #include "core/preempt.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
@@ -68,6 +69,10 @@ std::atomic<uint64_t> mask_gen{0};
 
 using sigaction_fn = int (*)(int, const struct sigaction*, struct sigaction*);
 sigaction_fn real_sigaction;
+
+// The signal that asks for a goroutine dump while the program leaves it
+// at its default action (SIGQUIT unless GOSHIM_DEBUG=dumpsignal=SIG).
+int dump_signal() { return config.dump_signal ? config.dump_signal : SIGQUIT; }
 
 uint64_t internal_mask() {
   uint64_t m = bit(kSigCancel) | bit(kSigSetxid);
@@ -216,6 +221,12 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
     errno = saved_errno;
     return;
   }
+  if ((sig == SIGSEGV || sig == SIGBUS) && dump_fault_guard()) return;
+  if (sig == dump_signal() && prog_handler[sig].load(std::memory_order_acquire) == kHandlerDfl) {
+    dump_request();  // the program keeps running
+    errno = saved_errno;
+    return;
+  }
   G* gp = tls_g;
   if (gp == nullptr) {
     run_program(sig, si, uctx, nullptr);  // a foreign kernel thread: its own signal
@@ -279,11 +290,14 @@ void signal_init() {
     if (!known[sig].load()) signal_record_action(sig, &cur);
     if (prog_handler[sig].load() > kHandlerIgn) install_wrapper(sig);
   }
-  if (config.preempt_signal) {
-    action_lock.lock();
-    install_wrapper(config.preempt_signal);
-    action_lock.unlock();
-  }
+  // goshim's own signals: preemption, the dump signal, and the faults the
+  // dumper guards against (each keeps the program's disposition).
+  action_lock.lock();
+  if (config.preempt_signal) install_wrapper(config.preempt_signal);
+  install_wrapper(dump_signal());
+  install_wrapper(SIGSEGV);
+  install_wrapper(SIGBUS);
+  action_lock.unlock();
   struct {
     void (*handler)(int, siginfo_t*, void*);
     unsigned long flags;
@@ -305,6 +319,10 @@ void signal_record_action(int sig, const struct sigaction* act) {
     handled_mask.fetch_or(bit(sig));
   else
     handled_mask.fetch_and(~bit(sig));
+}
+
+bool signal_has_handler(int sig) {
+  return sig > 0 && sig <= 64 && prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn;
 }
 
 int signal_flags(int sig) {
@@ -333,7 +351,8 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
   if (act) {
     signal_record_action(sig, act);
     bool handler = (uintptr_t)act->sa_handler > kHandlerIgn;
-    bool keep_wrapper = sig == config.preempt_signal ||
+    bool keep_wrapper = sig == config.preempt_signal || sig == dump_signal() || sig == SIGSEGV ||
+                        sig == SIGBUS ||
                         (kwrapped[sig].load() && !handler && act->sa_handler == SIG_DFL);
     if (handler || keep_wrapper) {
       r = install_wrapper(sig) == 0 ? 0 : -errno;
@@ -716,6 +735,11 @@ int* cancelhandling(G* gp) { return (int*)(gp->tp + tls::L.cancelhandling); }
 bool cancel_pending(G* gp) {
   int ch = __atomic_load_n(cancelhandling(gp), __ATOMIC_ACQUIRE);
   return (ch & (kCancelDisabled | kCanceled | kExiting)) == kCanceled;
+}
+
+bool cancel_async_pending(G* gp) {
+  int ch = __atomic_load_n(cancelhandling(gp), __ATOMIC_ACQUIRE);
+  return (ch & (kCancelDisabled | kCanceled | kExiting | kCancelAsync)) == (kCanceled | kCancelAsync);
 }
 
 void cancel_point() {

@@ -41,6 +41,8 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old);
 void signal_record_action(int sig, const struct sigaction* act);
 // The flags of the program's handler for sig (0 for SIG_DFL/SIG_IGN).
 int signal_flags(int sig);
+// Whether the program has a handler (not SIG_DFL/SIG_IGN) for sig.
+bool signal_has_handler(int sig);
 
 // The calling G's mask change (pthread_sigmask semantics). Returns 0 or an
 // errno value. On user G.
@@ -90,5 +92,8 @@ int signal_altstack(G* gp, const stack_t* ss, stack_t* old);
 int cancel_send(G* target);
 void cancel_point();
 bool cancel_pending(G* gp);
+// Pending and of the asynchronous type: acted upon wherever gp runs
+// (the cancellation signal, or gp's resumption after a preemption).
+bool cancel_async_pending(G* gp);
 
 }  // namespace goshim

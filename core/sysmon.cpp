@@ -14,6 +14,7 @@
 #include "core/setxid.hpp"
 #include "core/signal.hpp"
 #include "core/timer.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -41,6 +42,8 @@ int64_t cputime_of(M* mp) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+bool asleep_in_kernel(M* mp);
+
 // Ps replaced while their M was stuck, still in use by that M. Sysmon asks
 // their G to yield (as for a long time slice) so that the M reaches the
 // scheduler and retires the P. Only sysmon touches this list.
@@ -48,17 +51,29 @@ constexpr int kMaxRetiring = 64;
 P* retiring[kMaxRetiring];
 int nretiring;
 
-void watch_retiring() {
+void watch_retiring(int64_t now) {
   for (int i = 0; i < nretiring;) {
     P* pp = retiring[i];
-    if (!pp->retired.load(std::memory_order_acquire) || !pp->m) {
+    M* mp = pp->m;
+    if (!pp->retired.load(std::memory_order_acquire) || !mp) {
       retiring[i] = retiring[--nretiring];
       continue;
     }
-    M* mp = pp->m;
+    // Its G yields at its next interposed call; a signal only if it keeps
+    // computing for a whole time slice (a signal would end a system call
+    // such as nanosleep with EINTR).
+    if (G* gp = mp->curg) gp->preempt.store(true, std::memory_order_release);
     int64_t cpu = cputime_of(mp);
-    if (cpu >= 0 && pp->sm_cputime >= 0 && cpu != pp->sm_cputime) preemptone(pp);
-    pp->sm_cputime = cpu;
+    if (pp->sm_slice_cpu < 0 || cpu < 0) {
+      pp->sm_slice_cpu = cpu;
+      pp->sm_slice_when = now;
+    } else if (now - pp->sm_slice_when >= kForcePreemptNs) {
+      if (cpu > pp->sm_slice_cpu &&
+          ((cpu - pp->sm_slice_cpu) * 2 >= now - pp->sm_slice_when || !asleep_in_kernel(mp)))
+        preemptone(pp);
+      pp->sm_slice_cpu = cpu;
+      pp->sm_slice_when = now;
+    }
     i++;
   }
 }
@@ -67,6 +82,7 @@ void watch_retiring() {
 void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
   P* np = spare_get();
   if (!np) return;
+  trace_ev(TraceEv::Stall, nullptr, (uint64_t)idx);
   np->id = idx;
   np->status.store(PStatus::Idle, std::memory_order_relaxed);
   np->retired.store(false, std::memory_order_relaxed);
@@ -91,6 +107,7 @@ void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
   pp->retired.store(true, std::memory_order_release);
   sched.allp[idx].store(np, std::memory_order_release);
   pp->sm_cputime = -1;
+  pp->sm_slice_cpu = -1;
   if (nretiring < kMaxRetiring) retiring[nretiring++] = pp;
   timers_move(&pp->timers, &np->timers);
   sched.nstalls.fetch_add(1, std::memory_order_relaxed);
@@ -116,10 +133,11 @@ bool asleep_in_kernel(M* mp) {
 }
 
 // pp's G has had no scheduling event since sysmon's last look. Samples
-// its M's CPU clock. Sets *computing when the M spent most of the time
-// since the previous sample on the CPU (a long time slice: preemption's
-// business). Returns true when the M spent most of it asleep in the kernel
-// while other work waits for a P: the blocking goshim cannot see (a
+// its M's CPU clock. Sets *computing when the G has spent most of its time
+// slice (as far as sysmon has seen it) on the CPU, for at least 10 ms: a
+// long time slice, preemption's business. Returns true when the M spent
+// most of the time since the previous sample asleep in the kernel while
+// other work waits for a P: the blocking goshim cannot see (a
 // libc-internal lock, a raw system call), so pp's work must move.
 bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   *computing = false;
@@ -130,11 +148,19 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   int64_t prev_cpu = pp->sm_cputime, prev_when = pp->sm_stallwhen;
   pp->sm_cputime = cpu;
   pp->sm_stallwhen = now;
+  if (pp->sm_slice_cpu < 0) {
+    pp->sm_slice_cpu = cpu;
+    pp->sm_slice_when = now;
+  }
+  int64_t slice = now - pp->sm_slice_when;
+  // Computing: on the CPU for most of the slice, or, on a machine with more
+  // runnable threads than CPUs (where the kernel gives it only a share),
+  // runnable rather than asleep in a system call.
+  *computing = slice >= kForcePreemptNs && cpu > pp->sm_slice_cpu &&
+               ((cpu - pp->sm_slice_cpu) * 2 >= slice || !asleep_in_kernel(mp));
   if (prev_cpu < 0) return false;  // first look
   int64_t dcpu = cpu - prev_cpu, dt = now - prev_when;
-  if (dt <= 0) return false;
-  *computing = dcpu * 2 >= dt;
-  if (*computing || dt < kStallMinNs) return false;
+  if (dt <= 0 || dcpu * 2 >= dt || dt < kStallMinNs) return false;
   int64_t w = timers_wake_time(&pp->timers);
   bool work = !runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0 ||
               (w != 0 && w <= now) || netpoll_any_waiters() ||
@@ -153,6 +179,7 @@ uint32_t retake(int64_t now) {
         pp->sm_schedtick = t;
         pp->sm_schedwhen = now;
         pp->sm_cputime = -1;
+        pp->sm_slice_cpu = -1;
         continue;
       }
       M* mp = pp->m;
@@ -166,7 +193,7 @@ uint32_t retake(int64_t now) {
       }
       // Preempt only a G that is computing: a signal to an M asleep in a
       // system call would end calls such as nanosleep with EINTR.
-      if (computing && pp->sm_schedwhen + kForcePreemptNs <= now) {
+      if (computing) {
         preemptone(pp);
         n++;
       }
@@ -257,7 +284,7 @@ void* sysmon_main(void*) {
       idle = 0;
     else
       idle++;
-    if (nretiring) watch_retiring();
+    if (nretiring) watch_retiring(now);
     reap_idle_ms(now);
     if (sysmon_tick_hook) sysmon_tick_hook(now);
   }
