@@ -41,10 +41,11 @@ all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
-            procps
+            procps time
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	command -v rustc >/dev/null 2>&1 || missing="$$missing rustc"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
