@@ -48,6 +48,10 @@ inline uint64_t bit(int sig) { return 1ull << (sig - 1); }
 
 // The program's disposition of each signal, readable from a handler.
 std::atomic<uintptr_t> prog_handler[65];
+// The dump signal was ignored when the process started (a shell ignores
+// SIGQUIT for background jobs) and the program has not set it since: dump
+// anyway, as Go does; only the program's own SIG_IGN or handler stops it.
+std::atomic<bool> dump_sig_inherited_ign{false};
 std::atomic<int> prog_flags[65];
 std::atomic<uint64_t> prog_mask[65];
 std::atomic<bool> known[65];       // prog_* holds the program's disposition
@@ -222,7 +226,8 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
     return;
   }
   if ((sig == SIGSEGV || sig == SIGBUS) && dump_fault_guard()) return;
-  if (sig == dump_signal() && prog_handler[sig].load(std::memory_order_acquire) == kHandlerDfl) {
+  if (sig == dump_signal() && (prog_handler[sig].load(std::memory_order_acquire) == kHandlerDfl ||
+                                dump_sig_inherited_ign.load(std::memory_order_acquire))) {
     dump_request();  // the program keeps running
     errno = saved_errno;
     return;
@@ -287,7 +292,11 @@ void signal_init() {
     if (sig == SIGKILL || sig == SIGSTOP || sig == kSigCancel || sig == kSigSetxid) continue;
     struct sigaction cur;
     if (real_sigaction(sig, nullptr, &cur) != 0) continue;
-    if (!known[sig].load()) signal_record_action(sig, &cur);
+    if (!known[sig].load()) {
+      signal_record_action(sig, &cur);
+      if (sig == dump_signal() && prog_handler[sig].load() == kHandlerIgn)
+        dump_sig_inherited_ign.store(true, std::memory_order_release);
+    }
     if (prog_handler[sig].load() > kHandlerIgn) install_wrapper(sig);
   }
   // goshim's own signals: preemption, the dump signal, and the faults the
@@ -310,6 +319,7 @@ void signal_init() {
 void signal_record_action(int sig, const struct sigaction* act) {
   if (sig <= 0 || sig > 64 || !act) return;
   uintptr_t h = (uintptr_t)act->sa_handler;
+  if (sig == dump_signal()) dump_sig_inherited_ign.store(false, std::memory_order_release);
   prog_handler[sig].store(h, std::memory_order_release);
   prog_flags[sig].store(h > kHandlerIgn ? act->sa_flags : (act->sa_flags & (SA_NOCLDSTOP | SA_NOCLDWAIT)),
                         std::memory_order_relaxed);
