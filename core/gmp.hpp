@@ -228,6 +228,7 @@ struct M {
   uintptr_t g0_sp = 0;      // g0 stack pointer used by every mcall
   std::atomic<int32_t> locks{0};  // >0: in a runtime critical section
   std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
+  int64_t preempt_sent_at = 0;            // when (sysmon only)
   bool exit_requested = false;    // sysmon retires this idle M
   bool dead = false;
   uint64_t rand = 0;        // per-M fast random state

@@ -141,6 +141,10 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
   if (magic != kPreemptMagic && magic != kKickMagic && magic != kCancelMagic && magic != kDumpMagic)
     return false;
   G* gp = tls_g;
+  // A preemption request that finds the M between Gs (on g0) is spent all
+  // the same: the next one must be sent.
+  if (magic == kPreemptMagic && gp && gp->m)
+    gp->m->preempt_sent.store(false, std::memory_order_release);
   if (!gp || gp->is_g0()) return true;
   switch (magic) {
     case kPreemptMagic:
@@ -209,7 +213,12 @@ void preemptone(P* pp) {
   pp->preempt.store(true, std::memory_order_relaxed);
   int sig = config.preempt_signal;
   if (!sig || mp->tid == 0) return;
-  if (mp->preempt_sent.exchange(true, std::memory_order_acq_rel)) return;  // one in flight
+  // One in flight at a time; one that has not arrived for 50 ms is lost.
+  int64_t now = sys::nanotime();
+  if (mp->preempt_sent.exchange(true, std::memory_order_acq_rel) &&
+      now - mp->preempt_sent_at < 50 * 1000000)
+    return;
+  mp->preempt_sent_at = now;
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = sig;
