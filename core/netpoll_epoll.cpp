@@ -31,6 +31,7 @@ std::atomic<uint32_t> wake_sig{0};  // 1 while a break is pending
 std::atomic<int32_t> nwaiters{0};
 bool have_pwait2 = true;
 char break_marker;  // its address tags the break fd's epoll events
+long init_pid = 0;  // the process the instance belongs to (fork check)
 
 }  // namespace
 
@@ -51,6 +52,41 @@ void netpoll_init() {
   struct epoll_event dummy;
   long r = sys::raw6(SYS_epoll_pwait2, epfd, (long)&dummy, 1, (long)&zero, 0, 8);
   have_pwait2 = r != -ENOSYS;
+  init_pid = sys::getpid();
+  netpoll_generic_init();
+}
+
+long netpoll_register(int fd, uint64_t tag) {
+  struct epoll_event ev;
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+  ev.data.u64 = tag;
+  return sys::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+long netpoll_unregister(int fd) {
+  struct epoll_event ev = {};
+  return sys::epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &ev);
+}
+
+void netpoll_fork_child() {
+  if (epfd < 0 || sys::getpid() == init_pid) return;
+  // The inherited instance is shared with the parent: leave it alone.
+  sys::close(epfd);
+  sys::close(breakfd);
+  epfd = breakfd = -1;
+  wake_sig.store(0, std::memory_order_relaxed);
+  nwaiters.store(0, std::memory_order_relaxed);
+  long fd = sys::epoll_create1(EPOLL_CLOEXEC);
+  if (fd < 0) fatal("netpoll: epoll_create1 failed in a forked child");
+  long bfd = sys::eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (bfd < 0) fatal("netpoll: eventfd failed in a forked child");
+  struct epoll_event ev;
+  ev.events = EPOLLIN;
+  ev.data.ptr = &break_marker;
+  if (sys::epoll_ctl((int)fd, EPOLL_CTL_ADD, (int)bfd, &ev) < 0) fatal("netpoll: epoll_ctl failed");
+  epfd = (int)fd;
+  breakfd = (int)bfd;
+  init_pid = sys::getpid();
 }
 
 bool netpoll_inited() { return epfd >= 0; }
