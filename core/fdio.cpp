@@ -26,14 +26,7 @@ namespace {
 // reader's buffer it may fill (probed before parking).
 constexpr size_t kHandoffMax = 64 * 1024;
 
-// The goroutine to park, or nullptr off a goroutine (same test as
-// shim::user_g, which core cannot include).
-inline G* io_user_g() {
-  G* g = tls_g;
-  if (__builtin_expect(g == nullptr, 0) || (g->flags & kGFlagG0)) return nullptr;
-  if (g->status.load(std::memory_order_relaxed) != GStatus::Running) return nullptr;
-  return g;
-}
+inline G* io_user_g() { return fd_user_g(); }
 
 inline long errno_result(long r) { return r < 0 ? -(long)errno : r; }
 

@@ -23,12 +23,7 @@ namespace goshim {
 
 namespace {
 
-inline G* op_user_g() {
-  G* g = tls_g;
-  if (!g || (g->flags & kGFlagG0)) return nullptr;
-  if (g->status.load(std::memory_order_relaxed) != GStatus::Running) return nullptr;
-  return g;
-}
+inline G* op_user_g() { return fd_user_g(); }
 
 inline long errno_result(long r) { return r < 0 ? -(long)errno : r; }
 

@@ -48,6 +48,12 @@ constexpr uint32_t kPdChunks = 4096;  // up to 4M descriptors
 constexpr uint32_t kFileChunk = 1024;
 
 Mutex arena_lock;  // rank: leaf (free lists and chunk allocation)
+
+struct ArenaGuard {
+  FdlScope busy;
+  ArenaGuard() { arena_lock.lock(); }
+  ~ArenaGuard() { arena_lock.unlock(); }
+};
 std::atomic<PollDesc*> pd_chunks[kPdChunks];
 uint32_t pd_next = 0;  // arena_lock
 PollDesc* pd_freelist = nullptr;
@@ -63,7 +69,7 @@ void* map_chunk(size_t bytes) {
 }
 
 PollDesc* pd_alloc() {
-  MutexGuard g(arena_lock);
+  ArenaGuard g;
   PollDesc* pd = pd_freelist;
   if (pd) {
     pd_freelist = pd->freelink;
@@ -89,7 +95,7 @@ PollDesc* pd_alloc() {
 
 void pd_dealloc(PollDesc* pd) {
   live_descs.fetch_sub(1, std::memory_order_relaxed);
-  MutexGuard g(arena_lock);
+  ArenaGuard g;
   pd->freelink = pd_freelist;
   pd_freelist = pd;
 }
@@ -97,7 +103,7 @@ void pd_dealloc(PollDesc* pd) {
 FileRec* file_alloc(FdKind kind, uint32_t flags) {
   FileRec* f;
   {
-    MutexGuard g(arena_lock);
+    ArenaGuard g;
     f = file_freelist;
     if (f) {
       file_freelist = f->freelink;
@@ -129,7 +135,7 @@ void file_put(FileRec* f) {
   f->gen.fetch_add(1, std::memory_order_release);  // stale peers stop matching
   f->rpd.store(nullptr, std::memory_order_relaxed);
   f->peer = nullptr;
-  MutexGuard g(arena_lock);
+  ArenaGuard g;
   f->freelink = file_freelist;
   file_freelist = f;
 }

@@ -26,9 +26,11 @@ inline uint64_t tok_make(uint64_t seq, WakeReason r, uint64_t np, uint64_t state
   return seq << 8 | (uint64_t)r << 4 | np | state;
 }
 
-// On g0: park's unlockf. Commits the park unless a source claimed the wait
-// while the G was arming.
-bool commit_park(G* gp, void*) {
+bool commit_park(G* gp, void*) { return gwait_commit(gp); }
+
+}  // namespace
+
+bool gwait_commit(G* gp) {
   uint64_t t = gp->wtoken.load(std::memory_order_relaxed);
   for (;;) {
     if (tok_state(t) != kArming) return false;  // claimed: resume at once
@@ -41,8 +43,6 @@ bool commit_park(G* gp, void*) {
     }
   }
 }
-
-}  // namespace
 
 uint64_t gwait_arm(G* gp, WaitKind kind) {
   // Only the G itself advances parkseq (here and in sema_wait): no RMW.

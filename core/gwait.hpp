@@ -57,6 +57,11 @@ WakeReason gwait_disarm(G* gp);
 // is Idle again on return.
 WakeReason gwait_park(G* gp, WaitReason why, const void* obj);
 
+// On g0 (park's unlockf; exposed for tests). Commits the park of an
+// arming wait: Arming -> Parked. Returns false if a source claimed the
+// wait first (the G then resumes at once).
+bool gwait_commit(G* gp);
+
 // Any thread. Claims gp's wait seq for why. Returns true if this call won.
 // If the G had parked, it is readied: pushed on q when q is non-null (the
 // caller readies the list after dropping its locks), else ready()'d now.

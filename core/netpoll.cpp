@@ -34,6 +34,8 @@
 
 namespace goshim {
 
+__thread int fdl_busy __attribute__((tls_model("initial-exec"))) = 0;
+
 PollDesc* pd_at(uint32_t idx);  // fdtable.cpp
 
 namespace {

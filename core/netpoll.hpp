@@ -44,6 +44,10 @@ int netpoll_epfd();
 long netpoll_register(int fd, uint64_t tag);
 long netpoll_unregister(int fd);
 
+// Called by the backend for every fd event (netpoll.cpp): tag is the
+// descriptor's pd_tag, q collects the Gs to run. On an M, no locks held.
+void netpoll_ready_event(void* tag, uint32_t events, GQueue& q);
+
 // In a forked child: a fresh epoll instance and break fd (the parent's are
 // shared with the parent and must not be touched). Idempotent per process.
 void netpoll_fork_child();
@@ -56,6 +60,35 @@ void netpoll_generic_init();
 enum : uint8_t { kModeRead = 1, kModeWrite = 2 };
 
 struct FileRec;
+
+// Depth of fd-layer critical sections (descriptor or arena lock held) on
+// this thread of control: per goroutine, since TLS is per goroutine. A
+// signal handler that interrupts one and calls write() (the self-pipe
+// trick) must not re-enter them: while it is non-zero, fd calls take the
+// kernel-thread path (real libc, no descriptor lock, no parking).
+extern __thread int fdl_busy __attribute__((tls_model("initial-exec")));
+struct FdlScope {
+  FdlScope() { fdl_busy++; }
+  ~FdlScope() { fdl_busy--; }
+  FdlScope(const FdlScope&) = delete;
+  FdlScope& operator=(const FdlScope&) = delete;
+};
+
+// The goroutine the fd layer may park for this call, or nullptr: off a
+// goroutine (before init, foreign kernel threads, g0, a handler that
+// interrupted a blocking call), inside a runtime critical section
+// (M::locks) or an fd-layer one (fdl_busy). Same rule as shim::user_g plus
+// those two; any thread.
+inline G* fd_user_g() {
+  G* g = tls_g;
+  if (__builtin_expect(g == nullptr, 0) || (g->flags & kGFlagG0)) return nullptr;
+  if (g->status.load(std::memory_order_relaxed) != GStatus::Running) return nullptr;
+  if (__builtin_expect(fdl_busy != 0, 0)) return nullptr;
+  M* m = g->m;
+  if (__builtin_expect(m != nullptr && m->locks.load(std::memory_order_relaxed) != 0, 0))
+    return nullptr;
+  return g;
+}
 
 // A descriptor's lock: a spin lock (unlock is a plain store, one atomic
 // read-modify-write less than Mutex on the I/O fast path). Held for a few
@@ -83,6 +116,7 @@ class PdGuard {
   PdGuard& operator=(const PdGuard&) = delete;
 
  private:
+  FdlScope busy_;  // constructed before the lock is taken, destroyed after it is released
   PdLock& l_;
 };
 

@@ -304,11 +304,15 @@ struct EpCtx {
   int epfd;
   struct epoll_event* ev;
   int max;
+  PollDesc* pd;
 };
 
 long epoll_check(void* ctx) {
   EpCtx* c = (EpCtx*)ctx;
-  return sys::epoll_pwait(c->epfd, c->ev, c->max, 0, nullptr);
+  // Like the kernel's epoll_wait, which holds the instance for the whole
+  // wait: a close by another thread does not end it.
+  int fd = c->pd ? c->pd->fd.load(std::memory_order_acquire) : c->epfd;
+  return sys::epoll_pwait(fd < 0 ? c->epfd : fd, c->ev, c->max, 0, nullptr);
 }
 
 }  // namespace
@@ -316,9 +320,12 @@ long epoll_check(void* ctx) {
 long epoll_wait_fd(int epfd, struct epoll_event* ev, int max, int64_t deadline,
                    const sigset_t* sigmask) {
   MaskScope ms(sigmask);
-  EpCtx c = {epfd, ev, max};
+  int err;
+  EpCtx c = {epfd, ev, max, fd_get(epfd, &err)};
   FdInterest v = {epfd, kModeRead};  // an epoll instance is readable when it has events
-  return netpoll_wait_fds(&v, 1, deadline, epoll_check, &c, WaitReason::EpollWait);
+  long r = netpoll_wait_fds(&v, 1, deadline, epoll_check, &c, WaitReason::EpollWait);
+  if (c.pd) pd_put(c.pd);
+  return r;
 }
 
 }  // namespace goshim

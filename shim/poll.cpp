@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 
+#include "core/netpoll.hpp"
 #include "core/pollwait.hpp"
 #include "core/real_io.hpp"
 #include "shim/io.hpp"
@@ -23,7 +24,7 @@ bool ts_zero(const struct timespec* ts) { return ts && ts->tv_sec == 0 && ts->tv
 }  // namespace
 
 GOSHIM_EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
-  if (!shim::user_g() || timeout == 0) {
+  if (!fd_user_g() || timeout == 0) {
     shim::ensure_real();
     return real::poll(fds, n, timeout);
   }
@@ -37,7 +38,7 @@ GOSHIM_EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t f
 
 GOSHIM_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* ts,
                         const sigset_t* mask) {
-  if (!shim::user_g() || ts_zero(ts)) {
+  if (!fd_user_g() || ts_zero(ts)) {
     shim::ensure_real();
     return real::ppoll(fds, n, ts, mask);
   }
@@ -51,7 +52,7 @@ GOSHIM_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespe
 }
 
 GOSHIM_EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, struct timeval* tv) {
-  if (!shim::user_g() || (tv && tv->tv_sec == 0 && tv->tv_usec == 0)) {
+  if (!fd_user_g() || (tv && tv->tv_sec == 0 && tv->tv_usec == 0)) {
     shim::ensure_real();
     return real::select(n, r, w, e, tv);
   }
@@ -63,7 +64,7 @@ GOSHIM_EXPORT int __select(int n, fd_set* r, fd_set* w, fd_set* e, struct timeva
 
 GOSHIM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct timespec* ts,
                           const sigset_t* mask) {
-  if (!shim::user_g() || ts_zero(ts)) {
+  if (!fd_user_g() || ts_zero(ts)) {
     shim::ensure_real();
     return real::pselect(n, r, w, e, ts, mask);
   }
@@ -73,7 +74,7 @@ GOSHIM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct t
 }
 
 GOSHIM_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
-  if (!shim::user_g() || timeout == 0) {
+  if (!fd_user_g() || timeout == 0) {
     shim::ensure_real();
     return real::epoll_wait(epfd, ev, max, timeout);
   }
@@ -82,7 +83,7 @@ GOSHIM_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int time
 
 GOSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout,
                               const sigset_t* mask) {
-  if (!shim::user_g() || timeout == 0) {
+  if (!fd_user_g() || timeout == 0) {
     shim::ensure_real();
     return real::epoll_pwait(epfd, ev, max, timeout, mask);
   }
@@ -91,7 +92,7 @@ GOSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int tim
 
 GOSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max,
                                const struct timespec* ts, const sigset_t* mask) {
-  if (!shim::user_g() || ts_zero(ts)) {
+  if (!fd_user_g() || ts_zero(ts)) {
     shim::ensure_real();
     return real::epoll_pwait2(epfd, ev, max, ts, mask);
   }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/real_io.hpp"
+#include "core/netpoll.hpp"
 #include "core/sleep.hpp"
 #include "shim/io.hpp"
 #include "syscalls/blocking.hpp"
@@ -41,7 +42,7 @@ int nanosleep_g(const struct timespec* req, struct timespec* rem) {
 }  // namespace
 
 GOSHIM_EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
-  if (!shim::user_g()) {
+  if (!fd_user_g()) {
     shim::ensure_real();
     return real::nanosleep(req, rem);
   }
@@ -53,7 +54,7 @@ GOSHIM_EXPORT int __nanosleep(const struct timespec* req, struct timespec* rem) 
 
 GOSHIM_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec* req,
                                   struct timespec* rem) {
-  if (!shim::user_g()) {
+  if (!fd_user_g()) {
     shim::ensure_real();
     return real::clock_nanosleep(clk, flags, req, rem);
   }
@@ -72,7 +73,7 @@ GOSHIM_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespe
 }
 
 GOSHIM_EXPORT int usleep(useconds_t us) {
-  if (!shim::user_g()) {
+  if (!fd_user_g()) {
     shim::ensure_real();
     return real::usleep(us);
   }
@@ -81,7 +82,7 @@ GOSHIM_EXPORT int usleep(useconds_t us) {
 }
 
 GOSHIM_EXPORT unsigned int sleep(unsigned int s) {
-  if (!shim::user_g()) {
+  if (!fd_user_g()) {
     shim::ensure_real();
     return real::sleep(s);
   }
@@ -100,7 +101,7 @@ GOSHIM_EXPORT unsigned int sleep(unsigned int s) {
 // error; errno is not set (glibc's thrd_sleep wraps clock_nanosleep).
 GOSHIM_EXPORT int thrd_sleep(const struct timespec* req, struct timespec* rem) {
   int r;
-  if (!shim::user_g()) {
+  if (!fd_user_g()) {
     shim::ensure_real();
     r = real::clock_nanosleep(CLOCK_REALTIME, 0, req, rem);
   } else {
