@@ -82,13 +82,11 @@ void bump_peer(const FileRec* f) {
   if (p) file_chan_bump(p);
 }
 
-// Hands n bytes from a write on f straight to a goroutine parked reading
-// its peer. Returns n, or -1 when that is not possible.
-long try_handoff(FileRec* f, const void* buf, size_t n) {
+// Hands n bytes from a write straight to a goroutine parked reading the
+// writer's peer r (generation gen, read from a validated snapshot of the
+// writer's descriptor). Returns n, or -1 when that is not possible.
+long try_handoff(FileRec* r, uint32_t gen, const void* buf, size_t n) {
   if (n == 0 || n > kHandoffMax) return -1;
-  FileRec* r = __atomic_load_n(&f->peer, __ATOMIC_ACQUIRE);
-  if (!r) return -1;
-  uint32_t gen = f->peer_gen;
   if (r->gen.load(std::memory_order_acquire) != gen || !chan_ok(r)) return -1;
   PollDesc* rpd = r->rpd.load(std::memory_order_acquire);
   if (!rpd || rpd->nhandoff.load(std::memory_order_acquire) == 0) return -1;
@@ -98,7 +96,11 @@ long try_handoff(FileRec* f, const void* buf, size_t n) {
   G* gp = pd_claim_handoff_reader(rpd, r, gen, n, &w);
   if (!gp) return -1;
   // The reader is claimed and stopped: its buffer is ours until ready().
-  memcpy(w->buf, buf, n);
+  if (n <= 16) {
+    for (size_t i = 0; i < n; i++) ((char*)w->buf)[i] = ((const char*)buf)[i];
+  } else {
+    memcpy(w->buf, buf, n);
+  }
   w->got = n;
   ready(gp, true);
   return (long)n;
@@ -130,14 +132,40 @@ long run_blocking(IoOp* op, int fd, BlockKind kind) {
   return op->attempt(op, fd);
 }
 
+// The descriptor an operation works on. Until the operation must wait it
+// holds no reference (fd_lookup's snapshot, validated with pd_still) and
+// its syscalls use the program's fd number, exactly as a native call that
+// races with close would. Before its first wait it takes a reference
+// (pd_hold): from then on close keeps the file open for it (under a hidden
+// number, pd->fd) until the operation ends.
+struct OpDesc {
+  PollDesc* pd;
+  int fd;          // the program's number
+  uint32_t seq;
+  bool held = false;
+  OpDesc(PollDesc* p, int f, uint32_t q) : pd(p), fd(f), seq(q) {}
+  ~OpDesc() {
+    if (held) pd_put(pd);
+  }
+  bool hold() {
+    if (!held) held = pd_hold(pd, fd, seq);
+    return held;
+  }
+  int num() const { return held ? pd->fd.load(std::memory_order_acquire) : fd; }
+  OpDesc(const OpDesc&) = delete;
+  OpDesc& operator=(const OpDesc&) = delete;
+};
+
 // A pollable file goshim must not switch to O_NONBLOCK (inherited): wait
 // for readiness in netpoll, then make the (blocking) call.
-long foreign_wait_then_block(PollDesc* pd, FileRec* f, IoOp* op) {
+long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
+  if (!d.hold()) return -EBADF;
+  PollDesc* pd = d.pd;
   int64_t timeo = (op->mode == kModeRead ? f->rcvtimeo : f->sndtimeo).load(std::memory_order_relaxed);
   int64_t deadline = 0;
   bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
   for (;;) {
-    int fd = pd->fd.load(std::memory_order_acquire);
+    int fd = d.num();
     uint32_t snap = pd_events(pd, op->mode);
     struct pollfd p = {fd, (short)(op->mode == kModeRead ? POLLIN : POLLOUT), 0};
     struct timespec zero = {0, 0};
@@ -164,57 +192,70 @@ long foreign_wait_then_block(PollDesc* pd, FileRec* f, IoOp* op) {
   }
 }
 
-long fdio_pd(PollDesc* pd, IoOp* op) {
-  FileRec* f = pd->file;
-  uint32_t fl = f->flags.load(std::memory_order_acquire);
-  int fd = pd->fd.load(std::memory_order_acquire);
-  if (!(fl & kFilePollable)) return run_blocking(op, fd, BlockKind::Short);
+// What an operation needs of its file, read from the lock-free snapshot.
+struct FileView {
+  FileRec* f;
+  uint32_t fl;
+  FileRec* peer;
+  uint32_t peer_gen;
+};
+
+long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
+  PollDesc* pd = d.pd;
+  FileRec* f = v.f;
+  uint32_t fl = v.fl;
+  if (!(fl & kFilePollable)) return run_blocking(op, d.fd, BlockKind::Short);
   bool nonblock = (fl & kFileUserNonblock) || op->nowait;
   if (!(fl & kFileNbUnder)) {
-    if (nonblock) return op->attempt(op, fd);
-    if (!((fl & kFileOwned) && fd_make_nonblocking(pd))) return foreign_wait_then_block(pd, f, op);
+    if (nonblock) return op->attempt(op, d.fd);
+    if (!((fl & kFileOwned) && d.hold() && fd_make_nonblocking(pd))) {
+      return foreign_wait_then_block(d, f, op);
+    }
     fl = f->flags.load(std::memory_order_acquire);
   }
-  bool writes_peer = op->mode == kModeWrite && __atomic_load_n(&f->peer, __ATOMIC_ACQUIRE);
+  bool writes_peer = op->mode == kModeWrite && v.peer;
   if (writes_peer && op->plain) {
-    long h = try_handoff(f, op->cbuf, op->len);
+    long h = try_handoff(v.peer, v.peer_gen, op->cbuf, op->len);
     if (h >= 0) return h;
   }
   if (nonblock) {
-    if (writes_peer) bump_peer(f);
-    long r = op->attempt(op, fd);
-    if (writes_peer && r > 0) bump_peer(f);
+    if (writes_peer) file_chan_bump(v.peer);
+    long r = op->attempt(op, d.fd);
+    if (writes_peer && r > 0) file_chan_bump(v.peer);
     return r;
   }
   op->complete = op->complete || (op->complete_stream && (fl & kFileStream));
-  int64_t timeo = (op->mode == kModeRead ? f->rcvtimeo : f->sndtimeo).load(std::memory_order_relaxed);
   int64_t deadline = 0;
-  bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
   bool reader_chan = op->mode == kModeRead && op->plain && op->len > 0 && chan_ok(f);
   void* hbuf = reader_chan ? op->buf : nullptr;
   size_t hlen = reader_chan ? (op->len < kHandoffMax ? op->len : kHandoffMax) : 0;
   bool first = true;
   for (;;) {
-    fd = pd->fd.load(std::memory_order_acquire);
     uint32_t snap = pd_events(pd, op->mode);
     uint64_t c = reader_chan ? f->chan.load(std::memory_order_acquire) : 0;
     // First pass of a plain read of a same-process pipe known to be empty:
     // park right away, a writer will hand the data over (or its write's
     // edge wakes us). After any wake-up, ask the kernel.
     if (!(reader_chan && first && !(c & 1))) {
-      if (writes_peer) bump_peer(f);
-      long r = op->attempt(op, fd);
+      if (writes_peer) file_chan_bump(v.peer);
+      long r = op->attempt(op, d.num());
       if (r != -EAGAIN) {
-        if (writes_peer && r > 0) bump_peer(f);
+        if (writes_peer && r > 0) file_chan_bump(v.peer);
         long out;
         if (settle(op, r, &out)) return out;
         first = false;
         continue;  // more to write: try again at once
       }
       if (op->stop_eagain_progress && op->done) return (long)op->done;
+      // About to wait: from here the file must stay what it is.
+      if (!d.hold()) return op->done ? (long)op->done : -EBADF;
       if (reader_chan) f->chan.compare_exchange_strong(c, c & ~1ull, std::memory_order_acq_rel);
+    } else if (!d.hold()) {
+      return -EBADF;
     }
     first = false;
+    int64_t timeo = (op->mode == kModeRead ? f->rcvtimeo : f->sndtimeo).load(std::memory_order_relaxed);
+    bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
     if (timeo && !deadline) deadline = sys::nanotime() + timeo;
     int64_t dl = deadline;
     if (op->progress_deadline && op->done) {
@@ -240,22 +281,30 @@ long fdio_pd(PollDesc* pd, IoOp* op) {
         return -EINTR;
       }
       case WakeReason::None:
-        if (err == -EPERM) return run_blocking(op, fd, BlockKind::Long);
+        if (err == -EPERM) return run_blocking(op, d.num(), BlockKind::Long);
         return op->done ? (long)op->done : err;
     }
   }
 }
 
 long fdio_g(int fd, IoOp* op) {
-  int err;
-  PollDesc* pd = fd_get(fd, &err);
-  if (!pd) {
-    if (err == -EBADF) return -EBADF;
-    return run_blocking(op, fd, BlockKind::Long);  // beyond the table
+  for (;;) {
+    int err;
+    uint32_t seq;
+    PollDesc* pd = fd_lookup(fd, &seq, &err);
+    if (!pd) {
+      if (err == -EBADF) return -EBADF;
+      return run_blocking(op, fd, BlockKind::Long);  // beyond the table
+    }
+    FileView v;
+    v.f = __atomic_load_n(&pd->file, __ATOMIC_ACQUIRE);
+    v.fl = v.f ? v.f->flags.load(std::memory_order_acquire) : 0;
+    v.peer = v.f ? __atomic_load_n(&v.f->peer, __ATOMIC_ACQUIRE) : nullptr;
+    v.peer_gen = v.f ? v.f->peer_gen : 0;
+    if (!v.f || !pd_still(pd, seq)) continue;  // closed and reused meanwhile: look again
+    OpDesc d(pd, fd, seq);
+    return fdio_pd(d, v, op);
   }
-  long r = fdio_pd(pd, op);
-  pd_put(pd);
-  return r;
 }
 
 // ---- off a goroutine ---------------------------------------------------------------------

@@ -187,6 +187,10 @@ void pd_free(PollDesc* pd) {
   {
     PdGuard g(pd->lock);
     GOSHIM_CHECK(!pd->rq_head && !pd->wq_head, "fd table: freeing a descriptor with waiters");
+    // The generation changes before anything else: a lock-free reader
+    // (fd_lookup) that sees any of the changes below fails pd_still, and
+    // stale epoll events stop matching.
+    pd->seq.fetch_add(1, std::memory_order_acq_rel);
     int h = pd->fd.load(std::memory_order_relaxed);
     if (h >= 0 && pd->closing) {
       // Orphaned by close: the hidden number is ours to close.
@@ -203,7 +207,6 @@ void pd_free(PollDesc* pd) {
       PollDesc* me = pd;
       f->rpd.compare_exchange_strong(me, nullptr, std::memory_order_relaxed);
     }
-    pd->seq.fetch_add(1, std::memory_order_release);  // stale epoll events stop matching
   }
   file_put(f);
   pd_dealloc(pd);
@@ -366,6 +369,42 @@ PollDesc* fd_get(int fd, int* err) {
     }
     return pd;
   }
+}
+
+PollDesc* fd_lookup(int fd, uint32_t* seq, int* err) {
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  for (;;) {
+    PollDesc* pd = s ? s->load(std::memory_order_acquire) : nullptr;
+    if (pd == kClosing) {
+      *err = -EBADF;
+      return nullptr;
+    }
+    if (!pd) {
+      // First sight (or out of range): classify and record, with a reference.
+      pd = fd_get(fd, err);
+      if (!pd) return nullptr;
+      *seq = pd->seq.load(std::memory_order_acquire);
+      pd_put(pd);
+      return pd;
+    }
+    uint32_t q = pd->seq.load(std::memory_order_acquire);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s->load(std::memory_order_relaxed) != pd) continue;  // replaced meanwhile
+    *seq = q;
+    return pd;
+  }
+}
+
+bool pd_hold(PollDesc* pd, int fd, uint32_t seq) {
+  if (!ref_inc_not_zero(pd)) return false;
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  // seq_cst: pairs with fd_close_begin's slot store and refs load.
+  if (!s || s->load(std::memory_order_seq_cst) != pd ||
+      pd->seq.load(std::memory_order_relaxed) != seq) {
+    pd_put(pd);
+    return false;
+  }
+  return true;
 }
 
 void pd_put(PollDesc* pd) {

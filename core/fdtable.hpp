@@ -43,6 +43,7 @@
 #include <atomic>
 
 #include "core/gmp.hpp"
+#include "core/netpoll.hpp"
 
 namespace goshim {
 
@@ -103,6 +104,22 @@ PollDesc* fd_get(int fd, int* err);
 // Any thread. Drops a reference; the last one frees the descriptor (and
 // closes its hidden number if it was orphaned by close).
 void pd_put(PollDesc* pd);
+// Any thread. The descriptor of fd WITHOUT a reference, classifying an fd
+// seen for the first time (errors as fd_get). *seq receives its
+// generation: what is read from the descriptor afterwards describes fd
+// only if pd_still(pd, *seq) holds after the reads (seqlock style; the
+// memory is type-stable, so the reads themselves are always safe). An
+// operation that will wait takes a reference first, with pd_hold. This is
+// the I/O fast path: no atomic read-modify-write.
+PollDesc* fd_lookup(int fd, uint32_t* seq, int* err);
+// Takes a reference on pd if it is still fd's descriptor of generation
+// seq (false: fd was closed meanwhile).
+bool pd_hold(PollDesc* pd, int fd, uint32_t seq);
+inline bool pd_still(const PollDesc* pd, uint32_t seq) {
+  std::atomic_thread_fence(std::memory_order_acquire);  // the reads before, then the check
+  return pd->seq.load(std::memory_order_relaxed) == seq;
+}
+
 // Any thread. The descriptor currently in fd's slot, without a reference
 // and without classifying (racy: for hints only, e.g. fcntl views).
 PollDesc* fd_peek(int fd);

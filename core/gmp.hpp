@@ -284,6 +284,11 @@ struct P {
   int64_t sm_schedwhen = 0;
   uint32_t sm_syscalltick = 0;
   int64_t sm_syscallwhen = 0;
+
+  // Gs parked in netpoll: +1 when one parks on this P, -1 when one is woken
+  // on it (so only the sum over all Ps and the global counter means
+  // anything). Written only by the M holding the P: no locked instruction.
+  std::atomic<int32_t> npwait{0};
 };
 
 // A FIFO of Gs linked through schedlink.

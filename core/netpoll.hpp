@@ -34,7 +34,8 @@ void netpoll(int64_t delay_ns, GQueue& q);
 void netpoll_break();
 bool netpoll_any_waiters();
 
-// Adjusts the count of Gs waiting on fds (used by the fd layer).
+// Adjusts the count of Gs waiting on fds (used by the fd layer). Any
+// thread: the calling M's P counter (owner-only, no RMW), else a global.
 void netpoll_adjust_waiters(int32_t delta);
 
 // The epoll fd (for registering descriptors).

@@ -76,6 +76,8 @@ void netpoll_fork_child() {
   epfd = breakfd = -1;
   wake_sig.store(0, std::memory_order_relaxed);
   nwaiters.store(0, std::memory_order_relaxed);
+  for (int i = 0; i < sched.gomaxprocs; i++)
+    if (sched.allp[i]) sched.allp[i]->npwait.store(0, std::memory_order_relaxed);
   long fd = sys::epoll_create1(EPOLL_CLOEXEC);
   if (fd < 0) fatal("netpoll: epoll_create1 failed in a forked child");
   long bfd = sys::eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -92,9 +94,26 @@ void netpoll_fork_child() {
 bool netpoll_inited() { return epfd >= 0; }
 int netpoll_epfd() { return epfd; }
 
-bool netpoll_any_waiters() { return nwaiters.load(std::memory_order_relaxed) > 0; }
+// Waiter counts live on the Ps (P::npwait) where the change happens, and
+// in nwaiters for threads without a P: no contended line on the I/O path.
+bool netpoll_any_waiters() {
+  int32_t n = nwaiters.load(std::memory_order_relaxed);
+  for (int i = 0; i < sched.gomaxprocs; i++) {
+    P* pp = sched.allp[i];
+    if (pp) n += pp->npwait.load(std::memory_order_relaxed);
+  }
+  return n > 0;
+}
+
 void netpoll_adjust_waiters(int32_t delta) {
-  nwaiters.fetch_add(delta, std::memory_order_relaxed);
+  G* g = getg();
+  M* m = g ? g->m : nullptr;
+  P* pp = m ? m->p : nullptr;
+  if (pp) {
+    pp->npwait.store(pp->npwait.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+  } else {
+    nwaiters.fetch_add(delta, std::memory_order_relaxed);
+  }
 }
 
 void netpoll_break() {
