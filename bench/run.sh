@@ -64,3 +64,54 @@ echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 echo "cells: median of $reps runs; ratios compare goshim's better mode with native"
 printf '%-30s %-9s %10s %10s %10s %10s\n' benchmark unit native pinned goshim:1 goshim:N
 row create_join us 1 20000 1000
+
+# ---- benchmarks with several metrics per run (issue 3) ------------------------------
+# mrow NAME "KEY:UNIT:LOWER_IS_BETTER ..." ARGS...
+# Runs NAME once per mode and repetition (MREPS, default 3), reads every
+# "RESULT KEY VALUE ..." line, and prints one row per KEY (medians).
+mrun() {
+  local mode=$1 name=$2
+  shift 2
+  case $mode in
+    native) timeout 300 "$bin/$name" "$@" ;;
+    pinned) timeout 300 taskset -c 0 "$bin/$name" "$@" ;;
+    goshim1) GOSHIM_MAXPROCS=1 LD_PRELOAD=$lib timeout 300 "$bin/$name" "$@" ;;
+    goshim) LD_PRELOAD=$lib timeout 300 "$bin/$name" "$@" ;;
+  esac 2>/dev/null | awk '/^RESULT/{print $2, $3}'
+}
+
+mrow() {
+  local name=$1 keys=$2
+  shift 2
+  wanted "$name" || return 0
+  local mreps=${MREPS:-3} mode i spec key unit lower
+  local tmp
+  tmp=$(mktemp -d)
+  for mode in native pinned goshim1 goshim; do
+    for ((i = 0; i < mreps; i++)); do mrun "$mode" "$name" "$@" >>"$tmp/$mode"; done
+  done
+  for spec in $keys; do
+    IFS=: read -r key unit lower <<<"$spec"
+    local n p g1 g
+    med() { awk -v k="$key" '$1==k{print $2}' "$tmp/$1" 2>/dev/null | sort -g |
+            awk '{a[NR]=$1} END{if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+    n=$(med native)
+    p=$(med pinned)
+    g1=$(med goshim1)
+    g=$(med goshim)
+    awk -v name="$key $*" -v unit="$unit" -v lower="$lower" -v n="$n" -v p="$p" -v g1="$g1" -v g="$g" '
+      function ratio(a, b) { if (a == "nan" || b == "nan" || a == 0 || b == 0) return "  n/a"; return sprintf("%6.1fx", lower ? a / b : b / a) }
+      BEGIN {
+        best = (lower ? (g1 < g ? g1 : g) : (g1 > g ? g1 : g))
+        printf "%-30s %-9s %10s %10s %10s %10s   goshim vs native %s, vs pinned %s\n",
+          name, unit, n, p, g1, g, ratio(n, best), ratio(p, best)
+      }'
+  done
+  rm -rf "$tmp"
+}
+
+row pingpong_pipe us 1 200000
+mrow echo_server "echo_rps:req/s:0 echo_p50_us:us:1 echo_p99_us:us:1 echo_rss_mb:MB:1 echo_threads:threads:1" 100 2
+mrow echo_server "echo_rps:req/s:0 echo_p50_us:us:1 echo_p99_us:us:1 echo_rss_mb:MB:1 echo_threads:threads:1" 1000 2
+mrow echo_server "echo_rps:req/s:0 echo_p50_us:us:1 echo_p99_us:us:1 echo_rss_mb:MB:1 echo_threads:threads:1" 5000 2
+mrow sleepers "sleepers_wall_ms:ms:1 sleepers_rss_mb:MB:1" 10000 100

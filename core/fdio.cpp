@@ -108,6 +108,61 @@ long try_handoff(FileRec* r, uint32_t gen, const void* buf, size_t n) {
 
 // ---- the loop on a goroutine --------------------------------------------------------------
 
+// Touches one byte per page of [p, p+n) for writing (value unchanged), so
+// that a writer copying into a parked reader's buffer cannot fault: a bad
+// buffer faults here, in the reader, as its own read would have failed.
+void probe_writable(void* p, size_t n) {
+  volatile char* c = (volatile char*)p;
+  for (size_t off = 0; off < n; off += 4096) c[off] = c[off];
+  c[n - 1] = c[n - 1];
+}
+
+
+}  // namespace
+
+// pd_wait (netpoll.hpp) lives here so that the I/O loop inlines it.
+
+WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, WaitReason why,
+                   void* hbuf, size_t hlen, size_t* got, long* err) {
+  G* gp = getg();
+  *err = 0;
+  if (deadline && deadline <= sys::nanotime()) return WakeReason::Timeout;
+  if (hbuf) probe_writable(hbuf, hlen);
+  PollWaiter* w = &gp->pw;
+  w->gp = gp;
+  w->mode = mode;
+  w->buf = hbuf;
+  w->len = hlen;
+  w->got = 0;
+  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll);
+  w->seq = seq;
+  {
+    PdGuard g(pd->lock);
+    long r = pd_register_locked(pd);
+    if (r < 0) {
+      *err = r;
+    } else if (pd_events(pd, mode) == snap) {
+      pd_enqueue_locked(pd, w);
+    }
+  }
+  if (!w->linked.load(std::memory_order_relaxed)) {
+    // Not parked: an event came in since the attempt, or no wait possible.
+    WakeReason r = gwait_disarm(gp);
+    if (*err) return r == WakeReason::Intr ? r : WakeReason::None;
+    return r == WakeReason::None ? WakeReason::Ready : r;
+  }
+  if (deadline) gwait_arm_timer(gp, seq, deadline);
+  WakeReason r = gwait_park(gp, why, pd);
+  if (deadline) timer_del(&gp->timer);
+  pd_unlink(w);
+  if (r == WakeReason::Handoff) *got = w->got;
+  w->buf = nullptr;
+  return r;
+}
+
+
+namespace {
+
 // Finishes one attempt's result for a complete op. Returns true with *out
 // set when the operation is over.
 bool settle(IoOp* op, long r, long* out) {
@@ -399,7 +454,7 @@ constexpr int kIovWindow = 64;
 
 // ---- operations ---------------------------------------------------------------------------
 
-long io_read(int fd, void* buf, size_t n) {
+__attribute__((flatten)) long io_read(int fd, void* buf, size_t n) {
   IoOp op;
   op.name = "read";
   op.buf = buf;
@@ -410,7 +465,7 @@ long io_read(int fd, void* buf, size_t n) {
   return run(fd, &op);
 }
 
-long io_write(int fd, const void* buf, size_t n) {
+__attribute__((flatten)) long io_write(int fd, const void* buf, size_t n) {
   IoOp op;
   op.name = "write";
   op.mode = kModeWrite;
@@ -427,7 +482,7 @@ long io_write(int fd, const void* buf, size_t n) {
   return run(fd, &op);
 }
 
-long io_readv(int fd, const struct iovec* iov, int cnt) {
+__attribute__((flatten)) long io_readv(int fd, const struct iovec* iov, int cnt) {
   IoOp op;
   op.name = "readv";
   op.iov = iov;
@@ -437,7 +492,7 @@ long io_readv(int fd, const struct iovec* iov, int cnt) {
   return run(fd, &op);
 }
 
-long io_writev(int fd, const struct iovec* iov, int cnt) {
+__attribute__((flatten)) long io_writev(int fd, const struct iovec* iov, int cnt) {
   IoOp op;
   op.name = "writev";
   op.mode = kModeWrite;
@@ -522,7 +577,8 @@ long io_pwrite(int fd, const void* buf, size_t n, long off) {
   return run(fd, &op);
 }
 
-long io_recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a, socklen_t* alen) {
+__attribute__((flatten)) long io_recvfrom(int fd, void* buf, size_t n, int flags,
+                                          struct sockaddr* a, socklen_t* alen) {
   IoOp op;
   op.name = "recv";
   op.buf = buf;
@@ -544,8 +600,8 @@ long io_recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a, soc
   return run(fd, &op);
 }
 
-long io_sendto(int fd, const void* buf, size_t n, int flags, const struct sockaddr* a,
-               socklen_t alen) {
+__attribute__((flatten)) long io_sendto(int fd, const void* buf, size_t n, int flags,
+                                        const struct sockaddr* a, socklen_t alen) {
   IoOp op;
   op.name = "send";
   op.mode = kModeWrite;
@@ -569,7 +625,7 @@ long io_sendto(int fd, const void* buf, size_t n, int flags, const struct sockad
   return run(fd, &op);
 }
 
-long io_recvmsg(int fd, struct msghdr* m, int flags) {
+__attribute__((flatten)) long io_recvmsg(int fd, struct msghdr* m, int flags) {
   IoOp op;
   op.name = "recvmsg";
   op.msg = m;
@@ -592,7 +648,7 @@ long io_recvmsg(int fd, struct msghdr* m, int flags) {
   return run(fd, &op);
 }
 
-long io_sendmsg(int fd, const struct msghdr* m, int flags) {
+__attribute__((flatten)) long io_sendmsg(int fd, const struct msghdr* m, int flags) {
   IoOp op;
   op.name = "sendmsg";
   op.mode = kModeWrite;

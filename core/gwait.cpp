@@ -26,9 +26,9 @@ inline uint64_t tok_make(uint64_t seq, WakeReason r, uint64_t np, uint64_t state
   return seq << 8 | (uint64_t)r << 4 | np | state;
 }
 
-bool commit_park(G* gp, void*) { return gwait_commit(gp); }
-
 }  // namespace
+
+bool gwait_park_unlockf(G* gp, void*) { return gwait_commit(gp); }
 
 bool gwait_commit(G* gp) {
   uint64_t t = gp->wtoken.load(std::memory_order_relaxed);
@@ -67,15 +67,6 @@ WakeReason gwait_disarm(G* gp) {
     if (gp->wtoken.compare_exchange_weak(t, t & ~kStateMask, std::memory_order_acq_rel))
       return WakeReason::None;
   }
-}
-
-WakeReason gwait_park(G* gp, WaitReason why, const void* obj) {
-  park(commit_park, nullptr, why, obj);
-  gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
-  uint64_t t = gp->wtoken.load(std::memory_order_acquire);
-  GOSHIM_CHECK(tok_state(t) == kClaimed, "gwait_park: woken without a claim");
-  gp->wtoken.store(t & ~kStateMask, std::memory_order_relaxed);  // Idle
-  return tok_reason(t);
 }
 
 bool gwait_claim(G* gp, uint64_t seq, WakeReason why, GQueue* q, bool parked_only) {

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "core/gmp.hpp"
+#include "core/sched.hpp"
 
 namespace goshim {
 
@@ -54,8 +55,9 @@ WakeReason gwait_disarm(G* gp);
 
 // On user G, after gwait_arm. Parks until a source claims the wait
 // (returns at once if one already did) and returns the reason. The token
-// is Idle again on return.
-WakeReason gwait_park(G* gp, WaitReason why, const void* obj);
+// is Idle again on return. Inline: the fewer frames between the program's
+// call and the switch, the fewer returns mispredict after it.
+inline WakeReason gwait_park(G* gp, WaitReason why, const void* obj);
 
 // On g0 (park's unlockf; exposed for tests). Commits the park of an
 // arming wait: Arming -> Parked. Returns false if a source claimed the
@@ -68,6 +70,16 @@ bool gwait_commit(G* gp);
 // parked_only: claim only a G that has parked (the handoff: the claimer
 // writes into the G's buffer, which it may do only while the G is stopped).
 bool gwait_claim(G* gp, uint64_t seq, WakeReason why, GQueue* q, bool parked_only = false);
+
+bool gwait_park_unlockf(G* gp, void*);  // park's unlockf: gwait_commit
+
+inline WakeReason gwait_park(G* gp, WaitReason why, const void* obj) {
+  park(gwait_park_unlockf, nullptr, why, obj);
+  gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
+  uint64_t t = gp->wtoken.load(std::memory_order_acquire);
+  gp->wtoken.store(t & ~(uint64_t)3, std::memory_order_relaxed);  // Idle
+  return (WakeReason)((t >> 4) & 0xF);
+}
 
 // Timer callback for a wait's deadline (G::timer, arg = gp).
 void gwait_timer_fire(void* arg, uint64_t seq);

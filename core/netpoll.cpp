@@ -80,15 +80,6 @@ void ready_all(GQueue& q) {
     ready_list(q);
 }
 
-// Touches one byte per page of [p, p+n) for writing (value unchanged), so
-// that a writer copying into a parked reader's buffer cannot fault: a bad
-// buffer faults here, in the reader, as its own read would have failed.
-void probe_writable(void* p, size_t n) {
-  volatile char* c = (volatile char*)p;
-  for (size_t off = 0; off < n; off += 4096) c[off] = c[off];
-  c[n - 1] = c[n - 1];
-}
-
 }  // namespace
 
 void PdLock::lock_slow() {
@@ -157,46 +148,6 @@ void pd_unlink(PollWaiter* w) {
   PollDesc* pd = w->pd;
   PdGuard g(pd->lock);
   if (w->linked.load(std::memory_order_relaxed)) pd_dequeue_locked(pd, w);
-}
-
-// ---- waits ----------------------------------------------------------------------------------
-
-WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, WaitReason why,
-                   void* hbuf, size_t hlen, size_t* got, long* err) {
-  G* gp = getg();
-  *err = 0;
-  if (deadline && deadline <= sys::nanotime()) return WakeReason::Timeout;
-  if (hbuf) probe_writable(hbuf, hlen);
-  PollWaiter* w = &gp->pw;
-  w->gp = gp;
-  w->mode = mode;
-  w->buf = hbuf;
-  w->len = hlen;
-  w->got = 0;
-  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll);
-  w->seq = seq;
-  {
-    PdGuard g(pd->lock);
-    long r = pd_register_locked(pd);
-    if (r < 0) {
-      *err = r;
-    } else if (pd_events(pd, mode) == snap) {
-      pd_enqueue_locked(pd, w);
-    }
-  }
-  if (!w->linked.load(std::memory_order_relaxed)) {
-    // Not parked: an event came in since the attempt, or no wait possible.
-    WakeReason r = gwait_disarm(gp);
-    if (*err) return r == WakeReason::Intr ? r : WakeReason::None;
-    return r == WakeReason::None ? WakeReason::Ready : r;
-  }
-  if (deadline) gwait_arm_timer(gp, seq, deadline);
-  WakeReason r = gwait_park(gp, why, pd);
-  if (deadline) timer_del(&gp->timer);
-  pd_unlink(w);
-  if (r == WakeReason::Handoff) *got = w->got;
-  w->buf = nullptr;
-  return r;
 }
 
 void pd_wake_all(PollDesc* pd) {
