@@ -127,9 +127,17 @@ long fdop_epoll_create1(int flags) {
 
 // ---- dup ------------------------------------------------------------------------------------
 
+// stdio's stdin, stdout and stderr do their I/O on fds 0-2 inside libc,
+// behind goshim's back: a file that becomes one of them gets its blocking
+// mode back (it is shared with the program's other copies).
+static void dup_done(int oldfd, int newfd) {
+  fd_dup(oldfd, newfd);
+  if (newfd <= 2) fd_release_to_kernel(newfd);
+}
+
 long fdop_dup(int fd) {
   long r = sys::dup(fd);
-  if (r >= 0) fd_dup(fd, (int)r);
+  if (r >= 0) dup_done(fd, (int)r);
   return r;
 }
 
@@ -146,7 +154,7 @@ long fdop_dup3(int oldfd, int newfd, int flags, bool is_dup2) {
   if (newfd < 0) return -EBADF;
   PollDesc* old = fd_close_begin(newfd);  // dup3 closes newfd implicitly
   long r = sys::dup3(oldfd, newfd, flags);
-  if (r >= 0) fd_dup(oldfd, newfd);
+  if (r >= 0) dup_done(oldfd, newfd);
   fd_close_end(newfd, old);
   return r;
 }
@@ -158,7 +166,7 @@ long fdop_fcntl(int fd, int cmd, long arg) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC: {
       long r = sys::fcntl(fd, cmd, arg);
-      if (r >= 0) fd_dup(fd, (int)r);
+      if (r >= 0) dup_done(fd, (int)r);
       return r;
     }
     case F_GETFL: {
