@@ -36,7 +36,7 @@ CORE_OBJ := $(filter $(BUILD)/obj/core/% $(BUILD)/obj/syscalls/% $(BUILD)/obj/ar
 LIB      := $(BUILD)/libgoshim.so
 LAUNCHER := $(BUILD)/goshim
 
-.PHONY: all deps test unit preload bench demo install clean
+.PHONY: all deps test unit preload observe bench demo install clean
 all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
@@ -69,10 +69,15 @@ $(JEMALLOC_STAMP): $(JEMALLOC_A)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
 	cd $(dir $@) && ar x $(JEMALLOC_A) && rm -f jemalloc_cpp.pic.o && touch .stamp
 
+# libgcc_s must come before libunwind among our dependencies: libunwind.so
+# also defines _Unwind_*, and the program's C++ exceptions and glibc's
+# forced unwinding must keep resolving them to libgcc_s (checked by
+# tests/preload/cancel_cxx and tls_cxx).
 $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	$(CC) -shared -o $@ $(LIB_OBJ) $(BUILD)/jemalloc/*.pic.o \
 	  -Wl,--version-script=shim/exports.map -Wl,-Bsymbolic-functions -Wl,-z,now \
-	  -Wl,-z,noexecstack -ldl -lpthread -lm -lgcc_s
+	  -Wl,-z,noexecstack -Wl,--no-undefined \
+	  -Wl,--no-as-needed -lgcc_s -lunwind -ldl -lpthread -lm -lc
 
 $(LAUNCHER): launcher/goshim.cpp
 	@mkdir -p $(dir $@)
@@ -94,7 +99,7 @@ PRE_CFLAGS := -O2 -g -Wall -pthread -D_GNU_SOURCE -fstack-protector-all
 $(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEPFLAGS) \
-	  -o $@ $< $(CORE_OBJ) -lcriterion -ldl -lpthread
+	  -o $@ $< $(CORE_OBJ) -lcriterion -lgcc_s -lunwind -ldl -lpthread
 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
 	@mkdir -p $(dir $@)
@@ -108,16 +113,28 @@ $(BUILD)/tests/preload/%: tests/preload/%.cpp tests/preload/common.h
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 $(PRE_CFLAGS) -o $@ $<
 
+OBS_C   := $(wildcard tests/observe/*.c)
+OBS_BIN := $(OBS_C:tests/observe/%.c=$(BUILD)/tests/observe/%)
+
+# -O0 -g: the dump test checks the functions the threads blocked in.
+$(BUILD)/tests/observe/%: tests/observe/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -Wall -pthread -D_GNU_SOURCE -o $@ $<
+
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout 300 $$t --jobs 2; done
 
 preload: deps all $(PRE_BIN)
 	@tests/run_preload.sh $(BUILD)
 
+observe: deps all $(OBS_BIN)
+	@tests/run_observe.sh $(BUILD)
+
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory preload
+	@$(MAKE) --no-print-directory observe
 
 # ---- benchmarks -----------------------------------------------------------------
 BENCH_C   := $(wildcard bench/*.c)
@@ -129,6 +146,16 @@ $(BUILD)/bench/%: bench/%.c
 
 bench: deps all $(BENCH_BIN)
 	@bench/run.sh $(BUILD)
+
+# ---- the demo: make demo ------------------------------------------------------------
+DEMO_BIN := $(patsubst bench/demo/%.c,$(BUILD)/demo/%,$(wildcard bench/demo/*.c))
+
+$(BUILD)/demo/%: bench/demo/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -pthread -D_GNU_SOURCE -o $@ $<
+
+demo: deps all $(DEMO_BIN)
+	@bench/demo/run.sh $(BUILD)
 
 # ---- install --------------------------------------------------------------------
 install: all

@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "wrong results\n");
     return 1;
   }
-  printf("RESULT create_join_us %.3f us per create+join (%d threads, waves of %d)\n",
+  printf("RESULT %.3f us per create+join (%d threads, waves of %d)\n",
          dt * 1e6 / total, total, wave);
   return 0;
 }

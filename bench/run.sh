@@ -30,10 +30,10 @@ value() {
   local vals=() v i
   for ((i = 0; i < reps; i++)); do
     case $mode in
-      native) v=$(timeout 300 "$bin/$name" "$@" | awk '/^RESULT/{print $3}') ;;
-      pinned) v=$(timeout 300 taskset -c 0 "$bin/$name" "$@" | awk '/^RESULT/{print $3}') ;;
-      goshim1) v=$(GOSHIM_MAXPROCS=1 LD_PRELOAD=$lib timeout 300 "$bin/$name" "$@" | awk '/^RESULT/{print $3}') ;;
-      goshim) v=$(LD_PRELOAD=$lib timeout 300 "$bin/$name" "$@" | awk '/^RESULT/{print $3}') ;;
+      native) v=$(timeout 300 "$bin/$name" "$@" | awk '/^RESULT/{print $2}') ;;
+      pinned) v=$(timeout 300 taskset -c 0 "$bin/$name" "$@" | awk '/^RESULT/{print $2}') ;;
+      goshim1) v=$(GOSHIM_MAXPROCS=1 LD_PRELOAD=$lib timeout 300 "$bin/$name" "$@" | awk '/^RESULT/{print $2}') ;;
+      goshim) v=$(LD_PRELOAD=$lib timeout 300 "$bin/$name" "$@" | awk '/^RESULT/{print $2}') ;;
     esac
     [ -n "$v" ] && vals+=("$v")
   done
@@ -64,6 +64,11 @@ echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 echo "cells: median of $reps runs; ratios compare goshim's better mode with native"
 printf '%-30s %-9s %10s %10s %10s %10s\n' benchmark unit native pinned goshim:1 goshim:N
 row create_join us 1 20000 1000
+row fairness ratio 0
+row file_read MB/s 0 warm 16 16 16
+row file_read MB/s 0 cold 16 16 16
+row handoff_latency us 1 wait 30
+row handoff_latency us 1 read 30
 
 # ---- benchmarks with several metrics per run (issue 3) ------------------------------
 # mrow NAME "KEY:UNIT:LOWER_IS_BETTER ..." ARGS...

@@ -152,7 +152,8 @@ WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, 
     return r == WakeReason::None ? WakeReason::Ready : r;
   }
   if (deadline) gwait_arm_timer(gp, seq, deadline);
-  WakeReason r = gwait_park(gp, why, pd);
+  // The dump shows the fd of an I/O wait (core/dump.cpp).
+  WakeReason r = gwait_park(gp, why, (const void*)(intptr_t)pd->fd.load(std::memory_order_relaxed));
   if (deadline) timer_del(&gp->timer);
   pd_unlink(w);
   if (r == WakeReason::Handoff) *got = w->got;
@@ -207,9 +208,23 @@ struct OpDesc {
     return held;
   }
   int num() const { return held ? pd->fd.load(std::memory_order_acquire) : fd; }
+  void release() {
+    if (held) pd_put(pd);
+    held = false;
+  }
   OpDesc(const OpDesc&) = delete;
   OpDesc& operator=(const OpDesc&) = delete;
 };
+
+// A wait was interrupted. pthread_cancel interrupts waits too, and these
+// calls are cancellation points: act on a pending cancellation here (glibc
+// unwinds the stack without running this layer's destructors, so drop the
+// reference first; the operation holds nothing else between waits).
+void interrupted(OpDesc& d) {
+  if (!cancel_pending(getg())) return;
+  d.release();
+  cancel_point();
+}
 
 // A pollable file goshim must not switch to O_NONBLOCK (inherited): wait
 // for readiness in netpoll, then make the (blocking) call.
@@ -237,6 +252,7 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
         return op->timeout_result;
       case WakeReason::Intr: {
         bool rs = signal_should_restart(getg());
+        interrupted(d);
         if (restartable && rs) continue;
         return -EINTR;
       }
@@ -332,6 +348,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
       case WakeReason::Intr: {
         bool rs = signal_should_restart(getg());
         if (op->done) return (long)op->done;
+        interrupted(d);
         if (restartable && rs) continue;
         return -EINTR;
       }
@@ -343,6 +360,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
 }
 
 long fdio_g(int fd, IoOp* op) {
+  cancel_point();  // these calls are cancellation points: a pending one acts at entry
   for (;;) {
     int err;
     uint32_t seq;
@@ -839,6 +857,7 @@ long io_connect(int fd, const struct sockaddr* a, socklen_t alen) {
     r = sys::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
     return r < 0 ? r : -soerr;
   }
+  cancel_point();
   int err;
   PollDesc* pd = fd_get(fd, &err);
   if (!pd) {
@@ -864,6 +883,7 @@ long io_connect(int fd, const struct sockaddr* a, socklen_t alen) {
       r = connect_wait(pd, f, snap);
   }
   pd_put(pd);
+  if (r == -EINTR) cancel_point();  // an interrupted wait may be a cancellation
   return r;
 }
 
@@ -930,6 +950,7 @@ bool end_waits(PollDesc* pd, bool* foreign) {
 
 long twofd(TwoFd* t) {
   bool nowait = t->flags & SPLICE_F_NONBLOCK;
+  if (io_user_g()) cancel_point();
   if (!io_user_g()) {
     if (nowait || (!fd_emulates_blocking(t->in) && !fd_emulates_blocking(t->out)))
       return t->is_tee ? errno_result(real::tee(t->in, t->out, t->n, t->flags))
@@ -986,6 +1007,7 @@ long twofd(TwoFd* t) {
   }
   pd_put(pout);
   pd_put(pin);
+  if (r == -EINTR) cancel_point();
   return r;
 }
 

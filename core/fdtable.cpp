@@ -306,7 +306,6 @@ bool atfork_installed = false;
 std::atomic<int> atfork_once{0};
 
 void atfork_prepare() { fd_note_fork(); }
-void atfork_child() { fd_fork_child(); }
 
 }  // namespace
 
@@ -582,7 +581,8 @@ void fd_install_atfork() {
   if (atfork_once.load(std::memory_order_acquire)) return;
   int zero = 0;
   if (!atfork_once.compare_exchange_strong(zero, 1)) return;
-  pthread_atfork(atfork_prepare, nullptr, atfork_child);
+  // The child's reset is core/fork.cpp's hook (netpoll_after_fork).
+  pthread_atfork(atfork_prepare, nullptr, nullptr);
   atfork_installed = true;
 }
 
@@ -614,7 +614,6 @@ void fd_fork_child() {
       if (chunk[i].load(std::memory_order_relaxed) == kClosing)
         chunk[i].store(nullptr, std::memory_order_relaxed);
   }
-  netpoll_fork_child();
 }
 
 void fd_prepare_exec() {

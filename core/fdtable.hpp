@@ -176,9 +176,10 @@ void file_chan_bump(FileRec* f);
 extern std::atomic<uint32_t> g_fork_epoch;
 inline uint32_t fd_fork_epoch() { return g_fork_epoch.load(std::memory_order_acquire); }
 void fd_note_fork();
-// In a forked child, with only the forking thread alive: forgets every
-// registration and waiter (the child gets a fresh epoll instance) and drops
-// references held by operations of goroutines that do not exist here.
+// In a forked child, with only the forking thread alive (called by
+// netpoll_after_fork): forgets every registration and waiter (the child
+// gets a fresh epoll instance) and drops references held by operations of
+// goroutines that do not exist here.
 void fd_fork_child();
 // Before exec (or posix_spawn) in this process: every file that stays open
 // across exec and that goshim keeps O_NONBLOCK underneath while the program

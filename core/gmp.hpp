@@ -11,6 +11,7 @@
 //   Signal-safe  no locks, no malloc, errno preserved
 #pragma once
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -178,6 +179,7 @@ struct G {
   uint16_t fp_fpcw = 0;
   bool started = false;    // has run at least once
   bool started_tls = false;  // its TLS block has been initialized once
+  bool exit_called = false;  // ended through pthread_exit (retval set)
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;
   int sched_priority = 0;
@@ -199,10 +201,25 @@ struct G {
   int64_t syscall_since = 0;
 
   // Signals and cancellation (process semantics)
-  uint64_t sigmask = 0;
-  std::atomic<uint64_t> sigpending{0};
+  uint64_t sigmask = 0;                     // the program's blocked set for this G
+  std::atomic<uint64_t> sigpending{0};      // signals sent to this G, undelivered
+  std::atomic<uint64_t> sigpending_proc{0}; // of those: routed process signals (their siginfo is global)
+  std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
+  uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend (stays 0)
+  uint32_t nhandled = 0;                    // program handlers run on this G
+  struct {
+    int sig;
+    union sigval value;
+  } sigqueue_buf[4] = {};                   // pthread_sigqueue values not yet delivered
+  stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
+  int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
+
+  // GOSHIM_TRACE (trace.cpp): start of its current slice and block.
+  int64_t trace_start = 0;
+  int64_t trace_block_start = 0;
+  int16_t trace_p = -1;
 
   // fd readiness waits and sleeps (core/gwait.hpp): the one-shot wake
   // token of the current wait, and the record of a single-fd wait.
@@ -238,6 +255,9 @@ struct M {
   M* alllink = nullptr;     // allm list
   uintptr_t g0_sp = 0;      // g0 stack pointer used by every mcall
   std::atomic<int32_t> locks{0};  // >0: in a runtime critical section
+  std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
+  bool exit_requested = false;    // sysmon retires this idle M
+  bool dead = false;
   uint64_t rand = 0;        // per-M fast random state
   // park continuation (park.cpp)
   bool (*waitunlockf)(G*, void*) = nullptr;
@@ -246,6 +266,14 @@ struct M {
   std::atomic<uint32_t> syscalltick{0};
   clockid_t cpuclock = 0;
   unsigned long pthread = 0;  // the real pthread_t of this kernel thread
+  uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
+  std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G
+  stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
+  void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)
+  // Gs parked in netpoll, as counted on this M: +1 when one parks here, -1
+  // when one is woken here (only the sum over allm and netpoll_epoll.cpp's
+  // global means anything). Written only by this M: no locked instruction.
+  std::atomic<int32_t> npwait{0};
 };
 
 // ---------------------------------------------------------------------------
@@ -279,16 +307,19 @@ struct P {
   Stack stackcache[kStackCache];
   int32_t nstackcache = 0;
 
-  // sysmon's view (issue: sysmon)
-  uint32_t sm_schedtick = 0;
+  // Replaced in allp by sysmon because its M stalled in the kernel: the M
+  // keeps using it until it next enters the scheduler, which retires it.
+  std::atomic<bool> retired{false};
+
+  // sysmon's view (sysmon.cpp); only sysmon touches these.
+  uint32_t sm_schedtick = ~0u;  // ~0: not looked at yet
   int64_t sm_schedwhen = 0;
   uint32_t sm_syscalltick = 0;
   int64_t sm_syscallwhen = 0;
-
-  // Gs parked in netpoll: +1 when one parks on this P, -1 when one is woken
-  // on it (so only the sum over all Ps and the global counter means
-  // anything). Written only by the M holding the P: no locked instruction.
-  std::atomic<int32_t> npwait{0};
+  int64_t sm_cputime = -1;  // its M's CPU time at the last look
+  int64_t sm_stallwhen = 0;  // when that look was
+  int64_t sm_slice_cpu = -1;  // its M's CPU time when sysmon first saw this slice
+  int64_t sm_slice_when = 0;
 };
 
 // A FIFO of Gs linked through schedlink.
@@ -363,7 +394,11 @@ struct Sched {
   std::atomic<int64_t> ngpeak{0};
 
   int32_t gomaxprocs = 1;
-  P* allp[kMaxProcs] = {};
+  // allp[i] is the P with id i. Sysmon may replace one (a stalled M's) by
+  // a spare: readers load each entry once and use that P.
+  std::atomic<P*> allp[kMaxProcs] = {};
+  P* pspare = nullptr;  // retired Ps for reuse (lock: sched.lock)
+  std::atomic<uint64_t> nstalls{0};  // Ps replaced because their M stalled
   Mutex allmlock;  // rank: allm
   M* allm = nullptr;
 };
@@ -376,6 +411,9 @@ extern Sched sched;
 extern __thread G* tls_g __attribute__((tls_model("initial-exec")));
 
 inline G* getg() { return tls_g; }
+
+// The P with id i (sysmon may swap it for a spare: load once, then use).
+inline P* allp(int i) { return sched.allp[i].load(std::memory_order_acquire); }
 
 // Runtime critical section on the current M: no preemption, no parking, and
 // the shim passes calls from signal handlers to libc. Returns the M.

@@ -38,6 +38,9 @@ bool netpoll_any_waiters();
 // thread: the calling M's P counter (owner-only, no RMW), else a global.
 void netpoll_adjust_waiters(int32_t delta);
 
+// In a fork child: a new epoll instance (the parent's is shared with it).
+void netpoll_after_fork();
+
 // The epoll fd (for registering descriptors).
 int netpoll_epfd();
 
@@ -48,10 +51,6 @@ long netpoll_unregister(int fd);
 // Called by the backend for every fd event (netpoll.cpp): tag is the
 // descriptor's pd_tag, q collects the Gs to run. On an M, no locks held.
 void netpoll_ready_event(void* tag, uint32_t events, GQueue& q);
-
-// In a forked child: a fresh epoll instance and break fd (the parent's are
-// shared with the parent and must not be touched). Idempotent per process.
-void netpoll_fork_child();
 
 // Registers the interrupters of the netpoll and sleep waits (runtime init).
 void netpoll_generic_init();
@@ -77,13 +76,14 @@ struct FdlScope {
 
 // The goroutine the fd layer may park for this call, or nullptr: off a
 // goroutine (before init, foreign kernel threads, g0, a handler that
-// interrupted a blocking call), inside a runtime critical section
-// (M::locks) or an fd-layer one (fdl_busy). Same rule as shim::user_g plus
-// those two; any thread.
+// interrupted a blocking call, a program signal handler), inside a runtime
+// critical section (M::locks) or an fd-layer one (fdl_busy). Same rule as
+// shim::user_g plus those two; any thread.
 inline G* fd_user_g() {
   G* g = tls_g;
   if (__builtin_expect(g == nullptr, 0) || (g->flags & kGFlagG0)) return nullptr;
   if (g->status.load(std::memory_order_relaxed) != GStatus::Running) return nullptr;
+  if (__builtin_expect(g->insig != 0, 0)) return nullptr;  // in a program signal handler
   if (__builtin_expect(fdl_busy != 0, 0)) return nullptr;
   M* m = g->m;
   if (__builtin_expect(m != nullptr && m->locks.load(std::memory_order_relaxed) != 0, 0))

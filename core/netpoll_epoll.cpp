@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "core/fdtable.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -31,7 +32,6 @@ std::atomic<uint32_t> wake_sig{0};  // 1 while a break is pending
 std::atomic<int32_t> nwaiters{0};
 bool have_pwait2 = true;
 char break_marker;  // its address tags the break fd's epoll events
-long init_pid = 0;  // the process the instance belongs to (fork check)
 
 }  // namespace
 
@@ -52,7 +52,6 @@ void netpoll_init() {
   struct epoll_event dummy;
   long r = sys::raw6(SYS_epoll_pwait2, epfd, (long)&dummy, 1, (long)&zero, 0, 8);
   have_pwait2 = r != -ENOSYS;
-  init_pid = sys::getpid();
   netpoll_generic_init();
 }
 
@@ -68,49 +67,40 @@ long netpoll_unregister(int fd) {
   return sys::epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &ev);
 }
 
-void netpoll_fork_child() {
-  if (epfd < 0 || sys::getpid() == init_pid) return;
-  // The inherited instance is shared with the parent: leave it alone.
-  sys::close(epfd);
-  sys::close(breakfd);
+// Fork child hook (core/fork.cpp), after the scheduler was reset: a new
+// instance (the inherited one is shared with the parent and must not be
+// touched), zero waiters, and the fd table's registrations forgotten.
+void netpoll_after_fork() {
+  if (epfd >= 0) sys::close(epfd);
+  if (breakfd >= 0) sys::close(breakfd);
   epfd = breakfd = -1;
   wake_sig.store(0, std::memory_order_relaxed);
   nwaiters.store(0, std::memory_order_relaxed);
-  for (int i = 0; i < sched.gomaxprocs; i++)
-    if (sched.allp[i]) sched.allp[i]->npwait.store(0, std::memory_order_relaxed);
-  long fd = sys::epoll_create1(EPOLL_CLOEXEC);
-  if (fd < 0) fatal("netpoll: epoll_create1 failed in a forked child");
-  long bfd = sys::eventfd2(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (bfd < 0) fatal("netpoll: eventfd failed in a forked child");
-  struct epoll_event ev;
-  ev.events = EPOLLIN;
-  ev.data.ptr = &break_marker;
-  if (sys::epoll_ctl((int)fd, EPOLL_CTL_ADD, (int)bfd, &ev) < 0) fatal("netpoll: epoll_ctl failed");
-  epfd = (int)fd;
-  breakfd = (int)bfd;
-  init_pid = sys::getpid();
+  for (M* mp = sched.allm; mp; mp = mp->alllink) mp->npwait.store(0, std::memory_order_relaxed);
+  netpoll_init();
+  fd_fork_child();
 }
 
 bool netpoll_inited() { return epfd >= 0; }
 int netpoll_epfd() { return epfd; }
 
-// Waiter counts live on the Ps (P::npwait) where the change happens, and
-// in nwaiters for threads without a P: no contended line on the I/O path.
+// Waiter counts live on the Ms (M::npwait) where the change happens, and
+// in nwaiters for threads that are not Ms: no contended line, no locked
+// instruction on the I/O path. Ms are never freed and allm only grows (a
+// racy walk sees a consistent list), so the sum is exact up to the
+// in-flight changes, as with one counter.
 bool netpoll_any_waiters() {
   int32_t n = nwaiters.load(std::memory_order_relaxed);
-  for (int i = 0; i < sched.gomaxprocs; i++) {
-    P* pp = sched.allp[i];
-    if (pp) n += pp->npwait.load(std::memory_order_relaxed);
-  }
+  for (M* mp = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); mp; mp = mp->alllink)
+    n += mp->npwait.load(std::memory_order_relaxed);
   return n > 0;
 }
 
 void netpoll_adjust_waiters(int32_t delta) {
   G* g = getg();
   M* m = g ? g->m : nullptr;
-  P* pp = m ? m->p : nullptr;
-  if (pp) {
-    pp->npwait.store(pp->npwait.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+  if (m) {
+    m->npwait.store(m->npwait.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
   } else {
     nwaiters.fetch_add(delta, std::memory_order_relaxed);
   }

@@ -17,6 +17,8 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/trace.hpp"
+#include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
 
@@ -73,6 +75,8 @@ const char* wait_reason_name(WaitReason r) {
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
   if (!inherit_time) mp->p->schedtick++;
+  trace_ev(TraceEv::GStart, gp);
+  signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
 }
 
@@ -83,6 +87,7 @@ const char* wait_reason_name(WaitReason r) {
 static void park_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
   // [S] the G is parked once this store is visible; its registers are saved.
   gp->status.store(GStatus::Waiting, std::memory_order_release);
   mp->curg = nullptr;
@@ -112,15 +117,17 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
   goshim_mcall(gp, park_g0, mp->g0_sp, mp->g0.tp);
   gp->waitreason = WaitReason::None;
   gp->waitobj = nullptr;
+  if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
 }
 
 void ready(G* gp, bool next) {
   GStatus s = GStatus::Waiting;
   if (!gp->status.compare_exchange_strong(s, GStatus::Runnable, std::memory_order_acq_rel))
     fatalf("ready: G %lu is not waiting (status %u)", (unsigned long)gp->goid, (unsigned)s);
+  trace_ev(TraceEv::GReady, gp, gp->goid);
   G* cur = getg();
   M* mp = cur ? cur->m : nullptr;
-  if (mp && mp->p) {
+  if (mp && mp->p && !mp->p->retired.load(std::memory_order_relaxed)) {
     mp->locks.fetch_add(1, std::memory_order_relaxed);
     runqput(mp->p, gp, next);
     mp->locks.fetch_sub(1, std::memory_order_relaxed);
@@ -139,7 +146,7 @@ void ready_list(GQueue& q) {
     if (!gp->status.compare_exchange_strong(s, GStatus::Runnable, std::memory_order_acq_rel))
       fatal("ready_list: G is not waiting");
   }
-  if (mp && mp->p) {
+  if (mp && mp->p && !mp->p->retired.load(std::memory_order_relaxed)) {
     // Hand one G to each idle P through the global queue, the rest stay local.
     int32_t npidle = sched.npidle.load(std::memory_order_relaxed);
     GQueue glob;
@@ -162,6 +169,7 @@ void ready_list(GQueue& q) {
 static void gosched_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -173,6 +181,7 @@ static void gosched_g0(void* arg) {
 static void gosched_global_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -194,6 +203,7 @@ void gosched() {
   // Like Go's Gosched: to the global queue, so that the yielder runs after
   // everything runnable anywhere, on whichever P gets to it first.
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
+  if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
 }
 
 void gosched_local() {

@@ -16,6 +16,7 @@
 
 #include "core/fdtable.hpp"
 #include "core/netpoll.hpp"
+#include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
 #include "syscalls/sys_io.hpp"
@@ -134,23 +135,26 @@ namespace goshim {
 
 namespace {
 
-// The goroutine's signal mask for the duration of a wait (ppoll and
-// friends). The signal layer applies G::sigmask to the M running the G.
+// The goroutine's signal mask for the duration of a wait (ppoll, pselect,
+// epoll_pwait), set and restored through the signal layer, which delivers
+// what a change unblocks. A handler that runs as the mask is set ends the
+// call with EINTR at once, as the kernel does.
 struct MaskScope {
-  G* gp;
-  uint64_t saved;
-  bool on;
-  MaskScope(const sigset_t* m) : gp(getg()), saved(0), on(m != nullptr) {
-    if (on) {
-      saved = gp->sigmask;
-      uint64_t v;
-      memcpy(&v, m, sizeof v);
-      gp->sigmask = v & ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
-    }
+  G* gp = nullptr;
+  sigset_t old;
+  uint32_t handled0 = 0;
+  explicit MaskScope(const sigset_t* m) {
+    if (!m) return;
+    gp = getg();
+    handled0 = gp->nhandled;
+    signal_setmask(gp, SIG_SETMASK, m, &old);
   }
+  bool handler_ran() const { return gp && gp->nhandled != handled0; }
   ~MaskScope() {
-    if (on) gp->sigmask = saved;
+    if (gp) signal_setmask(gp, SIG_SETMASK, &old, nullptr);
   }
+  MaskScope(const MaskScope&) = delete;
+  MaskScope& operator=(const MaskScope&) = delete;
 };
 
 struct PollCtx {
@@ -180,8 +184,9 @@ int64_t deadline_after_ts(const struct timespec* ts) {
   return now + (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
-long poll_fds(struct pollfd* fds, nfds_t n, int64_t deadline, const sigset_t* sigmask) {
+static long poll_fds_inner(struct pollfd* fds, nfds_t n, int64_t deadline, const sigset_t* sigmask) {
   MaskScope ms(sigmask);
+  if (ms.handler_ran()) return -EINTR;
   PollCtx ctx = {fds, n};
   if (n > (nfds_t)(1 << 20)) return poll_check(&ctx);  // the kernel's EINVAL
   FdInterest stack_v[kStackInterest] = {};
@@ -230,9 +235,11 @@ bool bit(const unsigned long* s, int fd) {
 
 }  // namespace
 
-long select_fds(int n, fd_set* r, fd_set* w, fd_set* e, int64_t deadline, const sigset_t* sigmask) {
+static long select_fds_inner(int n, fd_set* r, fd_set* w, fd_set* e, int64_t deadline,
+                             const sigset_t* sigmask) {
   if (n < 0) return -EINVAL;
   MaskScope ms(sigmask);
+  if (ms.handler_ran()) return -EINTR;
   size_t words = ((size_t)n + 8 * sizeof(long) - 1) / (8 * sizeof(long));
   if (words == 0) words = 1;
   size_t bytes = words * sizeof(long);
@@ -317,14 +324,41 @@ long epoll_check(void* ctx) {
 
 }  // namespace
 
-long epoll_wait_fd(int epfd, struct epoll_event* ev, int max, int64_t deadline,
-                   const sigset_t* sigmask) {
+static long epoll_wait_inner(int epfd, struct epoll_event* ev, int max, int64_t deadline,
+                             const sigset_t* sigmask) {
   MaskScope ms(sigmask);
+  if (ms.handler_ran()) return -EINTR;
   int err;
   EpCtx c = {epfd, ev, max, fd_get(epfd, &err)};
   FdInterest v = {epfd, kModeRead};  // an epoll instance is readable when it has events
   long r = netpoll_wait_fds(&v, 1, deadline, epoll_check, &c, WaitReason::EpollWait);
   if (c.pd) pd_put(c.pd);
+  return r;
+}
+
+// poll, select and epoll_wait are cancellation points: a pending
+// cancellation acts at entry, and after an interrupted wait once the wait
+// has given back everything it held (glibc's unwinding runs no destructor
+// of this layer).
+long poll_fds(struct pollfd* fds, nfds_t n, int64_t deadline, const sigset_t* sigmask) {
+  cancel_point();
+  long r = poll_fds_inner(fds, n, deadline, sigmask);
+  if (r == -EINTR) cancel_point();
+  return r;
+}
+
+long select_fds(int n, fd_set* r, fd_set* w, fd_set* e, int64_t deadline, const sigset_t* sigmask) {
+  cancel_point();
+  long k = select_fds_inner(n, r, w, e, deadline, sigmask);
+  if (k == -EINTR) cancel_point();
+  return k;
+}
+
+long epoll_wait_fd(int epfd, struct epoll_event* ev, int max, int64_t deadline,
+                   const sigset_t* sigmask) {
+  cancel_point();
+  long r = epoll_wait_inner(epfd, ev, max, deadline, sigmask);
+  if (r == -EINTR) cancel_point();
   return r;
 }
 

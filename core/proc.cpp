@@ -26,8 +26,10 @@
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
+#include "core/signal.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -35,6 +37,12 @@ namespace goshim {
 void (*g_exit_hook)(G* gp) = nullptr;
 
 namespace {
+
+// Whether glibc's cancellation unwound gp (the canceled bit is set).
+bool cancel_pending_or_exiting_canceled(G* gp) {
+  int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
+  return ch & (1 << 3);
+}
 
 // Virtual tids live above PID_MAX_LIMIT (2^22 on 64-bit), so they never
 // collide with a kernel tid.
@@ -133,6 +141,7 @@ void goexit_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   P* pp = mp->p;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Exit);
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->status.store(GStatus::Dead, std::memory_order_release);
@@ -167,6 +176,7 @@ void g_entry(void* arg) {
     ub.__pad[0] = nullptr;  // prev
     ub.__pad[1] = nullptr;  // cleanup
     tls::set_cleanup_jmp_buf(gp->tp, &ub);
+    if (signal_has_pending(gp)) signal_deliver(gp);
     void* r = gp->start_routine(gp->start_arg);
     getg()->retval = r;
   }
@@ -251,6 +261,11 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     return EAGAIN;
   }
   gp->started_tls = true;
+  // block_init may have parked (its malloc can wait on a contended mutex):
+  // the P read above may belong to another M now.
+  cur = getg();
+  mp = (cur && cur->m) ? cur->m : nullptr;
+  pp = mp ? mp->p : nullptr;
   gp->flags = 0;
   if (a.stack_lo) {
     gp->flags |= kGFlagUserStack;
@@ -280,6 +295,12 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->sigpending.store(0, std::memory_order_relaxed);
   gp->cancel.store(0, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
+  gp->exit_called = false;
+  gp->sigpending_proc.store(0, std::memory_order_relaxed);
+  gp->sigwaiting.store(0, std::memory_order_relaxed);
+  for (auto& q : gp->sigqueue_buf) q.sig = 0;
+  gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
+  gp->insig = 0;
   gp->waitreason = WaitReason::None;
   gp->fp_mxcsr = arch::get_mxcsr();
   gp->fp_fpcw = arch::get_fpcw();
@@ -292,9 +313,12 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   while (live > peak && !sched.ngpeak.compare_exchange_weak(peak, live)) {
   }
   sched.ngcreated.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::GCreate, cur, gp->goid);
 
   gp->status.store(GStatus::Runnable, std::memory_order_release);
-  if (pp)
+  // Not onto a P replaced while its M was stuck (sysmon): nobody else runs
+  // that P's queue until this M gets back to the scheduler.
+  if (pp && !pp->retired.load(std::memory_order_relaxed))
     runqput(pp, gp, true);
   else
     globrunqput(gp);
@@ -306,6 +330,8 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
 
 void thread_exit_landed() {
   G* gp = getg();
+  // Unwound by glibc's own cancellation (not our pthread_exit): canceled.
+  if (!gp->exit_called && cancel_pending_or_exiting_canceled(gp)) gp->retval = PTHREAD_CANCELED;
   tls::on_exit();  // C++ thread_local destructors, locale
   if (g_exit_hook) g_exit_hook(gp);  // pthread key destructors
   if (sched.ngoroutines.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -341,6 +367,12 @@ int thread_join(G* target, void** ret, int64_t deadline) {
       r = EBUSY;
     } else {
       r = sema_wait(&target->join_state, s, deadline > 0 ? deadline : 0, WaitReason::Join);
+      if (r == EINTR && self && cancel_pending(self)) {
+        // A cancellation point: give up the claim first, then unwind.
+        target->joiner.store(nullptr, std::memory_order_release);
+        target->join_state.fetch_and(~kJoinJoining, std::memory_order_acq_rel);
+        cancel_point();
+      }
       if (r == EAGAIN || r == 0 || r == EINTR) r = 0;
     }
     s = target->join_state.load(std::memory_order_acquire);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 
 namespace goshim::real {
@@ -30,6 +31,17 @@ namespace goshim::real {
   X(int, pthread_sigqueue, (pthread_t, int, const union sigval))                             \
   X(int, pthread_cancel, (pthread_t))                                                        \
   X(int, pthread_once, (pthread_once_t*, void (*)(void)))                                    \
+  X(void, pthread_testcancel, (void))                                                        \
+  X(int, pthread_sigmask, (int, const sigset_t*, sigset_t*))                                 \
+  X(int, sigprocmask, (int, const sigset_t*, sigset_t*))                                     \
+  X(int, raise, (int))                                                                       \
+  X(int, sigpending, (sigset_t*))                                                            \
+  X(int, sigaltstack, (const stack_t*, stack_t*))                                            \
+  X(int, sigwait, (const sigset_t*, int*))                                                   \
+  X(int, sigwaitinfo, (const sigset_t*, siginfo_t*))                                         \
+  X(int, sigtimedwait, (const sigset_t*, siginfo_t*, const struct timespec*))                \
+  X(int, sigsuspend, (const sigset_t*))                                                      \
+  X(int, pause, (void))                                                                      \
   X(int, sched_yield, (void))                                                                \
   X(void*, dlopen, (const char*, int))                                                       \
   X(void*, dlmopen, (long, const char*, int))

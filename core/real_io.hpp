@@ -60,7 +60,8 @@ namespace goshim::real {
   X(unsigned int, sleep, (unsigned int))                                                        \
   X(int, usleep, (useconds_t))                                                                  \
   X(int, nanosleep, (const struct timespec*, struct timespec*))                                 \
-  X(int, clock_nanosleep, (clockid_t, int, const struct timespec*, struct timespec*))
+  X(int, clock_nanosleep, (clockid_t, int, const struct timespec*, struct timespec*))         \
+  X(long, syscall, (long, ...))
 
 #define GOSHIM_REAL_DECL(ret, name, args) extern ret(*name) args;
 GOSHIM_REAL_IO_FUNCS(GOSHIM_REAL_DECL)

@@ -10,14 +10,22 @@
 
 #include "arch/arch.hpp"
 #include "core/config.hpp"
+#include "core/debug.hpp"
+#include "core/dump.hpp"
+#include "core/fork.hpp"
 #include "core/netpoll.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
+#include "core/preempt.hpp"
 #include "core/sema.hpp"
+#include "core/setxid.hpp"
+#include "core/signal.hpp"
+#include "core/sysmon.hpp"
 #include "core/stack.hpp"
 #include "core/tls.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 extern "C" char __libc_single_threaded;
@@ -69,6 +77,7 @@ void* mstart(void* arg) {
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
   sys::rt_sigprocmask(SIG_SETMASK, &initial_sigmask, nullptr, 8);
+  mp->cur_sigmask = initial_sigmask;
   P* pp = mp->nextp;
   mp->nextp = nullptr;
   acquirep(pp);
@@ -91,15 +100,26 @@ void newm(P* pp, bool spinning) {
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t th;
+  setxid_thread_create_begin();  // a credential broadcast must not miss it
   int err = real::pthread_create(&th, &attr, mstart, mp);
+  setxid_thread_create_end();
   pthread_attr_destroy(&attr);
   if (err != 0) fatalf("cannot create a kernel thread for an M (error %d)", err);
 }
 
+static void print_stats_mn() { stats_print(true); }
+static void print_stats_1to1() { stats_print(false); }
+
 bool runtime_init() {
   config_init();
   real::resolve();
-  if (config.one_to_one) return false;
+  if (config.one_to_one) {
+    if (config.stats) {
+      debug_init();
+      atexit(print_stats_1to1);
+    }
+    return false;
+  }
   arch::init();
   const char* why = nullptr;
   if (!tls::init(&why)) {
@@ -119,7 +139,7 @@ bool runtime_init() {
     P* pp = new ((P*)pmem + i) P();
     pp->id = i;
     timers_init(&pp->timers);
-    sched.allp[i] = pp;
+    sched.allp[i].store(pp, std::memory_order_release);
   }
   netpoll_init();
   sema_init();
@@ -141,6 +161,7 @@ bool runtime_init() {
   m0->g0_sp = g0stack.hi & ~(uintptr_t)15;
   m0->tid = (pid_t)sys::gettid();
   m0->pthread = (unsigned long)tls::initial_tp();
+  m0->cur_sigmask = initial_sigmask;
 
   // G1: main, running now on M0. Read its stack while glibc can still
   // answer for the initial thread (before its tid becomes virtual).
@@ -171,14 +192,26 @@ bool runtime_init() {
   tls::set_tid(g1->tp, g1->vtid);
 
   sched.lock.lock();
-  for (int i = sched.gomaxprocs - 1; i >= 1; i--) pidleput(sched.allp[i]);
+  for (int i = sched.gomaxprocs - 1; i >= 1; i--) pidleput(allp(i));
   sched.lock.unlock();
-  acquirep(sched.allp[0]);
+  acquirep(allp(0));
 
   __libc_single_threaded = 0;  // goroutines share memory from now on
   sched.ngoroutines.store(1, std::memory_order_relaxed);
   sched.ngpeak.store(1, std::memory_order_relaxed);
   runtime_up.store(true, std::memory_order_release);
+  debug_init();
+  setxid_init();
+  fork_init();
+  signal_init();
+  dump_init();
+  preempt_init();
+  if (config.trace_file) {
+    trace_init(config.trace_file);
+    trace_ev(TraceEv::GStart, getg());
+  }
+  sysmon_start();
+  if (config.stats) atexit(print_stats_mn);
   return true;
 }
 

@@ -19,9 +19,15 @@
 // release its P.
 #include "core/sched.hpp"
 
+#include <sys/mman.h>
+
+#include <new>
+
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
+#include "core/real.hpp"
 #include "core/timer.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -49,8 +55,23 @@ static P* pidleget_spinning() {
   return pp;
 }
 
+// Locks held: sched.lock. A retired P goes to the spare list instead of the
+// idle list; its timers to the P that replaced it.
+static void spare_put_locked(P* pp) {
+  P* np = allp(pp->id);
+  if (np != pp) timers_move(&pp->timers, &np->timers);
+  pp->status.store(PStatus::Idle, std::memory_order_relaxed);
+  pp->retired.store(false, std::memory_order_relaxed);
+  pp->link = sched.pspare;
+  sched.pspare = pp;
+}
+
 void pidleput(P* pp) {
   GOSHIM_CHECK(runqempty(pp), "pidleput: P has non-empty run queue");
+  if (pp->retired.load(std::memory_order_acquire)) {
+    spare_put_locked(pp);
+    return;
+  }
   pp->status.store(PStatus::Idle, std::memory_order_relaxed);
   pp->link = sched.pidle;
   sched.pidle = pp;
@@ -71,6 +92,39 @@ void mput(M* mp) {
   mp->schedlink = sched.midle;
   sched.midle = mp;
   sched.nmidle++;
+}
+
+// ---- retired Ps ----------------------------------------------------------------
+
+void retire_p(P* pp) {
+  GOSHIM_CHECK(pp->m == nullptr, "retire_p: P still attached");
+  GQueue q;
+  bool inherit;
+  while (G* gp = runqget(pp, &inherit)) q.push_back(gp);
+  sched.lock.lock();
+  if (!q.empty()) globrunqputbatch(q);
+  spare_put_locked(pp);
+  sched.lock.unlock();
+  int64_t when = timers_wake_time(&allp(pp->id)->timers);
+  if (when) wake_netpoller(when);
+  wakep();
+}
+
+P* spare_get() {
+  sched.lock.lock();
+  P* pp = sched.pspare;
+  if (pp) sched.pspare = pp->link;
+  sched.lock.unlock();
+  if (pp) {
+    pp->link = nullptr;
+    return pp;
+  }
+  void* mem = sys::mmap(nullptr, sizeof(P), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                        -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  pp = new (mem) P();
+  timers_init(&pp->timers);
+  return pp;
 }
 
 // ---- P ownership -----------------------------------------------------------
@@ -154,6 +208,17 @@ void startm(P* pp, bool spinning) {
   nmp->park.wakeup();
 }
 
+// On g0, without P: ends this M's kernel thread (it is a glibc thread).
+[[noreturn]] static void mexit() {
+  M* mp = getg()->m;
+  mp->dead = true;
+  sched.lock.lock();
+  sched.mcount--;
+  sched.lock.unlock();
+  real::pthread_exit(nullptr);
+  __builtin_unreachable();
+}
+
 void stopm() {
   M* mp = getg()->m;
   GOSHIM_CHECK(mp->p == nullptr && !mp->spinning, "stopm: M holds a P or spins");
@@ -164,11 +229,13 @@ void stopm() {
   mp->park.sleep();
   mp->park.clear();
   mp->blocked = false;
+  if (mp->exit_requested) mexit();  // sysmon retires surplus idle Ms
   acquirep(mp->nextp);
   mp->nextp = nullptr;
 }
 
 void handoffp(P* pp) {
+  trace_ev(TraceEv::Handoff, nullptr, (uint64_t)pp->id);
   // Work to do: start an M right away.
   if (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) != 0) {
     startm(pp, false);
@@ -280,7 +347,7 @@ static G* steal_work(int64_t* now, bool* inherit, int64_t* poll_until, bool* new
   for (int i = 0; i < kTries; i++) {
     bool last = i == kTries - 1;
     for (RandomOrder e((uint32_t)sched.gomaxprocs); !e.done(); e.next()) {
-      P* p2 = sched.allp[e.pos];
+      P* p2 = allp((int)e.pos);
       if (p2 == pp) continue;
       // Timers of p2, once, on the last pass (before stealing its runnext).
       if (last && timers_wake_time(&p2->timers) != 0) {
@@ -294,6 +361,7 @@ static G* steal_work(int64_t* now, bool* inherit, int64_t* poll_until, bool* new
       }
       if (p2->status.load(std::memory_order_relaxed) != PStatus::Idle) {
         if (G* gp = runqsteal(pp, p2, last)) {
+          trace_ev(TraceEv::Steal, gp, (uint64_t)p2->id);
           *inherit = false;
           return gp;
         }
@@ -307,7 +375,7 @@ static G* steal_work(int64_t* now, bool* inherit, int64_t* poll_until, bool* new
 // Without P: is there a P with local work? Returns an idle P to run it on.
 static P* check_runqs_noP() {
   for (int i = 0; i < sched.gomaxprocs; i++) {
-    P* p2 = sched.allp[i];
+    P* p2 = allp(i);
     if (p2->status.load(std::memory_order_relaxed) != PStatus::Idle && !runqempty(p2)) {
       sched.lock.lock();
       P* pp = pidleget_spinning();
@@ -320,7 +388,7 @@ static P* check_runqs_noP() {
 
 static int64_t check_timers_noP(int64_t poll_until) {
   for (int i = 0; i < sched.gomaxprocs; i++) {
-    int64_t w = timers_wake_time(&sched.allp[i]->timers);
+    int64_t w = timers_wake_time(&allp(i)->timers);
     if (w != 0 && (poll_until == 0 || w < poll_until)) poll_until = w;
   }
   return poll_until;
@@ -453,6 +521,22 @@ void schedule() {
   M* mp = getg()->m;
   GOSHIM_CHECK(getg()->is_g0(), "schedule: not on g0");
   GOSHIM_CHECK(mp->locks.load(std::memory_order_relaxed) == 0, "schedule: holding locks");
+  if (__builtin_expect(mp->p->retired.load(std::memory_order_acquire), 0)) {
+    // Sysmon gave this P's work to a replacement while this M was stuck in
+    // the kernel. Retire it and find another P (or stop).
+    if (mp->spinning) {
+      mp->spinning = false;
+      sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    retire_p(releasep());
+    sched.lock.lock();
+    P* pp = pidleget();
+    sched.lock.unlock();
+    if (pp)
+      acquirep(pp);
+    else
+      stopm();
+  }
   bool inherit = false;
   G* gp = find_runnable(&inherit);
   // A spinning M that found work wakes another spinner if it was the last.

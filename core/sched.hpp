@@ -88,6 +88,11 @@ P* pidleget();
 void pidleput(P* pp);
 M* mget();
 void mput(M* mp);
+// Without P (pp just released). Drains a retired P: its Gs to the global
+// queue, its timers to its replacement, the P to the spare list.
+void retire_p(P* pp);
+// A P for sysmon to put in place of a stalled one (spare list or new).
+P* spare_get();
 // Creates a kernel thread running the scheduler on pp. Without locks.
 void newm(P* pp, bool spinning);
 

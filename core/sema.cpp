@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include <new>
+
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/timer.hpp"
@@ -189,6 +191,14 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
 }  // namespace
 
 void sema_init() { register_wait_interrupter(WaitKind::Sema, sema_interrupt); }
+
+void sema_after_fork() {
+  for (Bucket& b : buckets) {
+    new (&b.lock) Mutex();
+    b.heads = nullptr;
+    b.nwait.store(0, std::memory_order_relaxed);
+  }
+}
 
 int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
   if (!ts) return 0;

@@ -20,6 +20,8 @@ namespace goshim {
 
 // Registers sema's wait interrupter (runtime init).
 void sema_init();
+// In a fork child: no waiter survives (fork.hpp).
+void sema_after_fork();
 
 // Parks the caller while *(uint32_t*)addr == val. deadline: absolute
 // CLOCK_MONOTONIC nanoseconds, 0 for none. Returns 0 when woken (spurious

@@ -1,29 +1,697 @@
-// Signals under M:N: recorded dispositions and restart decisions.
+// Signals under M:N (see signal.hpp).
+//
+// Contracts: signal_handler is the kernel-level handler and is
+// signal-safe: it takes no runtime lock and allocates nothing; anything
+// that needs locks (waking a parked G) is left to sysmon (signal_route).
 #include "core/signal.hpp"
 
-#include <atomic>
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/ucontext.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1U << 31)
+#endif
+
+#include "arch/arch.hpp"
+#include "core/config.hpp"
+#include "core/dump.hpp"
+#include "core/preempt.hpp"
+#include "core/proc.hpp"
+#include "core/rawlog.hpp"
+#include "core/real.hpp"
+#include "core/sched.hpp"
+#include "core/sema.hpp"
+#include "core/tls.hpp"
+#include "syscalls/sys.hpp"
+
+#ifndef SYS_rt_tgsigqueueinfo
+#define SYS_rt_tgsigqueueinfo 297
+#endif
 
 namespace goshim {
 
+void sysmon_wake();  // sysmon.cpp
+
 namespace {
-// SA_* flags of the program's handlers, and whether a handler (not
-// SIG_DFL/SIG_IGN) is installed. Written by sigaction, read lock-free.
-std::atomic<int> sig_flags[65];
-std::atomic<bool> sig_handled[65];
+
+constexpr int kSigCancel = 32;
+constexpr int kSigSetxid = 33;
+constexpr uintptr_t kHandlerDfl = 0;
+constexpr uintptr_t kHandlerIgn = 1;
+constexpr unsigned long kSaRestorer = 0x04000000;
+
+inline uint64_t bit(int sig) { return 1ull << (sig - 1); }
+
+// The program's disposition of each signal, readable from a handler.
+std::atomic<uintptr_t> prog_handler[65];
+std::atomic<int> prog_flags[65];
+std::atomic<uint64_t> prog_mask[65];
+std::atomic<bool> known[65];       // prog_* holds the program's disposition
+std::atomic<bool> kwrapped[65];    // the kernel runs signal_handler for it
+SpinLock action_lock;              // serializes signal_action (not taken by handlers)
+
+// Signals goshim holds for the process (delivered to g0, an idle M or
+// sysmon, or blocked by the G they hit), with the siginfo of the last one.
+std::atomic<uint64_t> proc_pending{0};
+siginfo_t proc_info[65];
+// Some G got a pending signal while not running: sysmon looks for parked Gs
+// with deliverable signals and wakes them.
+std::atomic<bool> g_unrouted{false};
+// Signals some G waits for in sigwait/sigsuspend: sysmon keeps them, and
+// the handled ones, unblocked so that it can receive them.
+std::atomic<uint64_t> handled_mask{0};
+std::atomic<uint64_t> waited_mask{0};
+std::atomic<uint64_t> mask_gen{0};
+
+using sigaction_fn = int (*)(int, const struct sigaction*, struct sigaction*);
+sigaction_fn real_sigaction;
+
+// The signal that asks for a goroutine dump while the program leaves it
+// at its default action (SIGQUIT unless GOSHIM_DEBUG=dumpsignal=SIG).
+int dump_signal() { return config.dump_signal ? config.dump_signal : SIGQUIT; }
+
+uint64_t internal_mask() {
+  uint64_t m = bit(kSigCancel) | bit(kSigSetxid);
+  if (config.preempt_signal) m |= bit(config.preempt_signal);
+  return m;
+}
+
+// What the kernel mask of an M running a G with program mask m must be.
+inline uint64_t kmask(uint64_t m) { return m & ~internal_mask(); }
+
+bool default_ignored(int sig) {
+  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+// A fault the kernel raises for the instruction being executed: it belongs
+// to this G whatever its mask says.
+bool synchronous(int sig, const siginfo_t* si) {
+  return (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+          sig == SIGSYS) &&
+         si && si->si_code > 0;
+}
+
+uint64_t to_bits(const sigset_t* s) {
+  uint64_t v;
+  memcpy(&v, s, sizeof v);
+  return v;
+}
+
+void from_bits(uint64_t v, sigset_t* s) {
+  sigemptyset(s);
+  memcpy(s, &v, sizeof v);
+}
+
+long send_to_thread(pid_t tid, int sig, siginfo_t* si) {
+  return sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), tid, sig, (long)si);
+}
+
+void tkill_info(siginfo_t* si, int sig) {
+  memset(si, 0, sizeof *si);
+  si->si_signo = sig;
+  si->si_code = SI_TKILL;
+  si->si_pid = (pid_t)sys::getpid();
+  si->si_uid = getuid();
+}
+
+// Signal-safe. Keeps a process signal for sysmon to route.
+void defer(int sig, const siginfo_t* si) {
+  if (si)
+    proc_info[sig] = *si;
+  else
+    tkill_info(&proc_info[sig], sig);
+  proc_pending.fetch_or(bit(sig), std::memory_order_acq_rel);
+  sysmon_wake();
+}
+
+// Signal-safe. The program's default action for sig, on this thread.
+void die_default(int sig) {
+  if (default_ignored(sig)) return;
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  real_sigaction(sig, &dfl, nullptr);
+  kwrapped[sig].store(false, std::memory_order_relaxed);
+  uint64_t b = bit(sig);
+  sys::rt_sigprocmask(SIG_UNBLOCK, &b, nullptr, 8);
+  sys::tgkill(sys::getpid(), sys::gettid(), sig);
+  // Still here: a stop signal, and the process was continued.
+  sys::rt_sigprocmask(SIG_BLOCK, &b, nullptr, 8);
+}
+
+void signal_handler(int sig, siginfo_t* si, void* uctx);
+
+// Installs signal_handler for sig with the program's flags and mask.
+// Locks held: action_lock.
+int install_wrapper(int sig) {
+  struct sigaction k;
+  memset(&k, 0, sizeof k);
+  k.sa_sigaction = signal_handler;
+  int pf = prog_flags[sig].load(std::memory_order_relaxed);
+  k.sa_flags = SA_SIGINFO | (pf & (SA_ONSTACK | SA_RESTART | SA_NODEFER | SA_RESETHAND |
+                                   SA_NOCLDSTOP | SA_NOCLDWAIT));
+  if (prog_handler[sig].load() <= kHandlerIgn) k.sa_flags |= SA_RESTART;  // default action kept by goshim
+  if (sig == config.preempt_signal) k.sa_flags = SA_SIGINFO | SA_RESTART;
+  from_bits(prog_mask[sig].load(std::memory_order_relaxed), &k.sa_mask);
+  int r = real_sigaction(sig, &k, nullptr);
+  if (r == 0) kwrapped[sig].store(true, std::memory_order_release);
+  return r;
+}
+
+void bump_masks() {
+  mask_gen.fetch_add(1, std::memory_order_release);
+  sysmon_wake();
+}
+
+// Keeps goshim's handler in the kernel for sig even while the program has
+// the default action, so that a delivery to a stale-masked M is routed.
+void ensure_wrapped(int sig) {
+  if (sig <= 0 || sig > 64 || sig == SIGKILL || sig == SIGSTOP || default_ignored(sig)) return;
+  if (bit(sig) & internal_mask()) return;
+  if (kwrapped[sig].load(std::memory_order_acquire)) return;
+  action_lock.lock();
+  if (!kwrapped[sig].load(std::memory_order_relaxed) &&
+      prog_handler[sig].load(std::memory_order_relaxed) == kHandlerDfl)
+    install_wrapper(sig);
+  action_lock.unlock();
+}
+
+// Runs the program's disposition for sig on the current thread (a G, or a
+// foreign thread when gp is null).
+void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
+  uintptr_t h = prog_handler[sig].load(std::memory_order_acquire);
+  int flags = prog_flags[sig].load(std::memory_order_relaxed);
+  if (h == kHandlerIgn) return;
+  if (h == kHandlerDfl) {
+    die_default(sig);
+    return;
+  }
+  if (flags & SA_RESETHAND) {
+    prog_handler[sig].store(kHandlerDfl, std::memory_order_release);
+    prog_flags[sig].store(0, std::memory_order_relaxed);
+    handled_mask.fetch_and(~bit(sig));
+    kwrapped[sig].store(false, std::memory_order_relaxed);  // the kernel reset it
+  }
+  uint64_t saved = 0;
+  if (gp) {
+    gp->nhandled++;
+    gp->insig++;
+    saved = gp->sigmask;
+    gp->sigmask |= prog_mask[sig].load(std::memory_order_relaxed) |
+                   ((flags & SA_NODEFER) ? 0 : bit(sig));
+  }
+  if (flags & SA_SIGINFO)
+    ((void (*)(int, siginfo_t*, void*))h)(sig, si, uc);
+  else
+    ((void (*)(int))h)(sig);
+  if (gp) {
+    gp->sigmask = saved;
+    gp->insig--;
+  }
+}
+
+// The single kernel handler for every signal goshim routes.
+void signal_handler(int sig, siginfo_t* si, void* uctx) {
+  int saved_errno = errno;
+  if (sig == config.preempt_signal && preempt_on_signal(si, uctx)) {
+    errno = saved_errno;
+    return;
+  }
+  if ((sig == SIGSEGV || sig == SIGBUS) && dump_fault_guard()) return;
+  if (sig == dump_signal() && prog_handler[sig].load(std::memory_order_acquire) == kHandlerDfl) {
+    dump_request();  // the program keeps running
+    errno = saved_errno;
+    return;
+  }
+  G* gp = tls_g;
+  if (gp == nullptr) {
+    run_program(sig, si, uctx, nullptr);  // a foreign kernel thread: its own signal
+    errno = saved_errno;
+    return;
+  }
+  M* mp = gp->m;
+  G* want = mp ? mp->sigfwd[sig].exchange(nullptr, std::memory_order_acq_rel) : nullptr;
+  uint64_t b = bit(sig);
+  if (want && want != gp) {
+    // Sent to this M for a G that left it before the signal arrived: it is
+    // pending on that G (sysmon wakes it if it is parked).
+    want->sigpending.fetch_or(b, std::memory_order_acq_rel);
+    g_unrouted.store(true, std::memory_order_release);
+    sysmon_wake();
+  } else if (gp->is_g0()) {
+    if (synchronous(sig, si))
+      die_default(sig);  // a fault in the scheduler itself
+    else
+      defer(sig, si);  // g0, an idle M or sysmon: route it to a G
+  } else if (!synchronous(sig, si) && (gp->sigmask & b)) {
+    if (want || (si && si->si_code == SI_TKILL))
+      gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // thread-directed: waits for it
+    else
+      defer(sig, si);
+  } else {
+    // Routed process signals carry their original siginfo.
+    if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+      siginfo_t orig = proc_info[sig];
+      run_program(sig, &orig, uctx, gp);
+    } else {
+      run_program(sig, si, uctx, gp);
+    }
+  }
+  errno = saved_errno;
+}
+
+// glibc's asynchronous cancellation of a G blocked in one of glibc's own
+// cancellation points (which switch to asynchronous mode around the
+// system call): pthread_cancel sends SIGCANCEL to the M running it.
+void sigcancel_handler(int sig, siginfo_t* si, void*) {
+  if (sig != kSigCancel || !si || si->si_pid != (pid_t)sys::getpid() || si->si_code != SI_TKILL)
+    return;
+  G* gp = tls_g;
+  if (!gp || gp->is_g0()) return;
+  int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
+  // enabled (bit 0 clear), asynchronous (bit 1), canceled (bit 3), not exiting (bit 4)
+  if ((ch & 0x1b) == 0x0a) cancel_point();
+}
+
 }  // namespace
+
+void signal_init() {
+  real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+  if (!real_sigaction) fatal("cannot resolve sigaction");
+  // What the program (or the environment) installed before goshim started.
+  for (int sig = 1; sig <= 64; sig++) {
+    if (sig == SIGKILL || sig == SIGSTOP || sig == kSigCancel || sig == kSigSetxid) continue;
+    struct sigaction cur;
+    if (real_sigaction(sig, nullptr, &cur) != 0) continue;
+    if (!known[sig].load()) signal_record_action(sig, &cur);
+    if (prog_handler[sig].load() > kHandlerIgn) install_wrapper(sig);
+  }
+  // goshim's own signals: preemption, the dump signal, and the faults the
+  // dumper guards against (each keeps the program's disposition).
+  action_lock.lock();
+  if (config.preempt_signal) install_wrapper(config.preempt_signal);
+  install_wrapper(dump_signal());
+  install_wrapper(SIGSEGV);
+  install_wrapper(SIGBUS);
+  action_lock.unlock();
+  struct {
+    void (*handler)(int, siginfo_t*, void*);
+    unsigned long flags;
+    void (*restorer)();
+    uint64_t mask;
+  } ka = {sigcancel_handler, SA_SIGINFO | SA_RESTART | kSaRestorer, goshim_restore_rt, 0};
+  sys::raw4(SYS_rt_sigaction, kSigCancel, (long)&ka, 0, 8);
+}
 
 void signal_record_action(int sig, const struct sigaction* act) {
   if (sig <= 0 || sig > 64 || !act) return;
-  bool handled = act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
-  sig_flags[sig].store(act->sa_flags, std::memory_order_relaxed);
-  sig_handled[sig].store(handled, std::memory_order_release);
+  uintptr_t h = (uintptr_t)act->sa_handler;
+  prog_handler[sig].store(h, std::memory_order_release);
+  prog_flags[sig].store(h > kHandlerIgn ? act->sa_flags : (act->sa_flags & (SA_NOCLDSTOP | SA_NOCLDWAIT)),
+                        std::memory_order_relaxed);
+  prog_mask[sig].store(to_bits(&act->sa_mask), std::memory_order_relaxed);
+  known[sig].store(true, std::memory_order_release);
+  if (h > kHandlerIgn)
+    handled_mask.fetch_or(bit(sig));
+  else
+    handled_mask.fetch_and(~bit(sig));
+}
+
+bool signal_has_handler(int sig) {
+  return sig > 0 && sig <= 64 && prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn;
 }
 
 int signal_flags(int sig) {
   if (sig <= 0 || sig > 64) return 0;
-  return sig_handled[sig].load(std::memory_order_acquire)
-             ? sig_flags[sig].load(std::memory_order_relaxed)
+  return prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn
+             ? prog_flags[sig].load(std::memory_order_relaxed)
              : 0;
+}
+
+int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (sig <= 0 || sig > 64 || (act && (sig == SIGKILL || sig == SIGSTOP)) ||
+      sig == kSigCancel || sig == kSigSetxid)
+    return -EINVAL;
+  action_lock.lock();
+  struct sigaction prev;
+  memset(&prev, 0, sizeof prev);
+  if (known[sig].load()) {
+    prev.sa_handler = (sighandler_t)prog_handler[sig].load();
+    prev.sa_flags = prog_flags[sig].load();
+    from_bits(prog_mask[sig].load(), &prev.sa_mask);
+  } else if (real_sigaction(sig, nullptr, &prev) != 0) {
+    action_lock.unlock();
+    return -errno;
+  }
+  int r = 0;
+  if (act) {
+    signal_record_action(sig, act);
+    bool handler = (uintptr_t)act->sa_handler > kHandlerIgn;
+    bool keep_wrapper = sig == config.preempt_signal || sig == dump_signal() || sig == SIGSEGV ||
+                        sig == SIGBUS ||
+                        (kwrapped[sig].load() && !handler && act->sa_handler == SIG_DFL);
+    if (handler || keep_wrapper) {
+      r = install_wrapper(sig) == 0 ? 0 : -errno;
+    } else {
+      r = real_sigaction(sig, act, nullptr) == 0 ? 0 : -errno;
+      kwrapped[sig].store(false, std::memory_order_relaxed);
+    }
+  }
+  action_lock.unlock();
+  if (act) bump_masks();
+  if (old) *old = prev;
+  return r;
+}
+
+void signal_apply(M* mp, G* gp) {
+  uint64_t k = kmask(gp->sigmask);
+  if (mp->cur_sigmask != k) {
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+    mp->cur_sigmask = k;
+  }
+  if (gp->altstack.ss_sp != mp->cur_altstack.ss_sp ||
+      gp->altstack.ss_size != mp->cur_altstack.ss_size ||
+      ((gp->altstack.ss_flags ^ mp->cur_altstack.ss_flags) & SS_DISABLE)) {
+    stack_t ss = gp->altstack;
+    if (ss.ss_flags & SS_DISABLE) ss = stack_t{nullptr, SS_DISABLE, 0};
+    if (sys::raw2(SYS_sigaltstack, (long)&ss, 0) == 0) mp->cur_altstack = gp->altstack;
+  }
+}
+
+int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
+  uint64_t cur = gp->sigmask;
+  if (old) from_bits(cur, old);
+  if (!set) return 0;
+  uint64_t s = to_bits(set), n;
+  switch (how) {
+    case SIG_BLOCK:
+      n = cur | s;
+      break;
+    case SIG_UNBLOCK:
+      n = cur & ~s;
+      break;
+    case SIG_SETMASK:
+      n = s;
+      break;
+    default:
+      return EINVAL;
+  }
+  // Like glibc and the kernel: these are never blocked.
+  n &= ~(bit(SIGKILL) | bit(SIGSTOP) | bit(kSigCancel) | bit(kSigSetxid));
+  // A signal some G blocks must be routed even when it hits a stale M.
+  for (uint64_t nb = n & ~cur; nb; nb &= nb - 1) ensure_wrapped(__builtin_ctzll(nb) + 1);
+  gp->sigmask = n;
+  M* mp = gp->m;
+  uint64_t k = kmask(n);
+  if (mp && mp->cur_sigmask != k) {
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+    mp->cur_sigmask = k;
+  }
+  // Newly unblocked: take process signals goshim holds, deliver what is due.
+  uint64_t unblocked = cur & ~n;
+  if (unblocked) {
+    uint64_t take = proc_pending.load(std::memory_order_acquire) & unblocked;
+    while (take) {
+      uint64_t got = proc_pending.fetch_and(~take, std::memory_order_acq_rel) & take;
+      gp->sigpending_proc.fetch_or(got);
+      gp->sigpending.fetch_or(got);
+      take = 0;
+    }
+  }
+  if (signal_has_pending(gp)) signal_deliver(gp);
+  return 0;
+}
+
+void signal_deliver(G* gp) {
+  M* mp = gp->m;
+  if (!mp || gp->insig) return;
+  for (;;) {
+    uint64_t due = gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask;
+    if (!due) return;
+    int sig = __builtin_ctzll(due) + 1;
+    uint64_t b = bit(sig);
+    if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
+    siginfo_t si;
+    if (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b) {
+      si = proc_info[sig];
+    } else {
+      tkill_info(&si, sig);
+      for (auto& q : gp->sigqueue_buf) {
+        if (q.sig == sig) {
+          si.si_code = SI_QUEUE;
+          si.si_value = q.value;
+          q.sig = 0;
+          break;
+        }
+      }
+    }
+    // As the kernel would: the handler runs now, on this G, with its
+    // sa_mask and the signal itself blocked (on the M too).
+    ucontext_t uc;
+    getcontext(&uc);
+    uint64_t during = kmask(gp->sigmask | prog_mask[sig].load(std::memory_order_relaxed) |
+                            ((prog_flags[sig].load() & SA_NODEFER) ? 0 : b));
+    uint64_t before = mp->cur_sigmask;
+    if (during != before) sys::rt_sigprocmask(SIG_SETMASK, &during, nullptr, 8);
+    mp->cur_sigmask = during;
+    if ((prog_flags[sig].load() & SA_RESETHAND) && prog_handler[sig].load() > kHandlerIgn) {
+      struct sigaction dfl;
+      memset(&dfl, 0, sizeof dfl);
+      dfl.sa_handler = SIG_DFL;
+      real_sigaction(sig, &dfl, nullptr);
+    }
+    run_program(sig, &si, &uc, gp);
+    mp = gp->m;  // a handler may park (it should not, but it may)
+    uint64_t k = kmask(gp->sigmask);
+    if (mp->cur_sigmask != k) {
+      sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+      mp->cur_sigmask = k;
+    }
+  }
+}
+
+// Interrupts target where it runs (user code or a blocking call), as the
+// kernel would a thread: the signal goes to its M, marked for target.
+static bool send_to_running(G* target, int sig, const union sigval* value) {
+  M* mp = target->m;
+  if (!mp || mp->tid <= 0) return false;
+  mp->sigfwd[sig].store(target, std::memory_order_release);
+  long r;
+  if (value) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = sig;
+    si.si_code = SI_QUEUE;
+    si.si_pid = (pid_t)sys::getpid();
+    si.si_uid = getuid();
+    si.si_value = *value;
+    r = send_to_thread(mp->tid, sig, &si);
+  } else {
+    r = sys::tgkill(sys::getpid(), mp->tid, sig);
+  }
+  if (r != 0) {
+    mp->sigfwd[sig].store(nullptr, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+int signal_send(G* target, int sig, const union sigval* value) {
+  if (sig < 0 || sig > 64) return EINVAL;
+  if (sig == 0) return 0;
+  if (sig == kSigCancel || sig == kSigSetxid) return EINVAL;
+  uint64_t b = bit(sig);
+  if (value) {
+    bool queued = false;
+    for (auto& q : target->sigqueue_buf) {
+      if (q.sig == 0) {
+        q.value = *value;
+        q.sig = sig;
+        queued = true;
+        break;
+      }
+    }
+    if (!queued) return EAGAIN;
+  }
+  G* self = tls_g;
+  if (target->sigwaiting.load(std::memory_order_acquire) & b) {
+    target->sigpending.fetch_or(b, std::memory_order_acq_rel);
+    signal_note_interrupt(target, sig);
+    interrupt_wait(target);
+    return 0;
+  }
+  target->sigpending.fetch_or(b, std::memory_order_acq_rel);
+  if (target->sigmask & b) return 0;  // delivered when it unblocks it
+  if (target == self) {
+    signal_deliver(self);
+    return 0;
+  }
+  GStatus st = target->status.load(std::memory_order_acquire);
+  if (st == GStatus::Running || st == GStatus::Syscall) {
+    if (target->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
+      bool queued = false;
+      union sigval v;
+      if (value) {
+        for (auto& q : target->sigqueue_buf)
+          if (q.sig == sig) {
+            v = q.value;
+            q.sig = 0;
+            queued = true;
+            break;
+          }
+      }
+      if (!send_to_running(target, sig, queued ? &v : nullptr)) {
+        target->sigpending.fetch_or(b, std::memory_order_acq_rel);
+        g_unrouted.store(true, std::memory_order_release);
+        sysmon_wake();
+      }
+    }
+    return 0;
+  }
+  if (st == GStatus::Waiting) {
+    signal_note_interrupt(target, sig);
+    interrupt_wait(target);
+  }
+  return 0;  // Runnable: it delivers when it next runs
+}
+
+void signal_pending_set(G* gp, sigset_t* out) {
+  sigset_t k;
+  sigemptyset(&k);
+  sys::raw2(SYS_rt_sigpending, (long)&k, 8);
+  uint64_t v = to_bits(&k) | proc_pending.load() | (gp ? gp->sigpending.load() : 0);
+  from_bits(v & ~internal_mask(), out);
+}
+
+int signal_take(G* gp, uint64_t set, siginfo_t* info) {
+  uint64_t mine = gp->sigpending.load(std::memory_order_acquire) & set;
+  while (mine) {
+    int sig = __builtin_ctzll(mine) + 1;
+    uint64_t b = bit(sig);
+    if (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
+      bool proc = gp->sigpending_proc.fetch_and(~b) & b;
+      if (info) {
+        if (proc) {
+          *info = proc_info[sig];
+        } else {
+          tkill_info(info, sig);
+          for (auto& q : gp->sigqueue_buf)
+            if (q.sig == sig) {
+              info->si_code = SI_QUEUE;
+              info->si_value = q.value;
+              q.sig = 0;
+              break;
+            }
+        }
+      }
+      return sig;
+    }
+    mine &= ~b;
+  }
+  uint64_t procs = proc_pending.load(std::memory_order_acquire) & set;
+  while (procs) {
+    int sig = __builtin_ctzll(procs) + 1;
+    uint64_t b = bit(sig);
+    if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
+      if (info) *info = proc_info[sig];
+      return sig;
+    }
+    procs &= ~b;
+  }
+  return 0;
+}
+
+void signal_waiting(G* gp, uint64_t set) {
+  uint64_t old = gp->sigwaiting.exchange(set, std::memory_order_acq_rel);
+  if (set) {
+    // Signals nobody else may take (blocked everywhere, default action):
+    // goshim must see them to hand them over.
+    for (uint64_t s = set & ~internal_mask(); s; s &= s - 1) ensure_wrapped(__builtin_ctzll(s) + 1);
+    waited_mask.fetch_or(set);
+  }
+  if (set != old) bump_masks();
+}
+
+bool signal_route_pending() {
+  return proc_pending.load(std::memory_order_relaxed) != 0 || g_unrouted.load(std::memory_order_relaxed);
+}
+
+// Locks: none held; takes sema/scheduler locks through interrupt_wait.
+void signal_route() {
+  // sysmon's own mask: receive what some G handles or waits for.
+  static uint64_t seen_gen = ~0ull;
+  uint64_t gen = mask_gen.load(std::memory_order_acquire);
+  if (gen != seen_gen) {
+    seen_gen = gen;
+    uint64_t waited = 0;
+    // Recompute the waited set from the Gs that still wait.
+    size_t n = arena_nslots();
+    for (size_t i = 0; i < n; i++) {
+      G* g = arena_slot_g(i);
+      if (g->magic == kGMagic) waited |= g->sigwaiting.load(std::memory_order_relaxed);
+    }
+    waited |= main_g()->sigwaiting.load(std::memory_order_relaxed);
+    waited_mask.store(waited);
+    uint64_t open = (handled_mask.load() | waited) & ~internal_mask();
+    uint64_t m = ~open & ~bit(kSigSetxid);
+    sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
+  }
+  // Gs that got a signal while not running: wake the parked ones.
+  if (g_unrouted.exchange(false, std::memory_order_acq_rel)) {
+    auto wake = [](G* g) {
+      if (g->magic != kGMagic || g->status.load() != GStatus::Waiting) return;
+      uint64_t due = g->sigpending.load() & ~g->sigmask;
+      if (!due) return;
+      signal_note_interrupt(g, __builtin_ctzll(due) + 1);
+      interrupt_wait(g);
+    };
+    wake(main_g());
+    size_t n = arena_nslots();
+    for (size_t i = 0; i < n; i++) wake(arena_slot_g(i));
+  }
+  uint64_t pend = proc_pending.load(std::memory_order_acquire);
+  while (pend) {
+    int sig = __builtin_ctzll(pend) + 1;
+    uint64_t b = bit(sig);
+    pend &= ~b;
+    // Candidates: a G waiting for it; else a running G that does not block
+    // it; else a parked or runnable one.
+    G* waiter = nullptr;
+    G* running = nullptr;
+    G* parked = nullptr;
+    auto consider = [&](G* g) {
+      if (g->magic != kGMagic) return;
+      GStatus st = g->status.load(std::memory_order_acquire);
+      if (st == GStatus::Idle || st == GStatus::Dead) return;
+      if (g->sigwaiting.load(std::memory_order_relaxed) & b) {
+        if (!waiter) waiter = g;
+        return;
+      }
+      if (g->sigmask & b) return;
+      if (st == GStatus::Running || st == GStatus::Syscall) {
+        if (!running) running = g;
+      } else if (!parked || (st == GStatus::Waiting && g->wait_kind.load() != WaitKind::None)) {
+        parked = g;
+      }
+    };
+    consider(main_g());
+    size_t n = arena_nslots();
+    for (size_t i = 0; i < n && !waiter; i++) consider(arena_slot_g(i));
+    G* target = waiter ? waiter : running ? running : parked;
+    if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
+    if (!(proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
+    target->sigpending_proc.fetch_or(b);
+    if (target == running && !waiter && send_to_running(target, sig, nullptr)) continue;
+    target->sigpending.fetch_or(b);
+    if (target->status.load() == GStatus::Waiting) {
+      signal_note_interrupt(target, sig);
+      interrupt_wait(target);
+    }
+  }
 }
 
 void signal_note_interrupt(G* gp, int sig) { gp->intr_signal.store(sig, std::memory_order_release); }
@@ -31,6 +699,84 @@ void signal_note_interrupt(G* gp, int sig) { gp->intr_signal.store(sig, std::mem
 bool signal_should_restart(G* gp) {
   int sig = gp->intr_signal.exchange(0, std::memory_order_acq_rel);
   return sig > 0 && (signal_flags(sig) & SA_RESTART);
+}
+
+int signal_altstack(G* gp, const stack_t* ss, stack_t* old) {
+  uintptr_t sp = arch::get_sp();
+  bool on = !(gp->altstack.ss_flags & SS_DISABLE) && sp >= (uintptr_t)gp->altstack.ss_sp &&
+            sp < (uintptr_t)gp->altstack.ss_sp + gp->altstack.ss_size;
+  if (old) {
+    *old = gp->altstack;
+    if (on) old->ss_flags |= SS_ONSTACK;
+    if (old->ss_flags & SS_DISABLE) old->ss_flags = SS_DISABLE;
+  }
+  if (!ss) return 0;
+  if (on) return EPERM;
+  if (ss->ss_flags & ~(SS_DISABLE | SS_AUTODISARM)) return EINVAL;
+  if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size < MINSIGSTKSZ) return ENOMEM;
+  gp->altstack = *ss;
+  if (ss->ss_flags & SS_DISABLE) gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
+  if (gp->m) signal_apply(gp->m, gp);
+  return 0;
+}
+
+// ---- cancellation ----------------------------------------------------------------
+
+namespace {
+constexpr int kCancelDisabled = 1 << 0;
+constexpr int kCancelAsync = 1 << 1;
+constexpr int kCanceling = 1 << 2;
+constexpr int kCanceled = 1 << 3;
+constexpr int kExiting = 1 << 4;
+
+int* cancelhandling(G* gp) { return (int*)(gp->tp + tls::L.cancelhandling); }
+}  // namespace
+
+bool cancel_pending(G* gp) {
+  int ch = __atomic_load_n(cancelhandling(gp), __ATOMIC_ACQUIRE);
+  return (ch & (kCancelDisabled | kCanceled | kExiting)) == kCanceled;
+}
+
+void cancel_point() {
+  G* gp = tls_g;
+  if (!gp || gp->is_g0() || !cancel_pending(gp)) return;
+  gp->retval = PTHREAD_CANCELED;
+  // When called from a signal handler, the unwinding never returns through
+  // rt_sigreturn: put back the kernel mask the G runs with.
+  if (M* mp = gp->m) {
+    uint64_t k = kmask(gp->sigmask);
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+    mp->cur_sigmask = k;
+  }
+  real::pthread_testcancel();  // glibc unwinds: cleanup handlers, destructors
+}
+
+int cancel_send(G* target) {
+  int* ch = cancelhandling(target);
+  int old = __atomic_load_n(ch, __ATOMIC_RELAXED);
+  int nv;
+  do {
+    nv = old | kCanceling | kCanceled;
+    if (nv == old) return 0;
+  } while (!__atomic_compare_exchange_n(ch, &old, nv, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+  if (old & (kCancelDisabled | kExiting)) return 0;  // acted upon when enabled
+  G* self = tls_g;
+  if (target == self) {
+    if (old & kCancelAsync) cancel_point();
+    return 0;
+  }
+  GStatus st = target->status.load(std::memory_order_acquire);
+  M* mp = target->m;
+  if (st == GStatus::Syscall && mp) {
+    // In a blocking call: if it is one of glibc's cancellation points,
+    // glibc made it asynchronous around the system call.
+    sys::tgkill(sys::getpid(), mp->tid, kSigCancel);
+  } else if (st == GStatus::Running && (old & kCancelAsync) && mp) {
+    preempt_kick(target, true);  // asynchronous cancellation where it runs
+  } else if (st == GStatus::Waiting) {
+    interrupt_wait(target);  // goshim's waits are cancellation points
+  }
+  return 0;
 }
 
 }  // namespace goshim

@@ -1,5 +1,27 @@
-// Signals under M:N (DESIGN.md decision 11). This header is the contract
-// the wait layers use; delivery to goroutines lives in signal.cpp.
+// Signals under M:N (DESIGN.md decision 11).
+//
+// The kernel delivers a signal to a kernel thread; the program means a
+// thread, i.e. a goroutine. goshim keeps the program's view per G and
+// installs one handler of its own (signal_handler) for every signal the
+// program handles (and for every signal some G blocks whose default action
+// is not "ignore"), so that it sees each delivery and can route it:
+//
+//   - on a user G that does not block it: the program's handler runs right
+//     there (the M's kernel mask is the G's mask, applied lazily when the G
+//     is scheduled);
+//   - on a G that blocks it, if thread-directed (SI_TKILL): pending on that G;
+//   - on g0, an idle M or sysmon (which keeps the program's handled signals
+//     unblocked so that a signal never waits for a busy M): recorded as
+//     process-pending, and sysmon routes it to a G that does not block it:
+//     a sigwaiter, a running G (by forwarding the signal to its M), or a
+//     parked G, which it wakes with EINTR semantics. If every G blocks it,
+//     it stays pending until one unblocks it or sigwaits for it.
+//
+// A G receives a signal pending on it at its next delivery point (return
+// from a park or yield, any interposed call) by sending it to its own M,
+// with the exact siginfo: the kernel then runs the handler on the G.
+// pthread_kill targets a G the same way. Internal signals (SIGCANCEL 32,
+// SIGSETXID 33, the preemption signal) are never blocked on an M.
 #pragma once
 
 #include <signal.h>
@@ -8,17 +30,67 @@
 
 namespace goshim {
 
-// Records the program's disposition for sig (sigaction/signal). Any thread.
+// Installs the routing machinery (runtime init).
+void signal_init();
+
+// sigaction for the program: records act, installs goshim's handler in the
+// kernel as needed, reports the program's previous disposition in old.
+// Returns 0 or -errno.
+int signal_action(int sig, const struct sigaction* act, struct sigaction* old);
+// Records a disposition set before the runtime started (or by the kernel).
 void signal_record_action(int sig, const struct sigaction* act);
 // The flags of the program's handler for sig (0 for SIG_DFL/SIG_IGN).
 int signal_flags(int sig);
+// Whether the program has a handler (not SIG_DFL/SIG_IGN) for sig.
+bool signal_has_handler(int sig);
+
+// The calling G's mask change (pthread_sigmask semantics). Returns 0 or an
+// errno value. On user G.
+int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old);
+// Applies gp's mask (and alternate signal stack) to the current M if they
+// differ from what it has. On g0, before running gp.
+void signal_apply(M* mp, G* gp);
+
+// pthread_kill / pthread_sigqueue to a G. Returns 0 or an errno value.
+int signal_send(G* target, int sig, const union sigval* value);
+
+// Delivers the signals pending on gp that it does not block (runs their
+// handlers now, on gp). On user G.
+void signal_deliver(G* gp);
+// Whether gp has signals to deliver (cheap; the shim checks it inline).
+inline bool signal_has_pending(G* gp) {
+  return gp->sigpending.load(std::memory_order_relaxed) & ~gp->sigmask;
+}
+
+// sigpending for gp: what is pending on it, on its M and on the process.
+void signal_pending_set(G* gp, sigset_t* out);
+// Takes a signal of set pending on gp or on the process, if any (sigwait
+// family). Returns the signal number and fills info, or 0.
+int signal_take(G* gp, uint64_t set, siginfo_t* info);
+// gp is about to wait for set in the kernel (sigwait family, sigsuspend,
+// pause): route matching process signals to its M. 0 when done.
+void signal_waiting(G* gp, uint64_t set);
+
+// sysmon: routes process-pending signals to goroutines. Without P.
+void signal_route();
+// Whether sysmon should wake early to route signals.
+bool signal_route_pending();
 
 // After an interruptible wait of gp returned EINTR (interrupt_wait): true
 // if the call should be restarted, i.e. the signal that interrupted it has
 // a handler installed with SA_RESTART. Consumes the interruption record.
 bool signal_should_restart(G* gp);
-
 // Records that signal sig interrupts gp's wait (before interrupt_wait).
 void signal_note_interrupt(G* gp, int sig);
+
+// sigaltstack for a G: per goroutine, applied to the M that runs it.
+int signal_altstack(G* gp, const stack_t* ss, stack_t* old);
+
+// Cancellation (pthread_cancel) of a G, and the check at goshim's
+// cancellation points: acts on the calling G's pending cancellation (does
+// not return then).
+int cancel_send(G* target);
+void cancel_point();
+bool cancel_pending(G* gp);
 
 }  // namespace goshim

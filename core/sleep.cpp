@@ -20,6 +20,7 @@ int64_t add_sat(int64_t a, int64_t b) { return b > kForever - a ? kForever : a +
 
 int sleep_until(int64_t deadline, int64_t* left) {
   G* gp = getg();
+  cancel_point();  // the sleeps are cancellation points
   if (deadline <= sys::nanotime()) return 0;
   uint64_t seq = gwait_arm(gp, WaitKind::Sleep);
   gwait_arm_timer(gp, seq, deadline);
@@ -31,6 +32,7 @@ int sleep_until(int64_t deadline, int64_t* left) {
   (void)signal_should_restart(gp);
   int64_t l = deadline - sys::nanotime();
   *left = l > 0 ? l : 0;
+  cancel_point();  // pthread_cancel interrupts the sleep too
   return EINTR;
 }
 

@@ -6,6 +6,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <new>
+
 #include "core/rawlog.hpp"
 #include "syscalls/sys.hpp"
 
@@ -94,6 +96,11 @@ void stack_init() {
 }
 
 size_t page_size() { return g_page; }
+
+void stack_after_fork() {
+  new (&pool_lock) Mutex();
+  for (Class& c : classes) c = Class{};
+}
 size_t default_stack_size() { return g_default_size.load(std::memory_order_relaxed); }
 void set_default_stack_size(size_t size) {
   g_default_size.store(round_page(size), std::memory_order_relaxed);

@@ -30,6 +30,9 @@ bool stack_alloc(P* pp, size_t size, size_t guard, Stack* out);
 // Returns a stack to the pools. pp as above.
 void stack_free(P* pp, const Stack& s);
 
+// In a fork child: forget the pooled stacks (fork.hpp).
+void stack_after_fork();
+
 // Whether guards use MADV_GUARD_INSTALL (true) or mprotect (false).
 bool stack_guard_is_madvise();
 

@@ -115,6 +115,28 @@ bool timer_del(Timer* t) {
   }
 }
 
+void timers_move(TimerHeap* from, TimerHeap* to) {
+  if (from == to) return;
+  TimerHeap* first = from < to ? from : to;
+  TimerHeap* second = from < to ? to : from;
+  first->lock.lock();
+  second->lock.lock();
+  while (from->len > 0) {
+    Timer* t = from->ents[from->len - 1].t;
+    int64_t when = from->ents[from->len - 1].when;
+    remove_at(from, from->len - 1);
+    if (to->len >= to->cap) fatal("too many pending timers on one P");
+    t->heap.store(to, std::memory_order_relaxed);
+    int32_t i = to->len++;
+    set_ent(to, i, {when, t});
+    sift_up(to, i);
+  }
+  publish(from);
+  publish(to);
+  second->lock.unlock();
+  first->lock.unlock();
+}
+
 bool timers_run(TimerHeap* h, int64_t* nowp, int64_t* next) {
   bool ran = false;
   int64_t w = h->when0.load(std::memory_order_acquire);

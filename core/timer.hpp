@@ -63,6 +63,10 @@ bool timer_del(Timer* t);
 // ready Gs onto the calling M's P.
 bool timers_run(TimerHeap* h, int64_t* now, int64_t* next);
 
+// Moves every timer of from into to (a P being retired hands its timers to
+// its replacement). Any thread. Locks: both heaps, in address order.
+void timers_move(TimerHeap* from, TimerHeap* to);
+
 // Earliest deadline in h (0 when empty). Lock-free; may be stale.
 inline int64_t timers_wake_time(const TimerHeap* h) {
   return h->when0.load(std::memory_order_acquire);

@@ -13,6 +13,8 @@ extern "C" struct __res_state* __res_state(void);
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <new>
+
 #include "arch/arch.hpp"
 #include "core/gmp.hpp"
 #include "core/rawlog.hpp"
@@ -464,6 +466,8 @@ int visit_module(struct dl_phdr_info* info, size_t, void*) {
 }
 
 }  // namespace
+
+void after_fork() { new (&dlopen_lock) Mutex(); }
 
 void after_dlopen() {
   dlopen_lock.lock();

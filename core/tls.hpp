@@ -81,6 +81,9 @@ void adopt_main(G* g1);
 // to s0 so that K0's kernel state no longer points into main's block.
 void move_kernel_registrations(uintptr_t s0);
 
+// In a fork child (fork.hpp).
+void after_fork();
+
 // After a successful dlopen: copies the initial-exec TLS image of every
 // newly loaded module into every live goroutine block. User G, no locks.
 void after_dlopen();

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef GOSHIM_VERSION
@@ -32,6 +33,8 @@ const char* kUsage =
     "  --no-preempt     disable asynchronous preemption (GOSHIM_PREEMPT=off)\n"
     "  --mode MODE      M:N (default) or 1:1 (threads stay kernel threads)\n"
     "  --stats          print a summary of the run at exit (GOSHIM_DEBUG=stats=1)\n"
+    "  --compare        run the program twice, 1:1 then M:N, and print both\n"
+    "                   summaries side by side (exit status: the M:N run's)\n"
     "  --lib PATH       use this libgoshim.so\n"
     "  --version        print the version and exit\n"
     "  --help           print this help and exit\n"
@@ -70,7 +73,7 @@ bool exists(const char* p) {
 
 // libgoshim.so next to the launcher (build tree) or in ../lib/goshim (installed).
 bool find_lib(char* out, size_t size) {
-  char self[PATH_MAX];
+  char self[PATH_MAX - 64];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return false;
   self[n] = 0;
@@ -94,10 +97,90 @@ void append_debug(const char* kv) {
   setenv("GOSHIM_DEBUG", buf, 1);
 }
 
+// --compare: one summary per mode, read back from GOSHIM_STATS_FILE.
+struct Summary {
+  char keys[24][40];
+  char vals[24][64];
+  int n = 0;
+};
+
+void read_summary(const char* path, Summary* s) {
+  FILE* f = fopen(path, "r");
+  if (!f) return;
+  char line[256];
+  while (s->n < 24 && fgets(line, sizeof line, f)) {
+    if (line[0] != ' ') continue;  // the "goshim stats (...)" header
+    char* k = line;
+    while (*k == ' ') k++;
+    char* gap = strstr(k, "  ");
+    if (!gap) continue;
+    *gap = 0;
+    char* v = gap + 1;
+    while (*v == ' ') v++;
+    v[strcspn(v, "\n")] = 0;
+    snprintf(s->keys[s->n], sizeof s->keys[0], "%s", k);
+    snprintf(s->vals[s->n], sizeof s->vals[0], "%s", v);
+    s->n++;
+  }
+  fclose(f);
+}
+
+// Runs argv with GOSHIM_MODE=mode, its summary going to stats_path.
+int run_mode(char** argv, const char* mode, const char* stats_path) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) die("cannot fork: %s", strerror(errno));
+  if (pid == 0) {
+    setenv("GOSHIM_MODE", mode, 1);
+    setenv("GOSHIM_STATS_FILE", stats_path, 1);
+    execvp(argv[0], argv);
+    fprintf(stderr, "goshim: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int compare(char** argv) {
+  append_debug("stats=1");
+  char dir[] = "/tmp/goshim-compare.XXXXXX";
+  if (!mkdtemp(dir)) die("cannot create a temporary directory: %s", strerror(errno));
+  char f11[64], fmn[64];
+  snprintf(f11, sizeof f11, "%s/1to1", dir);
+  snprintf(fmn, sizeof fmn, "%s/mn", dir);
+  fprintf(stderr, "goshim --compare: run 1 of 2, GOSHIM_MODE=1:1 (kernel threads)\n");
+  int rc11 = run_mode(argv, "1:1", f11);
+  fprintf(stderr, "goshim --compare: run 2 of 2, GOSHIM_MODE=M:N (goroutines)\n");
+  int rcmn = run_mode(argv, "M:N", fmn);
+  Summary a, b;
+  read_summary(f11, &a);
+  read_summary(fmn, &b);
+  unlink(f11);
+  unlink(fmn);
+  rmdir(dir);
+  if (a.n == 0 || b.n == 0) {
+    fprintf(stderr, "goshim --compare: no summary from the %s run (did the program exit through exit()?)\n",
+            a.n == 0 ? "1:1" : "M:N");
+    return rcmn ? rcmn : 1;
+  }
+  fprintf(stderr, "\n%-24s %22s %22s\n", "", "1:1 (kernel threads)", "M:N (goroutines)");
+  for (int i = 0; i < b.n; i++) {
+    const char* v = "-";
+    for (int j = 0; j < a.n; j++)
+      if (strcmp(a.keys[j], b.keys[i]) == 0) v = a.vals[j];
+    fprintf(stderr, "%-24s %22s %22s\n", b.keys[i], v, b.vals[i]);
+  }
+  fprintf(stderr, "%-24s %22d %22d\n", "exit status", rc11, rcmn);
+  return rcmn;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* lib = nullptr;
+  bool do_compare = false;
   int i = 1;
   for (; i < argc; i++) {
     const char* a = argv[i];
@@ -140,6 +223,8 @@ int main(int argc, char** argv) {
       const char* v = need(a);
       if (strcmp(v, "1:1") != 0 && strcmp(v, "M:N") != 0) die("--mode wants M:N or 1:1, not '%s'", v);
       setenv("GOSHIM_MODE", v, 1);
+    } else if (strcmp(a, "--compare") == 0) {
+      do_compare = true;
     } else if (strcmp(a, "--lib") == 0) {
       lib = need(a);
     } else if (a[0] == '-') {
@@ -167,6 +252,12 @@ int main(int argc, char** argv) {
     snprintf(pre, sizeof pre, "%s", abs);
   setenv("LD_PRELOAD", pre, 1);
 
+  if (do_compare) {
+    if (getenv("GOSHIM_MODE") && strcmp(getenv("GOSHIM_MODE"), "M:N") != 0 &&
+        strcmp(getenv("GOSHIM_MODE"), "1:1") != 0)
+      unsetenv("GOSHIM_MODE");
+    return compare(argv + i);
+  }
   execvp(argv[i], argv + i);
   fprintf(stderr, "goshim: cannot run %s: %s\n", argv[i], strerror(errno));
   return errno == ENOENT ? 127 : 126;

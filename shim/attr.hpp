@@ -44,6 +44,9 @@ enum : int {
 inline Attr* in(pthread_attr_t* a) { return reinterpret_cast<Attr*>(a); }
 inline const Attr* in(const pthread_attr_t* a) { return reinterpret_cast<const Attr*>(a); }
 
+// In a fork child: the default attribute's lock may have been held.
+void after_fork();
+
 // Translates a pthread_create attribute (nullptr: the defaults) into what
 // core needs. Returns 0 or glibc's error code.
 int to_create_attr(const pthread_attr_t* a, CreateAttr* out);

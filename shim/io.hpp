@@ -8,6 +8,11 @@
 
 extern "C" [[noreturn]] void __chk_fail(void);
 
+// First statement of every fd-layer interposer: on a goroutine, honours a
+// pending preemption and delivers pending signals, like every interposed
+// call (shim::user_g); the core decides the rest (fd_user_g).
+#define GOSHIM_IO_ENTRY() ((void)::goshim::shim::user_g())
+
 namespace goshim::shim {
 
 inline long set_errno(long r) {

@@ -12,6 +12,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <new>
+
 #include "core/proc.hpp"
 #include "core/stack.hpp"
 #include "shim/attr.hpp"
@@ -109,6 +111,8 @@ uint64_t sigset_bits(const sigset_t* s) {
 }
 
 }  // namespace
+
+void goshim::attr::after_fork() { new (&default_lock) Mutex(); }
 
 int goshim::attr::to_create_attr(const pthread_attr_t* attr, CreateAttr* out) {
   pthread_attr_t dflt;

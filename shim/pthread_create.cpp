@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include "arch/arch.hpp"
+#include "core/config.hpp"
+#include "core/debug.hpp"
 #include "core/proc.hpp"
 #include "core/sema.hpp"
 #include "core/tls.hpp"
@@ -40,8 +42,11 @@ GOSHIM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
                                  void* (*start)(void*), void* arg) {
   if (!mn_active()) {
     shim::ensure_real();
-    return real::pthread_create(thread, attr, start, arg);
+    int r = real::pthread_create(thread, attr, start, arg);
+    if (r == 0 && config.stats) stats_thread_created();
+    return r;
   }
+  shim::user_g();  // a pending preemption or signal first, as at any call
   CreateAttr a;
   int err = attr::to_create_attr(attr, &a);
   if (err) return err;
@@ -112,7 +117,11 @@ GOSHIM_EXPORT int pthread_detach(pthread_t t) {
 
 GOSHIM_EXPORT void pthread_exit(void* value) {
   shim::ensure_real();
-  if (G* g = shim::user_g()) g->retval = value;
+  G* g = tls_g;
+  if (g && !g->is_g0()) {
+    g->retval = value;
+    g->exit_called = true;
+  }
   // glibc unwinds the stack (cleanup handlers, C++ destructors) and lands
   // in the G's entry frame, which ends the G (thread_exit_landed).
   real::pthread_exit(value);

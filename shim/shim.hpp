@@ -10,21 +10,32 @@
 #pragma once
 
 #include "core/gmp.hpp"
+#include "core/preempt.hpp"
 #include "core/real.hpp"
 #include "core/runtime.hpp"
+#include "core/signal.hpp"
 
 #define GOSHIM_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace goshim::shim {
 
-// The current goroutine when goshim should serve this call, else nullptr.
-inline G* user_g() {
-  G* g = tls_g;  // nullptr before init, in 1:1 mode and on foreign threads
+// The current goroutine when goshim should serve this call, else nullptr:
+// nullptr before init, in 1:1 mode, on foreign threads and g0, inside a
+// program signal handler, and inside a blocking call (a handler interrupted
+// it). A pending preemption is honoured here when the call comes from the
+// program's own code (always inlined into the interposer, so the return
+// address is the interposer's caller).
+__attribute__((always_inline)) inline G* user_g() {
+  G* g = tls_g;
   if (__builtin_expect(g == nullptr, 0)) return nullptr;
   if (__builtin_expect(g->flags & kGFlagG0, 0)) return nullptr;
-  // Inside a blocking call (a signal handler interrupted it): no P.
   if (__builtin_expect(g->status.load(std::memory_order_relaxed) != GStatus::Running, 0))
     return nullptr;
+  if (__builtin_expect(g->insig != 0, 0)) return nullptr;
+  if (__builtin_expect(g->preempt.load(std::memory_order_relaxed), 0))
+    preempt_at_call(g, __builtin_return_address(0));
+  if (__builtin_expect(g->sigpending.load(std::memory_order_relaxed) & ~g->sigmask, 0))
+    signal_deliver(g);
   return g;
 }
 

@@ -42,6 +42,7 @@ int nanosleep_g(const struct timespec* req, struct timespec* rem) {
 }  // namespace
 
 GOSHIM_EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
+  GOSHIM_IO_ENTRY();
   if (!fd_user_g()) {
     shim::ensure_real();
     return real::nanosleep(req, rem);
@@ -49,11 +50,13 @@ GOSHIM_EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
   return (int)shim::set_errno(-nanosleep_g(req, rem));
 }
 GOSHIM_EXPORT int __nanosleep(const struct timespec* req, struct timespec* rem) {
+  GOSHIM_IO_ENTRY();
   return nanosleep(req, rem);
 }
 
 GOSHIM_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec* req,
                                   struct timespec* rem) {
+  GOSHIM_IO_ENTRY();
   if (!fd_user_g()) {
     shim::ensure_real();
     return real::clock_nanosleep(clk, flags, req, rem);
@@ -73,6 +76,7 @@ GOSHIM_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespe
 }
 
 GOSHIM_EXPORT int usleep(useconds_t us) {
+  GOSHIM_IO_ENTRY();
   if (!fd_user_g()) {
     shim::ensure_real();
     return real::usleep(us);
@@ -82,6 +86,7 @@ GOSHIM_EXPORT int usleep(useconds_t us) {
 }
 
 GOSHIM_EXPORT unsigned int sleep(unsigned int s) {
+  GOSHIM_IO_ENTRY();
   if (!fd_user_g()) {
     shim::ensure_real();
     return real::sleep(s);
@@ -100,6 +105,7 @@ GOSHIM_EXPORT unsigned int sleep(unsigned int s) {
 // C11: 0, -1 when interrupted (with *rem), another negative value on
 // error; errno is not set (glibc's thrd_sleep wraps clock_nanosleep).
 GOSHIM_EXPORT int thrd_sleep(const struct timespec* req, struct timespec* rem) {
+  GOSHIM_IO_ENTRY();
   int r;
   if (!fd_user_g()) {
     shim::ensure_real();

@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <setjmp.h>
 
+#include "core/fork.hpp"
 #include "core/proc.hpp"
+#include "shim/attr.hpp"
 #include "core/tls.hpp"
 #include "shim/shim.hpp"
 
@@ -35,8 +37,12 @@ int goshim_main(int argc, char** argv, char** envp) {
   thread_exit_landed();
 }
 
-// Resolves the real functions early, while the process is single-threaded.
-__attribute__((constructor(101))) void goshim_ctor() { real::resolve(); }
+// Resolves the real functions early, while the process is single-threaded,
+// and registers the shim's own fork-child resets.
+__attribute__((constructor(101))) void goshim_ctor() {
+  real::resolve();
+  register_fork_child_hook(attr::after_fork);
+}
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -29,8 +30,23 @@ void enter_blocking(BlockKind kind, const char* what) {
   G* gp = getg();
   M* mp = gp->m;
   P* pp = mp->p;
+  if (__builtin_expect(pp->retired.load(std::memory_order_acquire), 0)) {
+    // Replaced while this M was stuck: give it up now, return without one.
+    int saved = errno;
+    retire_p(releasep());
+    errno = saved;
+    gp->blocking_what = what;
+    gp->syscall_since = sys::coarsetime();
+    trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Blocking);
+    trace_ev(TraceEv::BlockBegin, gp);
+    gp->status.store(GStatus::Syscall, std::memory_order_release);
+    mp->syscalltick.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   gp->blocking_what = what;
   gp->syscall_since = sys::coarsetime();
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Blocking);
+  trace_ev(TraceEv::BlockBegin, gp);
   gp->status.store(GStatus::Syscall, std::memory_order_release);
   mp->syscalltick.fetch_add(1, std::memory_order_relaxed);
   pp->syscalltick.fetch_add(1, std::memory_order_relaxed);
@@ -81,6 +97,7 @@ void exit_blocking() {
   M* mp = gp->m;
   P* oldp = mp->oldp;
   mp->oldp = nullptr;
+  trace_ev(TraceEv::BlockEnd, gp);
   gp->blocking_what = nullptr;
   // Fast path: the P is still reserved for us.
   if (oldp) {
@@ -89,6 +106,7 @@ void exit_blocking() {
       mp->p = oldp;
       oldp->m = mp;
       gp->status.store(GStatus::Running, std::memory_order_release);
+      trace_ev(TraceEv::GStart, gp);
       errno = saved;
       return;
     }
@@ -101,6 +119,7 @@ void exit_blocking() {
     if (pp) {
       acquirep(pp);
       gp->status.store(GStatus::Running, std::memory_order_release);
+      trace_ev(TraceEv::GStart, gp);
       errno = saved;
       return;
     }

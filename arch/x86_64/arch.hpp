@@ -13,6 +13,7 @@ struct GoshimG;  // opaque to the assembly: only offset 0 (sched_sp) is used
 void goshim_mcall(void* gp, void (*fn)(void*), uintptr_t g0_sp, uintptr_t g0_tp);
 [[noreturn]] void goshim_gogo(uintptr_t sp, uintptr_t tp);
 void goshim_gstart();
+void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
 }
 
 namespace goshim::arch {

@@ -140,4 +140,19 @@ goshim_gstart:
 	.cfi_endproc
 	.size	goshim_gstart,.-goshim_gstart
 
+
+/*
+ * Signal-return trampoline for handlers goshim installs with the raw
+ * rt_sigaction system call (SA_RESTORER): the handler returns here.
+ */
+	.text
+	.globl	goshim_restore_rt
+	.hidden	goshim_restore_rt
+	.type	goshim_restore_rt,@function
+	.p2align 4
+	nop				/* unwinders look at the call site before the label */
+goshim_restore_rt:
+	movq	$15, %rax		/* rt_sigreturn */
+	syscall
+	.size	goshim_restore_rt,.-goshim_restore_rt
 	.section .note.GNU-stack,"",@progbits

@@ -27,7 +27,7 @@ void setup() {
   tls_g = &mp->g0;
   timers_init(&pp->timers);
   sched.gomaxprocs = 1;
-  sched.allp[0] = pp;
+  sched.allp[0].store(pp);
 }
 
 // timers_run with a given time.

@@ -1,0 +1,264 @@
+// GOSHIM_DEBUG features run from sysmon (see debug.hpp).
+#include "core/debug.hpp"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "core/config.hpp"
+#include "core/dump.hpp"
+#include "core/netpoll.hpp"
+#include "core/proc.hpp"
+#include "core/rawlog.hpp"
+#include "core/runtime.hpp"
+#include "core/sched.hpp"
+#include "core/signal.hpp"
+#include "core/sysmon.hpp"
+#include "core/timer.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+namespace {
+
+int64_t start_ns;
+int64_t start_wall_ns;
+std::atomic<int64_t> peak_kthreads{0};
+std::atomic<int64_t> created_1to1{0};
+std::atomic<uint64_t> npinned{0};
+
+// Kernel threads of the process (/proc/self/status), or -1.
+int kernel_threads() {
+  char buf[2048];
+  long fd = sys::openat(-100, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  long n = sys::read((int)fd, buf, sizeof buf - 1);
+  sys::close((int)fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char* p = strstr(buf, "Threads:");
+  return p ? atoi(p + 8) : -1;
+}
+
+void note_kthreads() {
+  int k = kernel_threads();
+  int64_t peak = peak_kthreads.load(std::memory_order_relaxed);
+  while (k > peak && !peak_kthreads.compare_exchange_weak(peak, k)) {
+  }
+}
+
+// ---- deadlock --------------------------------------------------------------------
+
+// Every goroutine parked on synchronization that nothing can end: no timer,
+// no fd, no blocking call, no signal wait, no program signal handler that
+// could post something, no foreign kernel thread that could wake one.
+bool all_asleep() {
+  if (netpoll_any_waiters()) return false;
+  bool any = false;
+  auto check = [&](G* gp) -> bool {
+    if (gp->magic != kGMagic) return true;
+    GStatus st = gp->status.load(std::memory_order_acquire);
+    if (st == GStatus::Idle || st == GStatus::Dead) return true;
+    if (st != GStatus::Waiting) return false;
+    if (gp->timer.heap.load(std::memory_order_relaxed)) return false;  // a timed wait
+    switch (gp->waitreason) {
+      case WaitReason::SigWait:
+      case WaitReason::Sleep:
+      case WaitReason::IORead:
+      case WaitReason::IOWrite:
+      case WaitReason::Poll:
+      case WaitReason::Select:
+      case WaitReason::EpollWait:
+      case WaitReason::Accept:
+      case WaitReason::Connect:
+      case WaitReason::Blocking:
+      case WaitReason::Yield:
+      case WaitReason::Preempted:
+        return false;
+      default:
+        break;
+    }
+    any = true;
+    return true;
+  };
+  if (!check(main_g())) return false;
+  size_t n = arena_nslots();
+  for (size_t i = 0; i < n; i++)
+    if (!check(arena_slot_g(i))) return false;
+  return any;
+}
+
+bool others_could_wake() {
+  // Program signal handlers may post a semaphore or write a flag: a
+  // program waiting for a signal is not deadlocked.
+  for (int sig = 1; sig <= 64; sig++)
+    if (sig != config.preempt_signal && sig != 32 && sig != 33 && signal_has_handler(sig))
+      return true;
+  // Kernel threads goshim did not create can wake goroutines.
+  int k = kernel_threads();
+  int ours = sched.mcount + 1;  // the Ms and sysmon
+  return k < 0 || k > ours;
+}
+
+void check_deadlock(int64_t now) {
+  static int64_t last_check;
+  static uint64_t seen_parks, seen_created;
+  static int strikes;
+  if (now - last_check < 100 * 1000000LL) return;
+  last_check = now;
+  uint64_t parks = sched.nparks.load(), created = sched.ngcreated.load();
+  bool asleep = all_asleep();
+  if (!asleep || parks != seen_parks || created != seen_created) {
+    strikes = 0;
+    seen_parks = parks;
+    seen_created = created;
+    return;
+  }
+  if (others_could_wake()) return;
+  if (++strikes < 2) return;  // unchanged over two looks, 200 ms apart
+  rawlog("goshim: all goroutines are asleep - deadlock!\n\n");
+  dump_goroutines(2, "goroutines:");
+  sys::exit_group(2);
+}
+
+// ---- schedtrace --------------------------------------------------------------------
+
+void tick(int64_t now) {
+  static int64_t last_trace;
+  if (config.stats) note_kthreads();
+  if (dump_requested()) dump_goroutines(2, "goshim: goroutine dump (dump signal)");
+  if (config.schedtrace_ms && now - last_trace >= (int64_t)config.schedtrace_ms * 1000000) {
+    last_trace = now;
+    schedtrace_print(2, config.scheddetail);
+  }
+  if (config.deadlock) check_deadlock(now);
+}
+
+void stall(M* mp, G* gp, int64_t stalled_ns) {
+  npinned.fetch_add(1, std::memory_order_relaxed);
+  if (!config.pinned_ms || stalled_ns < (int64_t)config.pinned_ms * 1000000) return;
+  if (!gp) return;
+  // What the kernel thread is blocked in: /proc/self/task/TID/syscall.
+  char path[64], sc[160] = "";
+  rawfmt(path, sizeof path, "/proc/self/task/%d/syscall", (int)mp->tid);
+  long fd = sys::openat(-100, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd >= 0) {
+    long n = sys::read((int)fd, sc, sizeof sc - 1);
+    sys::close((int)fd);
+    sc[n > 0 ? n : 0] = 0;
+    char* nl = strchr(sc, '\n');
+    if (nl) *nl = 0;
+  }
+  long nr = atol(sc);
+  rawlog("goshim: pinned: goroutine %lu \"%s\" held M%d blocked for %ld ms in system call %ld "
+         "(goshim does not see it; its processor went to another thread)\n",
+         (unsigned long)gp->goid, gp->name, mp->id, (long)(stalled_ns / 1000000), nr);
+  dump_goroutines(2, "goroutines at the time:");
+}
+
+}  // namespace
+
+void debug_init() {
+  start_ns = sys::nanotime();
+  start_wall_ns = sys::walltime();
+  sysmon_tick_hook = tick;
+  sysmon_stall_hook = stall;
+}
+
+void schedtrace_print(int fd, bool detail) {
+  char line[1024];
+  int64_t up = (sys::nanotime() - start_ns) / 1000000;
+  int idleprocs = sched.npidle.load();
+  int threads = kernel_threads();
+  size_t len = rawfmt(line, sizeof line,
+                      "SCHED %ldms: gomaxprocs=%d idleprocs=%d threads=%d spinningthreads=%d "
+                      "idlethreads=%d runqueue=%d gcount=%ld pinned=%lu [",
+                      (long)up, sched.gomaxprocs, idleprocs, threads, sched.nmspinning.load(),
+                      sched.nmidle, sched.runqsize.load(), (long)sched.ngoroutines.load(),
+                      (unsigned long)npinned.load());
+  for (int i = 0; i < sched.gomaxprocs; i++)
+    len += rawfmt(line + len, sizeof line - len, i ? " %u" : "%u", runqlen(allp(i)));
+  len += rawfmt(line + len, sizeof line - len, "]\n");
+  rawlog_fd(fd, "%s", line);
+  if (!detail) return;
+  for (int i = 0; i < sched.gomaxprocs; i++) {
+    P* pp = allp(i);
+    static const char* const ps[] = {"idle", "running", "syscall"};
+    M* mp = pp->m;
+    rawlog_fd(fd, "  P%d: status=%s schedtick=%u syscalltick=%u m=%d runqsize=%u gfreecnt=%d timers=%d\n",
+              i, ps[(int)pp->status.load()], pp->schedtick, pp->syscalltick.load(), mp ? mp->id : -1,
+              runqlen(pp), pp->ngfree, timers_len(&pp->timers));
+  }
+  for (M* mp = allm_head(); mp; mp = mp->alllink) {
+    if (mp->dead) continue;
+    G* cg = mp->curg;
+    rawlog_fd(fd, "  M%d: tid=%d p=%d curg=%ld spinning=%d blocked=%d locks=%d\n", mp->id,
+              (int)mp->tid, mp->p ? mp->p->id : -1, cg ? (long)cg->goid : -1L, (int)mp->spinning,
+              (int)mp->blocked, mp->locks.load());
+  }
+  auto g_line = [&](G* gp) {
+    if (gp->magic != kGMagic) return;
+    GStatus st = gp->status.load();
+    if (st == GStatus::Idle) return;
+    static const char* const gs[] = {"idle", "runnable", "running", "syscall", "waiting", "dead"};
+    rawlog_fd(fd, "  G%lu: status=%s(%s) m=%d name=%s\n", (unsigned long)gp->goid, gs[(int)st],
+              st == GStatus::Waiting ? wait_reason_name(gp->waitreason)
+              : st == GStatus::Syscall && gp->blocking_what ? gp->blocking_what : "",
+              gp->m ? gp->m->id : -1, gp->name);
+  };
+  g_line(main_g());
+  size_t n = arena_nslots();
+  for (size_t i = 0; i < n; i++) g_line(arena_slot_g(i));
+}
+
+void stats_thread_created() {
+  created_1to1.fetch_add(1, std::memory_order_relaxed);
+  note_kthreads();  // 1:1: every live thread is a kernel thread
+}
+
+void stats_print(bool mn) {
+  note_kthreads();
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double wall = (sys::walltime() - start_wall_ns) / 1e9;
+  double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+               ru.ru_stime.tv_usec / 1e6;
+  char buf[1024];
+  size_t n = rawfmt(buf, sizeof buf,
+                    "goshim stats (%s):\n"
+                    "  threads created        %lu\n"
+                    "  peak live threads      %ld\n"
+                    "  peak kernel threads    %ld\n"
+                    "  voluntary switches     %ld\n"
+                    "  involuntary switches   %ld\n"
+                    "  peak RSS               %ld KiB\n"
+                    "  wall time              %ld ms\n"
+                    "  CPU time               %ld ms\n",
+                    mn ? "M:N" : "1:1",
+                    (unsigned long)(mn ? sched.ngcreated.load() : created_1to1.load()),
+                    (long)(mn ? sched.ngpeak.load() : peak_kthreads.load()),
+                    (long)peak_kthreads.load(), ru.ru_nvcsw, ru.ru_nivcsw, ru.ru_maxrss,
+                    (long)(wall * 1000), (long)(cpu * 1000));
+  if (mn)
+    n += rawfmt(buf + n, sizeof buf - n,
+                "  goroutine parks        %lu\n"
+                "  steals                 %lu\n"
+                "  processor handoffs     %lu\n"
+                "  preemptions            %lu\n"
+                "  stuck-thread handoffs  %lu\n",
+                (unsigned long)sched.nparks.load(), (unsigned long)sched.nsteal.load(),
+                (unsigned long)sched.nhandoff.load(), (unsigned long)sched.npreempt.load(),
+                (unsigned long)sched.nstalls.load());
+  const char* path = getenv("GOSHIM_STATS_FILE");
+  int fd = 2;
+  if (path && *path) {
+    long f = sys::openat(-100, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (f >= 0) fd = (int)f;
+  }
+  rawlog_fd(fd, "%s", buf);
+  if (fd != 2) sys::close(fd);
+}
+
+}  // namespace goshim

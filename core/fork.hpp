@@ -1,0 +1,31 @@
+// fork under M:N (DESIGN.md decision 11).
+//
+// The child of fork has one kernel thread: the M that called fork, running
+// the goroutine that called it. Everything else the child inherited from
+// the runtime describes threads that do not exist there: other Ms, other
+// Gs, run queues, timers, sema waiters, the parent's epoll registrations,
+// locks that other Ms may have held. Rather than stopping the world in the
+// parent (glibc's prepare handlers may park the caller on a contended
+// mutex, so the runtime cannot hold its locks across them), the child
+// rebuilds the runtime from scratch in its first atfork child handler:
+// locks re-initialized, queues emptied, the other Gs marked gone, a new
+// epoll instance, a new sysmon, this M alone. The memory of the vanished
+// Gs (stacks, TLS blocks) is not reused; a child usually execs soon.
+//
+// Each module that keeps state resets it in a hook registered here.
+#pragma once
+
+namespace goshim {
+
+// Registers the child handler with glibc's pthread_atfork (runtime init).
+void fork_init();
+
+// Adds fn to the hooks run in the child (in registration order). Call
+// during initialization; at most 32 hooks.
+void register_fork_child_hook(void (*fn)());
+
+// Whether this process is a fork child whose runtime was already reset
+// (the shim's fork wrapper runs the reset itself if glibc did not).
+void fork_child_reset();
+
+}  // namespace goshim

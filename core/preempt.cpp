@@ -1,0 +1,238 @@
+// Asynchronous preemption (see preempt.hpp).
+#include "core/preempt.hpp"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+#include <sys/ucontext.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "core/config.hpp"
+#include "core/rawlog.hpp"
+#include "core/dump.hpp"
+#include "core/sched.hpp"
+#include "core/signal.hpp"
+#include "core/tls.hpp"
+#include "core/trace.hpp"
+#include "syscalls/sys.hpp"
+
+#ifndef SYS_rt_tgsigqueueinfo
+#define SYS_rt_tgsigqueueinfo 297
+#endif
+
+namespace goshim {
+
+namespace {
+
+constexpr int kPreemptMagic = 0x676f7072;  // "gopr" in si_value: yield
+constexpr int kKickMagic = 0x676f6b69;     // "goki": deliver pending signals
+constexpr int kCancelMagic = 0x676f6361;   // "goca": asynchronous cancellation
+constexpr int kDumpMagic = 0x676f6475;     // "godu": record a backtrace for a dump
+
+// Text ranges that must not be preempted. Written under ranges_lock by
+// init and dlopen, read lock-free by the signal handler.
+struct Range {
+  uintptr_t lo, hi;
+};
+constexpr int kMaxRanges = 32;
+Range ranges[kMaxRanges];
+std::atomic<int> nranges{0};
+Mutex ranges_lock;  // rank: leaf
+
+bool unsafe_name(const char* name) {
+  const char* base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  static const char* const prefixes[] = {"libc.so",      "ld-linux",   "libstdc++.so",
+                                         "libgcc_s.so",  "libpthread", "linux-vdso",
+                                         "libgoshim.so", "libdl.so",   "libunwind"};
+  for (const char* p : prefixes)
+    if (strncmp(base, p, strlen(p)) == 0) return true;
+  return false;
+}
+
+int collect(struct dl_phdr_info* info, size_t, void* self_base) {
+  const char* name = info->dlpi_name ? info->dlpi_name : "";
+  bool is_self = (void*)info->dlpi_addr == self_base;
+  if (!is_self && !unsafe_name(name)) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    uintptr_t hi = lo + ph.p_memsz;
+    int n = nranges.load(std::memory_order_relaxed);
+    bool dup = false;
+    for (int j = 0; j < n; j++)
+      if (ranges[j].lo == lo) dup = true;
+    if (dup || n >= kMaxRanges) continue;
+    ranges[n] = Range{lo, hi};
+    nranges.store(n + 1, std::memory_order_release);
+  }
+  return 0;
+}
+
+// The interrupted code runs on the G's own stack (not on an alternate
+// signal stack, which belongs to the M, inside some handler).
+bool on_own_stack(G* gp, ucontext_t* uc) {
+  uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+  return gp->stack.hi && sp > gp->stack.lo && sp <= gp->stack.hi;
+}
+
+// A preemption request reached gp's M: switch gp out here if this is a
+// safe point. Signal context.
+void async_preempt(G* gp, ucontext_t* uc) {
+  M* mp = gp->m;
+  if (mp) mp->preempt_sent.store(false, std::memory_order_release);
+  if (gp->is_g0() || !mp || mp->curg != gp ||
+      gp->status.load(std::memory_order_relaxed) != GStatus::Running || gp->insig > 0 ||
+      !gp->preempt.load(std::memory_order_relaxed) ||
+      pc_unsafe((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]) || !on_own_stack(gp, uc))
+    return;  // not here: the next interposed call yields
+  // A safe point. The kernel saved every register (and the xsave area)
+  // in uc on this G's stack. Let the M run other Gs with the signal mask
+  // the G had, park the G on the global queue from inside this frame, and
+  // return (on whatever M resumes it) through rt_sigreturn.
+  sys::rt_sigprocmask(SIG_SETMASK, &uc->uc_sigmask, nullptr, 8);
+  gp->preempt.store(false, std::memory_order_relaxed);
+  sched.npreempt.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::Preempt, gp, gp->goid);
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
+  gosched_global();
+  // Possibly another M now: rt_sigreturn restores the signal mask and the
+  // alternate signal stack from the frame; the mask is the G's own, the
+  // alternate stack must be this M's.
+  M* now = gp->m;
+  uc->uc_stack = now->cur_altstack;
+  if (uc->uc_stack.ss_flags & SS_DISABLE) uc->uc_stack = stack_t{nullptr, SS_DISABLE, 0};
+  uint64_t k;
+  memcpy(&k, &uc->uc_sigmask, sizeof k);
+  now->cur_sigmask = k;
+  if (signal_has_pending(gp)) signal_deliver(gp);
+}
+
+}  // namespace
+
+bool pc_unsafe(uintptr_t pc) {
+  int n = nranges.load(std::memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (pc >= ranges[i].lo && pc < ranges[i].hi) return true;
+  return false;
+}
+
+void preempt_refresh_ranges() {
+  Dl_info info;
+  void* self = nullptr;
+  if (dladdr((void*)&preempt_refresh_ranges, &info)) self = info.dli_fbase;
+  MutexGuard g(ranges_lock);
+  dl_iterate_phdr(collect, self);
+}
+
+void preempt_init() { preempt_refresh_ranges(); }
+
+void preempt_after_fork() { new (&ranges_lock) Mutex(); }
+
+bool preempt_on_signal(siginfo_t* si, void* uctx) {
+  if (!si || si->si_code != SI_QUEUE || si->si_pid != (pid_t)sys::getpid()) return false;
+  int magic = si->si_value.sival_int;
+  if (magic != kPreemptMagic && magic != kKickMagic && magic != kCancelMagic && magic != kDumpMagic)
+    return false;
+  G* gp = tls_g;
+  if (!gp || gp->is_g0()) return true;
+  switch (magic) {
+    case kPreemptMagic: {
+      // An asynchronous cancellation sent while this G waited for a P
+      // (pthread_cancel kicks only a running G): act on it now.
+      int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
+      // enabled (bit 0 clear), asynchronous (bit 1), canceled (bit 3), not exiting (bit 4)
+      if (gp->insig == 0 && (ch & 0x1b) == 0x0a) {
+        if (M* mp = gp->m) mp->preempt_sent.store(false, std::memory_order_release);
+        cancel_point();  // unwinds: never returns
+        break;
+      }
+      async_preempt(gp, (ucontext_t*)uctx);
+      break;
+    }
+    case kKickMagic:  // signals are pending on gp: deliver them where it runs
+      if (gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig)
+        signal_deliver(gp);
+      break;
+    case kCancelMagic:  // asynchronous cancellation
+      if (gp->insig == 0 && cancel_pending(gp)) cancel_point();
+      break;
+    case kDumpMagic:
+      gp->insig++;  // libc calls made while unwinding go straight to libc
+      dump_capture_running(gp, uctx);
+      gp->insig--;
+      break;
+  }
+  return true;
+}
+
+static void send_magic(G* target, int magic) {
+  M* mp = target->m;
+  int sig = config.preempt_signal;
+  if (!mp || mp->tid <= 0 || !sig) return;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_int = magic;
+  sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
+}
+
+void preempt_dump_kick(G* target) { send_magic(target, kDumpMagic); }
+
+void preempt_kick(G* target, bool cancel) {
+  M* mp = target->m;
+  int sig = config.preempt_signal;
+  if (!mp || mp->tid <= 0 || !sig) return;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_int = cancel ? kCancelMagic : kKickMagic;
+  sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
+}
+
+void preemptone(P* pp) {
+  M* mp = pp->m;
+  if (!mp) return;
+  G* gp = mp->curg;
+  if (!gp || gp->is_g0()) return;
+  gp->preempt.store(true, std::memory_order_release);
+  pp->preempt.store(true, std::memory_order_relaxed);
+  int sig = config.preempt_signal;
+  if (!sig || mp->tid == 0) return;
+  if (mp->preempt_sent.exchange(true, std::memory_order_acq_rel)) return;  // one in flight
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_int = kPreemptMagic;
+  long r = sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
+  if (r != 0) mp->preempt_sent.store(false, std::memory_order_release);
+}
+
+void preempt_at_call(G* gp, const void* caller_pc) {
+  // Only from the program's own code: a call made from inside libc (say,
+  // write() called by printf while it holds stdout's lock) must not park.
+  if (pc_unsafe((uintptr_t)caller_pc)) return;
+  M* mp = gp->m;
+  if (!mp || mp->locks.load(std::memory_order_relaxed) > 0) return;
+  gp->preempt.store(false, std::memory_order_relaxed);
+  sched.npreempt.fetch_add(1, std::memory_order_relaxed);
+  trace_ev(TraceEv::Preempt, gp, gp->goid);
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
+  gosched_global();
+}
+
+}  // namespace goshim

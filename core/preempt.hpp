@@ -1,0 +1,57 @@
+// Asynchronous preemption (DESIGN.md decision 8).
+//
+// sysmon asks for a G that has run for 10 ms to be preempted: it sets
+// G::preempt and sends the preemption signal (SIGURG unless GOSHIM_PREEMPT
+// says otherwise) to the M running it, tagged so that goshim can tell its
+// own signal from the program's. The handler switches the G away only at a
+// safe point: the interrupted PC is outside libc, ld.so, libstdc++,
+// libgcc_s, the vDSO and libgoshim (which holds jemalloc), the G is not
+// inside a program signal handler, and the G is the M's current G. There,
+// the kernel has already saved the full register state (general registers
+// and the xsave area with every vector register) in the signal frame on the
+// G's stack; the handler parks the G on the global queue from inside the
+// frame, and when the G runs again (on any M) the handler returns and
+// rt_sigreturn restores everything. Elsewhere G::preempt stays set and the
+// G yields at its next interposed call made from the program's own code.
+//
+// A program that installs its own handler for the preemption signal keeps
+// getting its own signals: goshim's handler (signal.cpp) runs it for every
+// signal that goshim did not send itself (tagged SI_QUEUE values).
+#pragma once
+
+#include <signal.h>
+
+#include "core/gmp.hpp"
+
+namespace goshim {
+
+// Reads which code is unsafe to preempt (runtime init). The handler itself
+// is installed by signal_init.
+void preempt_init();
+// Re-reads which code is unsafe to preempt (after dlopen).
+void preempt_refresh_ranges();
+
+// sysmon: asks the G running on pp to yield. Without P.
+void preemptone(P* pp);
+
+// Called by the signal handler (signal.cpp) for the preemption signal:
+// handles goshim's own requests (preemption, delivery kicks, asynchronous
+// cancellation) and returns true; false for a signal of the program.
+bool preempt_on_signal(siginfo_t* si, void* uctx);
+// Asks target's M, through the preemption signal, to deliver target's
+// pending signals (cancel: to act on its asynchronous cancellation).
+void preempt_kick(G* target, bool cancel);
+// Asks target's M to record target's backtrace for a dump (dump.hpp).
+void preempt_dump_kick(G* target);
+
+// On user G, at an interposed call made from caller_pc: yields if a
+// preemption is pending and the caller is the program's own code.
+void preempt_at_call(G* gp, const void* caller_pc);
+
+// In a fork child (fork.hpp).
+void preempt_after_fork();
+
+// Whether pc lies in code that must not be preempted.
+bool pc_unsafe(uintptr_t pc);
+
+}  // namespace goshim

@@ -1,0 +1,166 @@
+// Process-wide credential changes (see setxid.hpp).
+#include "core/setxid.hpp"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <atomic>
+#include <new>
+
+#include "arch/arch.hpp"
+#include "core/lock.hpp"
+#include "core/rawlog.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+namespace {
+
+constexpr int kSigSetxid = 33;  // glibc's SIGSETXID: programs cannot install it
+constexpr unsigned long kSaRestorer = 0x04000000;
+
+struct Cmd {
+  long nr, a0, a1, a2;
+  long expect;                   // the caller's result
+  std::atomic<int32_t> pending;  // handlers still to run (futex word)
+  std::atomic<int32_t> failed;   // a handler's result differed
+};
+
+Cmd* volatile current;  // the broadcast in progress
+Mutex setxid_lock;      // rank: leaf (serializes broadcasts)
+// Readers-writer gate between M creation (shared) and broadcasts
+// (exclusive): a thread created during a broadcast would miss it.
+std::atomic<int32_t> creating{0};
+std::atomic<bool> broadcasting{false};
+
+struct KernelSigaction {
+  void (*handler)(int, siginfo_t*, void*);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+
+void handler(int, siginfo_t*, void*) {
+  int saved = errno;
+  Cmd* c = current;
+  if (c) {
+    long r = sys::raw3(c->nr, c->a0, c->a1, c->a2);
+    if (r != c->expect) c->failed.store(1, std::memory_order_relaxed);
+    if (c->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) sys::futex_wake(&c->pending, 1);
+  }
+  errno = saved;
+}
+
+struct linux_dirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+// Calls fn(tid) for every kernel thread of the process but the caller.
+template <typename F>
+void for_each_thread(F fn) {
+  long fd = sys::openat(-100, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (fd < 0) fatal("setxid: cannot list /proc/self/task");
+  long self = sys::gettid();
+  char buf[4096];
+  for (;;) {
+    long n = sys::raw3(SYS_getdents64, fd, (long)buf, sizeof buf);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      linux_dirent64* d = (linux_dirent64*)(buf + off);
+      off += d->d_reclen;
+      long tid = 0;
+      const char* p = d->d_name;
+      if (*p < '0' || *p > '9') continue;
+      while (*p >= '0' && *p <= '9') tid = tid * 10 + (*p++ - '0');
+      if (tid != self) fn(tid);
+    }
+  }
+  sys::close((int)fd);
+}
+
+}  // namespace
+
+void setxid_init() {
+  KernelSigaction ka;
+  memset(&ka, 0, sizeof ka);
+  ka.handler = handler;
+  ka.flags = SA_SIGINFO | SA_RESTART | kSaRestorer;
+  ka.restorer = goshim_restore_rt;
+  ka.mask = ~0ull;  // nothing else runs inside it
+  if (sys::raw4(SYS_rt_sigaction, kSigSetxid, (long)&ka, 0, 8) != 0)
+    fatal("cannot install the credential broadcast handler");
+}
+
+void setxid_after_fork() {
+  new (&setxid_lock) Mutex();
+  current = nullptr;
+  creating.store(0, std::memory_order_relaxed);
+  broadcasting.store(false, std::memory_order_relaxed);
+}
+
+void setxid_thread_create_begin() {
+  for (;;) {
+    while (broadcasting.load(std::memory_order_acquire)) sys::sched_yield();
+    creating.fetch_add(1, std::memory_order_seq_cst);
+    if (!broadcasting.load(std::memory_order_seq_cst)) return;
+    creating.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+void setxid_thread_create_end() { creating.fetch_sub(1, std::memory_order_release); }
+
+long setxid_all(long nr, long a0, long a1, long a2) {
+  MutexGuard g(setxid_lock);
+  broadcasting.store(true, std::memory_order_seq_cst);
+  while (creating.load(std::memory_order_seq_cst) != 0) sys::sched_yield();
+  long r = sys::raw3(nr, a0, a1, a2);  // the caller first: an error changes nothing
+  if (r < 0) {
+    broadcasting.store(false, std::memory_order_release);
+    return r;
+  }
+  Cmd c;
+  c.nr = nr;
+  c.a0 = a0;
+  c.a1 = a1;
+  c.a2 = a2;
+  c.expect = r;
+  c.failed.store(0);
+  current = &c;
+  // Signal every thread; list again until no new thread shows up (one
+  // created by a foreign thread meanwhile would otherwise be missed).
+  long done[1024];
+  int ndone = 0;
+  bool more = true;
+  long pid = sys::getpid();
+  while (more) {
+    more = false;
+    c.pending.store(0);
+    for_each_thread([&](long tid) {
+      for (int i = 0; i < ndone; i++)
+        if (done[i] == tid) return;
+      c.pending.fetch_add(1);
+      if (sys::tgkill(pid, tid, kSigSetxid) != 0) {
+        c.pending.fetch_sub(1);  // it exited meanwhile
+        return;
+      }
+      if (ndone < 1024) done[ndone++] = tid;
+      more = true;
+    });
+    int32_t p;
+    while ((p = c.pending.load(std::memory_order_acquire)) != 0) sys::futex_wait(&c.pending, (uint32_t)p, nullptr);
+  }
+  current = nullptr;
+  broadcasting.store(false, std::memory_order_release);
+  if (c.failed.load()) fatal("a credential change succeeded in one thread and failed in another");
+  return r;
+}
+
+}  // namespace goshim

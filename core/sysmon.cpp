@@ -1,0 +1,338 @@
+// sysmon (see sysmon.hpp).
+#include "core/sysmon.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/netpoll.hpp"
+#include "core/preempt.hpp"
+#include "core/rawlog.hpp"
+#include "core/real.hpp"
+#include "core/sched.hpp"
+#include "core/setxid.hpp"
+#include "core/signal.hpp"
+#include "core/timer.hpp"
+#include "core/trace.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+void (*sysmon_tick_hook)(int64_t now) = nullptr;
+void (*sysmon_stall_hook)(M* mp, G* gp, int64_t stalled_ns) = nullptr;
+
+namespace {
+
+constexpr int64_t kMs = 1000000;
+constexpr int64_t kForcePreemptNs = 10 * kMs;  // a G's time slice
+constexpr int64_t kPollIdleNs = 10 * kMs;      // netpoll if nobody did for this long
+constexpr int64_t kSyscallRetakeNs = 10 * kMs; // retake an idle-system P after this
+constexpr int64_t kStallMinNs = 20000;         // a stuck M: no CPU for at least this
+constexpr int64_t kReapEveryNs = 1000 * kMs;
+
+uint32_t load_tick(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+// The CPU time consumed by mp's kernel thread, or -1.
+int64_t cputime_of(M* mp) {
+  if (mp->tid <= 0) return -1;
+  clockid_t clk = (clockid_t)((~(unsigned)mp->tid << 3) | 6);  // per-thread CPUCLOCK_SCHED
+  struct timespec ts;
+  if (sys::clock_gettime(clk, &ts) != 0) return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool asleep_in_kernel(M* mp);
+
+// Ps replaced while their M was stuck, still in use by that M. Sysmon asks
+// their G to yield (as for a long time slice) so that the M reaches the
+// scheduler and retires the P. Only sysmon touches this list.
+constexpr int kMaxRetiring = 64;
+P* retiring[kMaxRetiring];
+int nretiring;
+
+void watch_retiring(int64_t now) {
+  for (int i = 0; i < nretiring;) {
+    P* pp = retiring[i];
+    M* mp = pp->m;
+    if (!pp->retired.load(std::memory_order_acquire) || !mp) {
+      retiring[i] = retiring[--nretiring];
+      continue;
+    }
+    // Its G yields at its next interposed call; a signal only if it keeps
+    // computing for a whole time slice (a signal would end a system call
+    // such as nanosleep with EINTR).
+    if (G* gp = mp->curg) gp->preempt.store(true, std::memory_order_release);
+    int64_t cpu = cputime_of(mp);
+    if (pp->sm_slice_cpu < 0 || cpu < 0) {
+      pp->sm_slice_cpu = cpu;
+      pp->sm_slice_when = now;
+    } else if (now - pp->sm_slice_when >= kForcePreemptNs) {
+      if (cpu > pp->sm_slice_cpu &&
+          ((cpu - pp->sm_slice_cpu) * 2 >= now - pp->sm_slice_when || !asleep_in_kernel(mp)))
+        preemptone(pp);
+      pp->sm_slice_cpu = cpu;
+      pp->sm_slice_when = now;
+    }
+    i++;
+  }
+}
+
+// pp's M shows no progress: give pp's work to a spare P.
+void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
+  P* np = spare_get();
+  if (!np) return;
+  trace_ev(TraceEv::Stall, nullptr, (uint64_t)idx);
+  np->id = idx;
+  np->status.store(PStatus::Idle, std::memory_order_relaxed);
+  np->retired.store(false, std::memory_order_relaxed);
+  np->sm_schedtick = ~0u;
+  np->sm_cputime = -1;
+  np->sm_stallwhen = 0;
+  // The stuck M is in the kernel: its queue only changes if it wakes up;
+  // whatever it adds then is drained when it retires pp. Take everything:
+  // up to a ring's worth stays on np, the rest goes to the global queue.
+  GQueue q;
+  bool inherit;
+  while (G* gp = runqsteal(np, pp, true)) {
+    q.push_back(gp);
+    while (G* g2 = runqget(np, &inherit)) q.push_back(g2);
+  }
+  while (q.size > 0 && runqlen(np) < kRunqSize / 2) runqput(np, q.pop(), false);
+  if (!q.empty()) {
+    sched.lock.lock();
+    globrunqputbatch(q);
+    sched.lock.unlock();
+  }
+  pp->retired.store(true, std::memory_order_release);
+  sched.allp[idx].store(np, std::memory_order_release);
+  pp->sm_cputime = -1;
+  pp->sm_slice_cpu = -1;
+  if (nretiring < kMaxRetiring) retiring[nretiring++] = pp;
+  timers_move(&pp->timers, &np->timers);
+  sched.nstalls.fetch_add(1, std::memory_order_relaxed);
+  if (sysmon_stall_hook) sysmon_stall_hook(mp, mp->curg, stalled);
+  handoffp(np);
+}
+
+// Whether mp's kernel thread is asleep in the kernel (state S or D in
+// /proc), as opposed to runnable but not given a CPU by the kernel.
+bool asleep_in_kernel(M* mp) {
+  char path[64];
+  rawfmt(path, sizeof path, "/proc/self/task/%d/stat", (int)mp->tid);
+  long fd = sys::openat(-100 /* AT_FDCWD */, path, 0 /* O_RDONLY */ | 02000000 /* O_CLOEXEC */, 0);
+  if (fd < 0) return false;
+  char buf[256];
+  long n = sys::read((int)fd, buf, sizeof buf - 1);
+  sys::close((int)fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char* p = strrchr(buf, ')');  // the command may contain spaces
+  if (!p || p[1] != ' ') return false;
+  return p[2] == 'S' || p[2] == 'D';
+}
+
+// pp's G has had no scheduling event since sysmon's last look. Samples
+// its M's CPU clock. Sets *computing when the G has spent most of its time
+// slice (as far as sysmon has seen it) on the CPU, for at least 10 ms: a
+// long time slice, preemption's business. Returns true when the M spent
+// most of the time since the previous sample asleep in the kernel while
+// other work waits for a P: the blocking goshim cannot see (a
+// libc-internal lock, a raw system call), so pp's work must move.
+bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
+  *computing = false;
+  G* gp = mp->curg;
+  if (!gp || gp->status.load(std::memory_order_relaxed) != GStatus::Running) return false;
+  int64_t cpu = cputime_of(mp);
+  if (cpu < 0) return false;
+  int64_t prev_cpu = pp->sm_cputime, prev_when = pp->sm_stallwhen;
+  pp->sm_cputime = cpu;
+  pp->sm_stallwhen = now;
+  if (pp->sm_slice_cpu < 0) {
+    pp->sm_slice_cpu = cpu;
+    pp->sm_slice_when = now;
+  }
+  int64_t slice = now - pp->sm_slice_when;
+  // Computing: on the CPU for most of the slice, or, on a machine with more
+  // runnable threads than CPUs (where the kernel gives it only a share),
+  // runnable rather than asleep in a system call.
+  *computing = slice >= kForcePreemptNs && cpu > pp->sm_slice_cpu &&
+               ((cpu - pp->sm_slice_cpu) * 2 >= slice || !asleep_in_kernel(mp));
+  if (prev_cpu < 0) return false;  // first look
+  int64_t dcpu = cpu - prev_cpu, dt = now - prev_when;
+  if (dt <= 0 || dcpu * 2 >= dt || dt < kStallMinNs) return false;
+  int64_t w = timers_wake_time(&pp->timers);
+  bool work = !runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0 ||
+              (w != 0 && w <= now) || netpoll_any_waiters() ||
+              now - pp->sm_schedwhen >= kSyscallRetakeNs;
+  return work && asleep_in_kernel(mp);
+}
+
+uint32_t retake(int64_t now) {
+  uint32_t n = 0;
+  for (int i = 0; i < sched.gomaxprocs; i++) {
+    P* pp = allp(i);
+    PStatus s = pp->status.load(std::memory_order_acquire);
+    if (s == PStatus::Running) {
+      uint32_t t = load_tick(&pp->schedtick);
+      if (pp->sm_schedtick != t) {
+        pp->sm_schedtick = t;
+        pp->sm_schedwhen = now;
+        pp->sm_cputime = -1;
+        pp->sm_slice_cpu = -1;
+        continue;
+      }
+      M* mp = pp->m;
+      if (!mp) continue;
+      bool computing = false;
+      int64_t since = now - pp->sm_stallwhen;
+      if (check_m(pp, mp, now, &computing)) {
+        replace_stalled(i, pp, mp, since);
+        n++;
+        continue;
+      }
+      // Preempt only a G that is computing: a signal to an M asleep in a
+      // system call would end calls such as nanosleep with EINTR.
+      if (computing) {
+        preemptone(pp);
+        n++;
+      }
+    } else if (s == PStatus::Syscall) {
+      // A G that has kept this P for a whole slice through a series of
+      // short blocking calls (a loop reading a file) is retaken like one in
+      // a long call: each call alone is too short to be seen twice (Go's
+      // retake judges _Psyscall Ps by their schedtick too).
+      uint32_t st = load_tick(&pp->schedtick);
+      bool long_slice = false;
+      if (pp->sm_schedtick != st) {
+        pp->sm_schedtick = st;
+        pp->sm_schedwhen = now;
+        pp->sm_cputime = -1;
+        pp->sm_slice_cpu = -1;
+      } else {
+        long_slice = now - pp->sm_schedwhen >= kForcePreemptNs;
+      }
+      uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
+      if (pp->sm_syscalltick != t) {
+        pp->sm_syscalltick = t;
+        pp->sm_syscallwhen = now;
+        if (!long_slice) continue;
+      }
+      // The same blocking call for at least one sysmon tick. Retake it if
+      // anything waits, or if it lasts long (timers and netpoll need a P).
+      if (runqempty(pp) && sched.runqsize.load(std::memory_order_relaxed) == 0 &&
+          sched.nmspinning.load() + sched.npidle.load() > 0 &&
+          pp->sm_syscallwhen + kSyscallRetakeNs > now)
+        continue;
+      PStatus exp = PStatus::Syscall;
+      if (pp->status.compare_exchange_strong(exp, PStatus::Idle, std::memory_order_acq_rel)) {
+        sched.nhandoff.fetch_add(1, std::memory_order_relaxed);
+        handoffp(pp);
+        n++;
+      }
+    }
+  }
+  return n;
+}
+
+// Lets one surplus idle M exit now and then (after a burst of blocking calls).
+void reap_idle_ms(int64_t now) {
+  static int64_t last;
+  if (now - last < kReapEveryNs) return;
+  last = now;
+  int keep = sched.gomaxprocs < 4 ? 4 : sched.gomaxprocs;
+  sched.lock.lock();
+  M* mp = nullptr;
+  if (sched.nmidle > keep) {
+    // Never M0 (the process's initial thread).
+    M** pm = &sched.midle;
+    while (*pm && (*pm)->id == 0) pm = &(*pm)->schedlink;
+    if (*pm) {
+      mp = *pm;
+      *pm = mp->schedlink;
+      mp->schedlink = nullptr;
+      sched.nmidle--;
+    }
+  }
+  sched.lock.unlock();
+  if (mp) {
+    mp->exit_requested = true;
+    mp->park.wakeup();
+  }
+}
+
+// sysmon sleeps on this word so that a signal to route can wake it early.
+std::atomic<uint32_t> wake_word{0};
+
+void* sysmon_main(void*) {
+  // Program handlers never run here (signal_route opens the signals goshim
+  // routes); the credential broadcast (33) must.
+  uint64_t all = ~0ull & ~(1ull << (33 - 1));
+  sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);
+  tls_g = sysmon_g();
+  int64_t delay_us = 20;
+  int idle = 0;
+  for (;;) {
+    if (idle == 0)
+      delay_us = 20;
+    else if (idle > 50)
+      delay_us *= 2;
+    if (delay_us > 10000) delay_us = 10000;
+    struct timespec ts = {0, (long)delay_us * 1000};
+    if (wake_word.exchange(0, std::memory_order_acq_rel) == 0) sys::futex_wait(&wake_word, 0, &ts);
+    wake_word.store(0, std::memory_order_relaxed);
+    int64_t now = sys::nanotime();
+    signal_route();
+
+    int64_t lastpoll = sched.lastpoll.load(std::memory_order_relaxed);
+    if (netpoll_any_waiters() && lastpoll != 0 && lastpoll + kPollIdleNs < now) {
+      sched.lastpoll.compare_exchange_strong(lastpoll, now);
+      GQueue q;
+      netpoll(0, q);
+      if (!q.empty()) {
+        ready_list(q);
+        idle = 0;
+      }
+    }
+    if (retake(now) != 0)
+      idle = 0;
+    else
+      idle++;
+    if (nretiring) watch_retiring(now);
+    reap_idle_ms(now);
+    if (sysmon_tick_hook) sysmon_tick_hook(now);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// Signal-safe.
+void sysmon_wake() {
+  if (wake_word.exchange(1, std::memory_order_acq_rel) == 0) sys::futex_wake(&wake_word, 1);
+}
+
+// sysmon's G: a g0 without an M, so that signal handlers running on the
+// sysmon thread know they must route, not run, the program's handler.
+G* sysmon_g() {
+  static constinit G g;
+  g.flags = kGFlagG0;
+  return &g;
+}
+
+void sysmon_after_fork() { nretiring = 0; }
+
+void sysmon_start() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t th;
+  setxid_thread_create_begin();
+  int err = real::pthread_create(&th, &attr, sysmon_main, nullptr);
+  setxid_thread_create_end();
+  pthread_attr_destroy(&attr);
+  if (err != 0) fatalf("cannot start sysmon (error %d)", err);
+}
+
+}  // namespace goshim

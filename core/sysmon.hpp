@@ -1,0 +1,36 @@
+// sysmon: a kernel thread without a P (DESIGN.md decisions 6, 7, 8).
+//
+// It wakes every 20 µs while it finds something to do, backing off to
+// 10 ms when idle (Go's schedule), and on each wake:
+//   - polls the network if nobody did for 10 ms;
+//   - retakes Ps whose M sits in a blocking call (PStatus::Syscall) for a
+//     sysmon tick while other work waits, or for 10 ms regardless;
+//   - asks a G that has run for 10 ms without a scheduling event to yield
+//     (preemptone);
+//   - replaces the P of an M that is stuck in the kernel without goshim
+//     knowing (its thread CPU clock does not advance while its G makes no
+//     progress): a spare P takes over its run queue and timers, and the
+//     stuck M retires the old P when it next enters the scheduler;
+//   - lets Ms that have been idle for long exit when there are many;
+//   - prints GOSHIM_DEBUG=schedtrace lines.
+#pragma once
+
+#include "core/gmp.hpp"
+
+namespace goshim {
+
+// Starts sysmon (runtime init, after the runtime is up).
+void sysmon_start();
+// Wakes sysmon early (signal-safe).
+void sysmon_wake();
+G* sysmon_g();
+
+// In a fork child, before sysmon_start (fork.hpp).
+void sysmon_after_fork();
+
+// Hooks for the observability layer: called by sysmon every tick and when a
+// stalled M is found (may be null).
+extern void (*sysmon_tick_hook)(int64_t now);
+extern void (*sysmon_stall_hook)(M* mp, G* gp, int64_t stalled_ns);
+
+}  // namespace goshim

@@ -1,0 +1,33 @@
+// fork and _Fork: the child gets a freshly reset runtime (core/fork.hpp).
+// glibc's fork runs the pthread_atfork handlers, in its order, around the
+// clone; goshim's child handler (registered at start-up) resets the
+// runtime; this wrapper makes sure it ran (it does not for _Fork, which
+// runs no handlers). vfork, posix_spawn, system and popen need nothing:
+// their child only execs.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "core/fork.hpp"
+#include "shim/shim.hpp"
+
+using namespace goshim;
+
+namespace {
+using fork_fn = pid_t (*)(void);
+}
+
+GOSHIM_EXPORT pid_t fork(void) {
+  static fork_fn real_fork;
+  if (!real_fork) real_fork = (fork_fn)dlsym(RTLD_NEXT, "fork");
+  pid_t pid = real_fork();
+  if (pid == 0 && mn_active()) fork_child_reset();
+  return pid;
+}
+
+GOSHIM_EXPORT pid_t _Fork(void) {
+  static fork_fn real_fork;
+  if (!real_fork) real_fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
+  pid_t pid = real_fork();
+  if (pid == 0 && mn_active()) fork_child_reset();
+  return pid;
+}

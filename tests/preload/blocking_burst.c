@@ -1,0 +1,44 @@
+/* Kernel threads stay bounded across bursts of blocking calls: 30 threads
+ * wait in waitpid at once (each blocked call may need its own kernel
+ * thread), then a second burst reuses the kernel threads of the first. */
+#include <pthread.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "common.h"
+
+#define BURST 30
+extern char **environ;
+static volatile int waiting;
+
+static void *waiter(void *arg) {
+  pid_t pid;
+  char *argv[] = {"sleep", "0.3", NULL};
+  CHECK_EQ(posix_spawnp(&pid, "sleep", NULL, NULL, argv, environ), 0);
+  __atomic_add_fetch(&waiting, 1, __ATOMIC_SEQ_CST);
+  int st;
+  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  return NULL;
+}
+
+static int burst(void) {
+  pthread_t t[BURST];
+  waiting = 0;
+  for (int i = 0; i < BURST; i++) CHECK_EQ(pthread_create(&t[i], NULL, waiter, NULL), 0);
+  while (waiting < BURST) sched_yield();
+  int k = kernel_threads();
+  const char *lim = getenv("MAX_KERNEL_THREADS");
+  if (lim) CHECK(k <= atoi(lim) + BURST, "%d kernel threads for %d blocked calls", k, BURST);
+  for (int i = 0; i < BURST; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+  return k;
+}
+
+int main(void) {
+  int k1 = burst();
+  int after = kernel_threads();
+  int k2 = burst();
+  fprintf(stderr, "kernel threads: burst 1 %d, between %d, burst 2 %d\n", k1, after, k2);
+  CHECK(k2 <= k1 + 2, "the second burst needed new kernel threads: %d after %d", k2, k1);
+  printf("kernel threads bounded across bursts of blocking calls\n");
+  return 0;
+}

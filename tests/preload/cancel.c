@@ -1,0 +1,154 @@
+/* pthread_cancel of threads blocked in read, in pthread_cond_wait, in sleep
+ * and in pthread_join; asynchronous cancellation of a loop; cleanup
+ * handlers run in reverse order; PTHREAD_CANCELED from join; cancellation
+ * disabled is deferred until enabled. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+#include "common.h"
+
+static char trail[64];
+static int ntrail;
+static pthread_mutex_t trail_lock = PTHREAD_MUTEX_INITIALIZER;
+static void note(void *c) {
+  pthread_mutex_lock(&trail_lock);
+  trail[ntrail++] = (char)(intptr_t)c;
+  pthread_mutex_unlock(&trail_lock);
+}
+
+static int rp[2];
+static volatile int started;
+
+static void *in_read(void *arg) {
+  pthread_cleanup_push(note, (void *)'r');
+  char c;
+  started = 1;
+  read(rp[0], &c, 1);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static void unlock_m(void *arg) {
+  note((void *)'c');
+  pthread_mutex_unlock(&m); /* the mutex is held again when handlers run */
+}
+static void *in_cond(void *arg) {
+  pthread_mutex_lock(&m);
+  pthread_cleanup_push(unlock_m, NULL);
+  started = 1;
+  for (;;) pthread_cond_wait(&cv, &m);
+  pthread_cleanup_pop(1);
+  return NULL;
+}
+
+static void *in_sleep(void *arg) {
+  pthread_cleanup_push(note, (void *)'s');
+  started = 1;
+  sleep(60);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static pthread_t forever;
+static void *never_ends(void *arg) {
+  for (;;) pause();
+  return arg;
+}
+static void *in_join(void *arg) {
+  pthread_cleanup_push(note, (void *)'j');
+  started = 1;
+  pthread_join(forever, NULL);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static volatile unsigned long spins;
+static void *async_loop(void *arg) {
+  pthread_cleanup_push(note, (void *)'a');
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+  started = 1;
+  for (;;) spins++;
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static void *nested(void *arg) {
+  pthread_cleanup_push(note, (void *)'1');
+  pthread_cleanup_push(note, (void *)'2');
+  pthread_cleanup_push(note, (void *)'3');
+  started = 1;
+  for (;;) pthread_testcancel();
+  pthread_cleanup_pop(0);
+  pthread_cleanup_pop(0);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static volatile int may_enable;
+static void *deferred(void *arg) {
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+  started = 1;
+  while (!may_enable) sched_yield();
+  pthread_cleanup_push(note, (void *)'d');
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+  pthread_testcancel();
+  pthread_cleanup_pop(0);
+  return (void *)1;
+}
+
+static void cancel_and_check(void *(*fn)(void *), char mark) {
+  started = 0;
+  ntrail = 0;
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, fn, NULL), 0);
+  while (!started) sched_yield();
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  CHECK_EQ(pthread_cancel(t), 0);
+  void *r;
+  CHECK_EQ(pthread_join(t, &r), 0);
+  CHECK(r == PTHREAD_CANCELED, "%c: join returned %p", mark, r);
+  CHECK(ntrail >= 1 && trail[ntrail - 1] == mark, "%c: cleanup trail %.*s", mark, ntrail, trail);
+}
+
+int main(void) {
+  CHECK_EQ(pipe(rp), 0);
+  cancel_and_check(in_read, 'r');
+  cancel_and_check(in_cond, 'c');
+  CHECK_EQ(pthread_mutex_trylock(&m), 0); /* the handler released it */
+  pthread_mutex_unlock(&m);
+  cancel_and_check(in_sleep, 's');
+  CHECK_EQ(pthread_create(&forever, NULL, never_ends, NULL), 0);
+  cancel_and_check(in_join, 'j');
+  cancel_and_check(async_loop, 'a');
+  started = 0;
+  ntrail = 0;
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, nested, NULL), 0);
+  while (!started) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  void *r;
+  CHECK_EQ(pthread_join(t, &r), 0);
+  CHECK(r == PTHREAD_CANCELED && ntrail == 3 && memcmp(trail, "321", 3) == 0, "nested trail %.*s",
+        ntrail, trail);
+  /* disabled: the cancel waits until enabled */
+  started = 0;
+  ntrail = 0;
+  CHECK_EQ(pthread_create(&t, NULL, deferred, NULL), 0);
+  while (!started) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  for (int i = 0; i < 100; i++) sched_yield();
+  CHECK_EQ(ntrail, 0);
+  may_enable = 1;
+  CHECK_EQ(pthread_join(t, &r), 0);
+  CHECK(r == PTHREAD_CANCELED && ntrail == 1 && trail[0] == 'd', "deferred: %p %.*s", r, ntrail, trail);
+  CHECK_EQ(pthread_cancel(forever), 0);
+  CHECK_EQ(pthread_join(forever, &r), 0);
+  CHECK(r == PTHREAD_CANCELED, "pause: %p", r);
+  printf("cancellation in read, cond_wait, sleep, join, pause, async loop; handlers in order\n");
+  return 0;
+}

@@ -1,0 +1,75 @@
+/* The setuid family from one thread while others run: every kernel thread
+ * of the process (/proc/self/task/N/status) shows the new credentials.
+ * Needs root; exits 0 with a note when not root. */
+#include <dirent.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+#include "common.h"
+
+static volatile int stop;
+static void *spin(void *arg) {
+  while (!stop) sched_yield();
+  return arg;
+}
+
+/* Every thread's "Uid:"/"Gid:" lines; returns the number of threads that
+ * do not show (want_ruid, want_euid, want_egid) and the given groups count. */
+static int mismatches(unsigned ruid, unsigned euid, unsigned egid, int ngroups) {
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  int bad = 0, n = 0;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[128], line[256];
+    snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    unsigned r = 0, eu = 0, s, fs, rg, eg = 0;
+    int groups = -1;
+    while (fgets(line, sizeof line, f)) {
+      if (!strncmp(line, "Uid:", 4)) sscanf(line + 4, "%u %u %u %u", &r, &eu, &s, &fs);
+      if (!strncmp(line, "Gid:", 4)) sscanf(line + 4, "%u %u %u %u", &rg, &eg, &s, &fs);
+      if (!strncmp(line, "Groups:", 7)) {
+        groups = 0;
+        for (char *p = line + 7; *p; p++)
+          if (*p >= '0' && *p <= '9' && (p[-1] == ' ' || p[-1] == '\t')) groups++;
+      }
+    }
+    fclose(f);
+    n++;
+    if (r != ruid || eu != euid || eg != egid || groups != ngroups) bad++;
+  }
+  closedir(d);
+  return n > 0 ? bad : -1;
+}
+
+int main(void) {
+  if (geteuid() != 0) {
+    printf("not root: skipped\n");
+    return 0;
+  }
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) CHECK_EQ(pthread_create(&t[i], NULL, spin, NULL), 0);
+  for (int i = 0; i < 200; i++) sched_yield();
+  gid_t groups[] = {1000, 1001};
+  CHECK_EQ(setgroups(2, groups), 0);
+  CHECK_EQ(setresgid(1000, 1002, 1000), 0);
+  CHECK_EQ(setegid(1003), 0);
+  CHECK_EQ(setreuid(0, 1000), 0); /* euid 1000, real uid still 0: can go back */
+  CHECK_EQ(mismatches(0, 1000, 1003, 2), 0);
+  CHECK_EQ(seteuid(0), 0);
+  CHECK_EQ(seteuid((uid_t)-1), -1);
+  CHECK_EQ(setgid(0), 0);
+  CHECK_EQ(setgroups(0, NULL), 0);
+  CHECK_EQ(mismatches(0, 0, 0, 0), 0);
+  CHECK_EQ(setuid(1000), 0); /* drops root for good, in every thread */
+  CHECK_EQ(mismatches(1000, 1000, 0, 0), 0);
+  CHECK_EQ(setuid(0), -1); /* EPERM everywhere now */
+  CHECK_EQ(mismatches(1000, 1000, 0, 0), 0);
+  stop = 1;
+  for (int i = 0; i < 8; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+  printf("credentials changed in every kernel thread\n");
+  return 0;
+}
