@@ -429,6 +429,21 @@ FileRec* fd_new(int fd, FdKind kind, uint32_t flags) {
   return f;
 }
 
+void fd_forget(int fd) {
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  if (!s) return;
+  PollDesc* old = s->load(std::memory_order_acquire);
+  if (!old || old == kClosing) return;
+  if (!s->compare_exchange_strong(old, nullptr, std::memory_order_seq_cst)) return;
+  {
+    PdGuard g(old->lock);
+    old->closing = true;
+    old->fd.store(-1, std::memory_order_relaxed);
+    old->registered = false;
+  }
+  pd_put(old);
+}
+
 void fd_link(int from, int to) {
   int err;
   PollDesc* a = fd_get(from, &err);

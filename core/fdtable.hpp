@@ -130,6 +130,10 @@ PollDesc* fd_peek(int fd);
 // description: kind and kFile* flags. Replaces whatever stale record held
 // the number. Returns its FileRec (owned by the table). Any thread.
 FileRec* fd_new(int fd, FdKind kind, uint32_t flags);
+// fd was just opened by a call that does not tell its kind (open, openat):
+// forgets whatever record the number had (its old file was closed behind
+// goshim's back); the new file is classified on first use. Any thread.
+void fd_forget(int fd);
 // Links a same-process pair: writes on from arrive at to (pipe: write end
 // -> read end; socketpair: both ways, call twice). Any thread.
 void fd_link(int from, int to);

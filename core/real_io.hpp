@@ -7,6 +7,7 @@
 #pragma once
 
 #include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/epoll.h>
@@ -61,7 +62,18 @@ namespace goshim::real {
   X(int, usleep, (useconds_t))                                                                  \
   X(int, nanosleep, (const struct timespec*, struct timespec*))                                 \
   X(int, clock_nanosleep, (clockid_t, int, const struct timespec*, struct timespec*))         \
-  X(long, syscall, (long, ...))
+  X(long, syscall, (long, ...))                                                                \
+  X(int, open, (const char*, int, ...))                                                         \
+  X(int, open64, (const char*, int, ...))                                                       \
+  X(int, openat, (int, const char*, int, ...))                                                  \
+  X(int, openat64, (int, const char*, int, ...))                                                \
+  X(int, creat, (const char*, mode_t))                                                          \
+  X(int, creat64, (const char*, mode_t))                                                        \
+  X(int, __open_2, (const char*, int))                                                          \
+  X(int, __open64_2, (const char*, int))                                                        \
+  X(int, __openat_2, (int, const char*, int))                                                   \
+  X(int, __openat64_2, (int, const char*, int))                                                \
+  X(int, posix_spawn_file_actions_adddup2, (posix_spawn_file_actions_t*, int, int))
 
 #define GOSHIM_REAL_DECL(ret, name, args) extern ret(*name) args;
 GOSHIM_REAL_IO_FUNCS(GOSHIM_REAL_DECL)

@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -588,6 +589,39 @@ static void test_misc(void) {
   close(u2);
 }
 
+/* ---- FIFOs: open blocks until the other end opens ------------------------------------------------ */
+
+static char fifo_path[64];
+static ssize_t fifo_got;
+static char fifo_buf[16];
+
+static void *fifo_reader(void *arg) {
+  int fd = open(fifo_path, O_RDONLY);  /* waits for a writer */
+  CHECK(fd >= 0, "fifo open: %s", strerror(errno));
+  fifo_got = read(fd, fifo_buf, sizeof fifo_buf);
+  ssize_t eof = read(fd, fifo_buf + 8, 1);
+  CHECK(eof == 0, "fifo EOF %zd", eof);
+  close(fd);
+  return NULL;
+}
+
+static void test_fifo(void) {
+  snprintf(fifo_path, sizeof fifo_path, "/tmp/goshim-fifo-%d", (int)getpid());
+  unlink(fifo_path);
+  CHECK(mkfifo(fifo_path, 0600) == 0, "mkfifo");
+  pthread_t t;
+  pthread_create(&t, NULL, fifo_reader, NULL);
+  msleep(50);
+  int fd = open(fifo_path, O_WRONLY);
+  CHECK(fd >= 0, "fifo open for writing");
+  msleep(50);
+  CHECK(write(fd, "fifo!", 5) == 5, "fifo write");
+  close(fd);
+  pthread_join(t, NULL);
+  printf("FIFO: open waits for the other end, read %zd '%.5s'\n", fifo_got, fifo_buf);
+  unlink(fifo_path);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -601,6 +635,7 @@ int main(void) {
   test_waitall();
   test_connect();
   test_misc();
+  test_fifo();
   printf("done\n");
   return 0;
 }
