@@ -123,7 +123,7 @@ void probe_writable(void* p, size_t n) {
 // pd_wait (netpoll.hpp) lives here so that the I/O loop inlines it.
 
 WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, WaitReason why,
-                   void* hbuf, size_t hlen, size_t* got, long* err) {
+                   void* hbuf, size_t hlen, size_t* got, long* err, uint32_t handled0) {
   G* gp = getg();
   *err = 0;
   if (deadline && deadline <= sys::nanotime()) return WakeReason::Timeout;
@@ -150,6 +150,14 @@ WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, 
     WakeReason r = gwait_disarm(gp);
     if (*err) return r == WakeReason::Intr ? r : WakeReason::None;
     return r == WakeReason::None ? WakeReason::Ready : r;
+  }
+  if (__builtin_expect(gp->nhandled != handled0, 0)) {
+    // A handler ran while the operation was under way: do not sleep
+    // through the interruption it stands for.
+    pd_unlink(w);
+    WakeReason r = gwait_disarm(gp);
+    w->buf = nullptr;
+    return r == WakeReason::None ? WakeReason::Handled : r;
   }
   if (deadline) gwait_arm_timer(gp, seq, deadline);
   // The dump shows the fd of an I/O wait (core/dump.cpp).
@@ -216,6 +224,15 @@ struct OpDesc {
   OpDesc& operator=(const OpDesc&) = delete;
 };
 
+// A wait ended by a signal (Intr: the signal layer interrupted the parked
+// G; Handled: a handler ran on it before it parked). Whether the call
+// restarts under SA_RESTART; consumes the interruption record.
+bool restart_after(WakeReason w) {
+  G* gp = getg();
+  bool rs = signal_should_restart(gp);
+  return w == WakeReason::Handled ? gp->handled_restart : rs;
+}
+
 // A wait was interrupted. pthread_cancel interrupts waits too, and these
 // calls are cancellation points: act on a pending cancellation here (glibc
 // unwinds the stack without running this layer's destructors, so drop the
@@ -234,6 +251,7 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
   int64_t timeo = (op->mode == kModeRead ? f->rcvtimeo : f->sndtimeo).load(std::memory_order_relaxed);
   int64_t deadline = 0;
   bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
+  uint32_t h0 = getg()->nhandled;
   for (;;) {
     int fd = d.num();
     uint32_t snap = pd_events(pd, op->mode);
@@ -243,16 +261,18 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
     if (timeo && !deadline) deadline = sys::nanotime() + timeo;
     size_t got;
     long err;
-    WakeReason w = pd_wait(pd, op->mode, snap, deadline, op->why, nullptr, 0, &got, &err);
+    WakeReason w = pd_wait(pd, op->mode, snap, deadline, op->why, nullptr, 0, &got, &err, h0);
     switch (w) {
       case WakeReason::Ready:
       case WakeReason::Handoff:
         continue;
       case WakeReason::Timeout:
         return op->timeout_result;
-      case WakeReason::Intr: {
-        bool rs = signal_should_restart(getg());
+      case WakeReason::Intr:
+      case WakeReason::Handled: {
+        bool rs = restart_after(w);
         interrupted(d);
+        h0 = getg()->nhandled;
         if (restartable && rs) continue;
         return -EINTR;
       }
@@ -301,6 +321,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
   void* hbuf = reader_chan ? op->buf : nullptr;
   size_t hlen = reader_chan ? (op->len < kHandoffMax ? op->len : kHandoffMax) : 0;
   bool first = true;
+  uint32_t h0 = getg()->nhandled;
   for (;;) {
     uint32_t snap = pd_events(pd, op->mode);
     uint64_t c = reader_chan ? f->chan.load(std::memory_order_acquire) : 0;
@@ -335,7 +356,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
     }
     size_t got = 0;
     long err = 0;
-    WakeReason w = pd_wait(pd, op->mode, snap, dl, op->why, hbuf, hlen, &got, &err);
+    WakeReason w = pd_wait(pd, op->mode, snap, dl, op->why, hbuf, hlen, &got, &err, h0);
     switch (w) {
       case WakeReason::Handoff:
         return (long)got;
@@ -345,10 +366,12 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
         if (op->done) return (long)op->done;
         if (deadline && sys::nanotime() < deadline) continue;  // the progress deadline, unmet
         return op->timeout_result;
-      case WakeReason::Intr: {
-        bool rs = signal_should_restart(getg());
+      case WakeReason::Intr:
+      case WakeReason::Handled: {
+        bool rs = restart_after(w);
         if (op->done) return (long)op->done;
         interrupted(d);
+        h0 = getg()->nhandled;
         if (restartable && rs) continue;
         return -EINTR;
       }
@@ -786,15 +809,19 @@ long connect_wait(PollDesc* pd, FileRec* f, uint32_t snap) {
   int64_t timeo = f->sndtimeo.load(std::memory_order_relaxed);
   int64_t deadline = timeo ? sys::nanotime() + timeo : 0;
   bool restartable = timeo == 0;
+  uint32_t h0 = getg()->nhandled;
   for (;;) {
     size_t got;
     long err;
-    WakeReason w = pd_wait(pd, kModeWrite, snap, deadline, WaitReason::Connect, nullptr, 0, &got, &err);
+    WakeReason w = pd_wait(pd, kModeWrite, snap, deadline, WaitReason::Connect, nullptr, 0, &got,
+                           &err, h0);
     switch (w) {
       case WakeReason::Timeout:
         return -EINPROGRESS;  // as a blocking connect whose SO_SNDTIMEO expired
-      case WakeReason::Intr: {
-        bool rs = signal_should_restart(getg());
+      case WakeReason::Intr:
+      case WakeReason::Handled: {
+        bool rs = restart_after(w);
+        h0 = getg()->nhandled;
         if (restartable && rs) break;  // a restarted connect keeps waiting
         return -EINTR;                 // the connection goes on in the background
       }

@@ -225,6 +225,9 @@ struct G {
   // token of the current wait, and the record of a single-fd wait.
   std::atomic<uint64_t> wtoken{0};
   PollWaiter pw;
+  // Whether the program handler that ran last on this G (nhandled) had
+  // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.
+  bool handled_restart = false;
 
   bool is_g0() const { return flags & kGFlagG0; }
   bool is_main() const { return flags & kGFlagMain; }

@@ -41,6 +41,8 @@ enum class WakeReason : uint8_t {
   Timeout = 2,  // the deadline passed
   Intr = 3,     // a signal (interrupt_wait)
   Handoff = 4,  // a same-process writer delivered data (PollWaiter::got)
+  Handled = 5,  // a program signal handler ran on the G during the operation,
+                // before it could park (G::handled_restart: SA_RESTART)
 };
 
 // On user G. Starts a wait and returns its seq. kind (Netpoll or Sleep)

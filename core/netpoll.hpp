@@ -175,8 +175,13 @@ void pd_unlink(PollWaiter* w);
 // Handoff). Returns Ready (retry), Timeout, Intr or Handoff; returns None
 // with *err = -errno if pd cannot be waited on (-EPERM: not pollable,
 // -EBADF: closed).
+//
+// handled0: G::nhandled when the operation started. A program signal
+// handler that ran on the G since (a signal that came while it was not yet
+// parked) ends the wait with Handled instead of parking: for the program
+// the whole operation is one system call that the signal interrupted.
 WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, WaitReason why,
-                   void* hbuf, size_t hlen, size_t* got, long* err);
+                   void* hbuf, size_t hlen, size_t* got, long* err, uint32_t handled0);
 
 // Any thread. Wakes every waiter of pd (both sides) so that it retries:
 // shutdown, and anything else that changes an fd's state without an edge.

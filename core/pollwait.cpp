@@ -77,6 +77,7 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
   }
 
   long result = 0;
+  uint32_t h0 = gp->nhandled;
   for (;;) {
     for (int k = 0; k < nrec; k++) recs[k].snap = pd_events(recs[k].w.pd, recs[k].w.mode);
     long c = check(ctx);
@@ -101,15 +102,19 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
         pd_enqueue_locked(pd, w);
     }
     WakeReason r;
-    if (changed) {
+    if (changed || gp->nhandled != h0) {
+      // An event since the check, or a handler ran on the G meanwhile (a
+      // signal that came before it could park: EINTR, as the kernel's).
       r = gwait_disarm(gp);
+      if (r == WakeReason::None && !changed) r = WakeReason::Handled;
     } else {
       if (deadline > 0) gwait_arm_timer(gp, seq, deadline);
       r = gwait_park(gp, why, nullptr);
       if (deadline > 0) timer_del(&gp->timer);
     }
     for (int k = 0; k < nrec; k++) pd_unlink(&recs[k].w);
-    if (r == WakeReason::Intr) {
+    if (r == WakeReason::Intr || r == WakeReason::Handled) {
+      (void)signal_should_restart(gp);  // consumed: these calls never restart
       result = -EINTR;
       break;
     }

@@ -21,10 +21,18 @@ int64_t add_sat(int64_t a, int64_t b) { return b > kForever - a ? kForever : a +
 int sleep_until(int64_t deadline, int64_t* left) {
   G* gp = getg();
   cancel_point();  // the sleeps are cancellation points
+  uint32_t h0 = gp->nhandled;
   if (deadline <= sys::nanotime()) return 0;
   uint64_t seq = gwait_arm(gp, WaitKind::Sleep);
   gwait_arm_timer(gp, seq, deadline);
-  WakeReason r = gwait_park(gp, WaitReason::Sleep, nullptr);
+  WakeReason r;
+  if (__builtin_expect(gp->nhandled != h0, 0)) {
+    timer_del(&gp->timer);
+    r = gwait_disarm(gp);
+    if (r == WakeReason::None) r = WakeReason::Handled;
+  } else {
+    r = gwait_park(gp, WaitReason::Sleep, nullptr);
+  }
   if (r == WakeReason::Timeout) return 0;
   timer_del(&gp->timer);
   // Only a signal ends a sleep early. Consume the interruption record; the
