@@ -2,7 +2,7 @@
  * epoll, CONNS connections to 127.0.0.1:PORT, each sending MSG-byte
  * requests and waiting for the echo before the next. After a warm-up it
  * counts completed requests for SECONDS and records each one's latency.
- * Prints RESULT lines: echo_rps, echo_p50_us, echo_p99_us.
+ * Prints RESULT lines: requests/s, median and 99th percentile latency.
  *   echo_client PORT CONNS SECONDS [MSG=64] */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -109,10 +109,10 @@ int main(int argc, char **argv) {
     if (p50 < 0 && acc * 2 >= done) p50 = i;
     if (p99 < 0 && acc * 100 >= done * 99) p99 = i;
   }
-  printf("RESULT echo_rps %.0f requests/s (%d connections, %d-byte messages)\n", done / secs,
+  printf("RESULT %.0f requests/s (%d connections, %d-byte messages)\n", done / secs,
          nconn, msgsize);
-  printf("RESULT echo_p50_us %ld us median latency\n", p50);
-  printf("RESULT echo_p99_us %ld us 99th percentile latency\n", p99);
+  printf("RESULT %ld us median latency\n", p50);
+  printf("RESULT %ld us 99th percentile latency\n", p99);
   fflush(stdout);
   return 0;
 }

@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "client failed\n");
     return 1;
   }
-  printf("RESULT echo_rss_mb %.1f MB peak RSS of the server\n", status_val("VmHWM:") / 1024.0);
-  printf("RESULT echo_threads %ld kernel threads in the server\n", maxthreads);
+  printf("RESULT %.1f MB peak RSS of the server\n", status_val("VmHWM:") / 1024.0);
+  printf("RESULT %ld kernel threads in the server (peak)\n", maxthreads);
   return 0;
 }

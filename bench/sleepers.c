@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
     }
   for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
   double dt = now() - t0;
-  printf("RESULT sleepers_wall_ms %.1f ms for %d threads sleeping %d ms\n", dt * 1e3, n, ms);
-  printf("RESULT sleepers_rss_mb %.1f MB peak RSS\n", status_kb("VmHWM:") / 1024.0);
+  printf("RESULT %.1f ms wall time for %d threads sleeping %d ms\n", dt * 1e3, n, ms);
+  printf("RESULT %.1f MB peak RSS\n", status_kb("VmHWM:") / 1024.0);
   return 0;
 }

@@ -193,10 +193,10 @@ uint32_t retake(int64_t now) {
       }
       // Preempt only a G that is computing: a signal to an M asleep in a
       // system call would end calls such as nanosleep with EINTR.
-      if (computing) {
-        preemptone(pp);
-        n++;
-      }
+      // Not counted in n (as in Go's retake): a G preempted every slice
+      // (two Gs in a runnext ping-pong share one slice) must not keep
+      // sysmon waking every 20 us.
+      if (computing) preemptone(pp);
     } else if (s == PStatus::Syscall) {
       // A G that has kept this P for a whole slice through a series of
       // short blocking calls (a loop reading a file) is retaken like one in
