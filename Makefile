@@ -41,10 +41,11 @@ all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
-            procps
+            procps time
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	command -v rustc >/dev/null 2>&1 || missing="$$missing rustc"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -121,6 +122,20 @@ $(BUILD)/tests/observe/%: tests/observe/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -Wall -pthread -D_GNU_SOURCE -o $@ $<
 
+# Rust integration programs: plain rustc, std only (no crates, no network).
+PRE_RS     := $(wildcard tests/preload/*.rs)
+PRE_RS_BIN := $(PRE_RS:tests/preload/%.rs=$(BUILD)/tests/preload/%)
+
+$(BUILD)/tests/preload/%: tests/preload/%.rs
+	@mkdir -p $(dir $@)
+	rustc --edition 2021 -O -o $@ $<
+
+# Headers shared by a test and its helper process.
+$(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: \
+  tests/preload/sync_pshared.h
+
+preload: $(PRE_RS_BIN)
+
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout 300 $$t --jobs 2; done
 
@@ -162,6 +177,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/goshim $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/goshim/libgoshim.so
 	install -m 0755 $(LAUNCHER) $(DESTDIR)$(PREFIX)/bin/goshim
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 doc/goshim.1 $(DESTDIR)$(PREFIX)/share/man/man1/goshim.1
 
 clean:
 	rm -rf $(BUILD)

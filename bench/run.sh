@@ -69,6 +69,13 @@ row file_read MB/s 0 warm 16 16 16
 row file_read MB/s 0 cold 16 16 16
 row handoff_latency us 1 wait 30
 row handoff_latency us 1 read 30
+# synchronization (issue 4)
+row condvar_pingpong ns 1 50000
+row futex_pingpong ns 1 50000
+row futex_pingpong ns 1 50000 private
+row mutex_contention Mlocks/s 0 4
+row mutex_contention Mlocks/s 0 64
+row mutex_uncontended ns 1 20000000
 
 # ---- benchmarks with several metrics per run (issue 3) ------------------------------
 # mrow NAME "WORD:UNIT:LOWER_IS_BETTER ..." ARGS...

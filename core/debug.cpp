@@ -108,7 +108,7 @@ void check_deadlock(int64_t now) {
   static int strikes;
   if (now - last_check < 100 * 1000000LL) return;
   last_check = now;
-  uint64_t parks = sched.nparks.load(), created = sched.ngcreated.load();
+  uint64_t parks = total_parks(), created = sched.ngcreated.load();
   bool asleep = all_asleep();
   if (!asleep || parks != seen_parks || created != seen_created) {
     strikes = 0;
@@ -248,7 +248,7 @@ void stats_print(bool mn) {
                 "  processor handoffs     %lu\n"
                 "  preemptions            %lu\n"
                 "  stuck-thread handoffs  %lu\n",
-                (unsigned long)sched.nparks.load(), (unsigned long)sched.nsteal.load(),
+                (unsigned long)total_parks(), (unsigned long)sched.nsteal.load(),
                 (unsigned long)sched.nhandoff.load(), (unsigned long)sched.npreempt.load(),
                 (unsigned long)sched.nstalls.load());
   const char* path = getenv("GOSHIM_STATS_FILE");

@@ -314,6 +314,8 @@ struct P {
   // keeps using it until it next enters the scheduler, which retires it.
   std::atomic<bool> retired{false};
 
+  uint64_t nparks = 0;  // Gs parked on this P (owner P only; statistics)
+
   // sysmon's view (sysmon.cpp); only sysmon touches these.
   uint32_t sm_schedtick = ~0u;  // ~0: not looked at yet
   int64_t sm_schedwhen = 0;
@@ -390,7 +392,7 @@ struct Sched {
   std::atomic<uint64_t> goidgen{1};
   // Statistics (GOSHIM_DEBUG=stats, schedtrace)
   std::atomic<uint64_t> nsteal{0};
-  std::atomic<uint64_t> nparks{0};
+  std::atomic<uint64_t> nparks{0};  // base of total_parks(): parks are counted per P (P::nparks)
   std::atomic<uint64_t> nhandoff{0};
   std::atomic<uint64_t> npreempt{0};
   std::atomic<uint64_t> ngcreated{0};
@@ -420,12 +422,16 @@ inline P* allp(int i) { return sched.allp[i].load(std::memory_order_acquire); }
 
 // Runtime critical section on the current M: no preemption, no parking, and
 // the shim passes calls from signal handlers to libc. Returns the M.
+// Only the M's own thread writes M::locks (others, and its signal handlers,
+// only read it), so a plain load and store do: no locked instruction.
 inline M* acquirem() {
   M* mp = getg()->m;
-  mp->locks.fetch_add(1, std::memory_order_relaxed);
+  mp->locks.store(mp->locks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return mp;
 }
-inline void releasem(M* mp) { mp->locks.fetch_sub(1, std::memory_order_relaxed); }
+inline void releasem(M* mp) {
+  mp->locks.store(mp->locks.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+}
 
 // True when the runtime is up and goroutines are in use (false in pass-through).
 extern std::atomic<bool> runtime_up;

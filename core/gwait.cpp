@@ -28,9 +28,9 @@ inline uint64_t tok_make(uint64_t seq, WakeReason r, uint64_t np, uint64_t state
 
 }  // namespace
 
-bool gwait_park_unlockf(G* gp, void*) { return gwait_commit(gp); }
+bool gwait_park_unlockf(G* gp, void* mp) { return gwait_commit(gp, (M*)mp); }
 
-bool gwait_commit(G* gp) {
+bool gwait_commit(G* gp, M* mp) {
   uint64_t t = gp->wtoken.load(std::memory_order_relaxed);
   for (;;) {
     if (tok_state(t) != kArming) return false;  // claimed: resume at once
@@ -38,7 +38,7 @@ bool gwait_commit(G* gp) {
     // [S2] pairs with the claimer's CAS: it sees Parked only after the G's
     // status is Waiting (stored by park_g0 before this unlockf runs).
     if (gp->wtoken.compare_exchange_weak(t, n, std::memory_order_acq_rel)) {
-      if (t & kNetpollBit) netpoll_adjust_waiters(1);
+      if (t & kNetpollBit) netpoll_adjust_waiters_on(mp, 1);
       return true;
     }
   }

@@ -64,7 +64,8 @@ inline WakeReason gwait_park(G* gp, WaitReason why, const void* obj);
 // On g0 (park's unlockf; exposed for tests). Commits the park of an
 // arming wait: Arming -> Parked. Returns false if a source claimed the
 // wait first (the G then resumes at once).
-bool gwait_commit(G* gp);
+// mp: the M doing the park (its waiter count); nullptr: the caller's.
+bool gwait_commit(G* gp, M* mp = nullptr);
 
 // Any thread. Claims gp's wait seq for why. Returns true if this call won.
 // If the G had parked, it is readied: pushed on q when q is non-null (the
@@ -73,10 +74,12 @@ bool gwait_commit(G* gp);
 // writes into the G's buffer, which it may do only while the G is stopped).
 bool gwait_claim(G* gp, uint64_t seq, WakeReason why, GQueue* q, bool parked_only = false);
 
-bool gwait_park_unlockf(G* gp, void*);  // park's unlockf: gwait_commit
+bool gwait_park_unlockf(G* gp, void* mp);  // park's unlockf: gwait_commit
 
 inline WakeReason gwait_park(G* gp, WaitReason why, const void* obj) {
-  park(gwait_park_unlockf, nullptr, why, obj);
+  // The unlockf may run on the next G's stack (park's direct hand-off),
+  // where getg() is not the parking G: tell it the M.
+  park(gwait_park_unlockf, gp->m, why, obj);
   gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
   uint64_t t = gp->wtoken.load(std::memory_order_acquire);
   gp->wtoken.store(t & ~(uint64_t)3, std::memory_order_relaxed);  // Idle

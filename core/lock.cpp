@@ -8,13 +8,6 @@
 
 namespace goshim {
 
-void Mutex::lock() {
-  uint32_t z = 0;
-  if (__builtin_expect(state_.compare_exchange_strong(z, 1, std::memory_order_acquire), 1))
-    return;
-  lock_slow();
-}
-
 void Mutex::lock_slow() {
   // Spin briefly: runtime critical sections are a few hundred instructions.
   for (int i = 0; i < 100; i++) {
@@ -31,11 +24,7 @@ void Mutex::lock_slow() {
   }
 }
 
-void Mutex::unlock() {
-  if (state_.exchange(0, std::memory_order_release) == 2) {
-    sys::futex_wake(&state_, 1);
-  }
-}
+void Mutex::unlock_slow() { sys::futex_wake(&state_, 1); }
 
 void Note::wakeup() {
   if (key_.exchange(1, std::memory_order_release) == 0) {

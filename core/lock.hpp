@@ -24,16 +24,25 @@ namespace goshim {
 class Mutex {
  public:
   constexpr Mutex() = default;
-  void lock();
+  // Inline fast paths: a bucket or queue lock is taken on every park/wake.
+  void lock() {
+    uint32_t z = 0;
+    if (__builtin_expect(state_.compare_exchange_strong(z, 1, std::memory_order_acquire), 1))
+      return;
+    lock_slow();
+  }
   bool try_lock() {
     uint32_t z = 0;
     return state_.compare_exchange_strong(z, 1, std::memory_order_acquire);
   }
-  void unlock();
+  void unlock() {
+    if (__builtin_expect(state_.exchange(0, std::memory_order_release) == 2, 0)) unlock_slow();
+  }
   bool held() const { return state_.load(std::memory_order_relaxed) != 0; }
 
  private:
   void lock_slow();
+  void unlock_slow();
   // 0 unlocked, 1 locked, 2 locked with (possible) kernel waiters.
   std::atomic<uint32_t> state_{0};
 };

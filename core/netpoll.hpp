@@ -37,6 +37,8 @@ bool netpoll_any_waiters();
 // Adjusts the count of Gs waiting on fds (used by the fd layer). Any
 // thread: the calling M's P counter (owner-only, no RMW), else a global.
 void netpoll_adjust_waiters(int32_t delta);
+// The same on mp's counter (mp: the calling thread's M; nullptr: the caller's).
+void netpoll_adjust_waiters_on(M* mp, int32_t delta);
 
 // In a fork child: a new epoll instance (the parent's is shared with it).
 void netpoll_after_fork();

@@ -96,9 +96,13 @@ bool netpoll_any_waiters() {
   return n > 0;
 }
 
-void netpoll_adjust_waiters(int32_t delta) {
-  G* g = getg();
-  M* m = g ? g->m : nullptr;
+void netpoll_adjust_waiters(int32_t delta) { netpoll_adjust_waiters_on(nullptr, delta); }
+
+void netpoll_adjust_waiters_on(M* m, int32_t delta) {
+  if (!m) {
+    G* g = getg();
+    m = g ? g->m : nullptr;
+  }
   if (m) {
     m->npwait.store(m->npwait.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
   } else {

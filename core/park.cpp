@@ -92,7 +92,7 @@ static void park_g0(void* arg) {
   gp->status.store(GStatus::Waiting, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
-  sched.nparks.fetch_add(1, std::memory_order_relaxed);
+  mp->p->nparks++;
   if (mp->waitunlockf) {
     bool ok = mp->waitunlockf(gp, mp->waitlock);
     mp->waitunlockf = nullptr;
@@ -105,6 +105,68 @@ static void park_g0(void* arg) {
   schedule();
 }
 
+uint64_t total_parks() {
+  uint64_t n = sched.nparks.load(std::memory_order_relaxed);
+  for (int i = 0; i < sched.gomaxprocs; i++)
+    if (P* pp = allp(i)) n += pp->nparks;  // racy reads: statistics
+  return n;
+}
+
+// Direct hand-off (park's fast path). schedule() would pick pp's runnext
+// right away when no timer of pp is due, the global queue has nothing that
+// fairness could put first, and runnext is set; in that case park switches
+// from the parking G to it directly (goshim_switch), skipping the trip
+// through g0 and the scheduler loop. The continuation below then does on
+// the new G's stack what park_g0 and execute() would have done.
+//
+// "No timer due" is judged with the coarse clock park reads anyway: a
+// timer due within kDirectTimerSlack of it sends park the slow way.
+constexpr int64_t kDirectTimerSlack = 20 * 1000 * 1000;  // > one jiffy at HZ=100
+
+// On the new G's stack and TLS, its context not yet resumed; gp is the
+// parked G (registers saved). Mirrors park_g0 + execute(next, true).
+static void park_switch_post(void* arg) {
+  G* gp = (G*)arg;
+  M* mp = gp->m;
+  G* next = getg();
+  gp->status.store(GStatus::Waiting, std::memory_order_release);  // [S] as in park_g0
+  gp->m = nullptr;
+  mp->p->nparks++;
+  bool (*unlockf)(G*, void*) = mp->waitunlockf;
+  void* lock = mp->waitlock;
+  mp->waitunlockf = nullptr;
+  mp->waitlock = nullptr;
+  if (unlockf && !unlockf(gp, lock)) {
+    // gp must not park: it resumes at once; next goes back to runnext.
+    runqput(mp->p, next, true);
+    mp->curg = nullptr;
+    gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
+    execute(gp, true);
+  }
+  mp->curg = next;
+  next->m = mp;
+  next->status.store(GStatus::Running, std::memory_order_relaxed);
+  next->preempt.store(false, std::memory_order_relaxed);
+  // inherits the time slice, as a runnext G does in schedule()
+  trace_ev(TraceEv::GStart, next);
+  signal_apply(mp, next);  // as execute() does
+}
+
+// The G to hand off to directly, taken out of runnext; or nullptr.
+static G* direct_next(M* mp, int64_t coarse_now) {
+  P* pp = mp->p;
+  if (!pp || mp->locks.load(std::memory_order_relaxed) != 0) return nullptr;
+  if (pp->retired.load(std::memory_order_acquire)) return nullptr;  // schedule() retires it
+  G* next = pp->runnext.load(std::memory_order_relaxed);
+  if (!next) return nullptr;
+  if (sched.runqsize.load(std::memory_order_relaxed) != 0) return nullptr;
+  int64_t when = timers_wake_time(&pp->timers);
+  if (when != 0 && when <= coarse_now + kDirectTimerSlack) return nullptr;
+  if (!pp->runnext.compare_exchange_strong(next, nullptr, std::memory_order_acquire))
+    return nullptr;  // a thief took it
+  return next;
+}
+
 void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* obj) {
   G* gp = getg();
   M* mp = gp->m;
@@ -113,24 +175,33 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
   mp->waitlock = arg;
   gp->waitreason = reason;
   gp->waitobj = obj;
-  gp->waitsince = sys::coarsetime();  // for dumps: the coarse clock is enough
-  goshim_mcall(gp, park_g0, mp->g0_sp, mp->g0.tp);
+  int64_t now = sys::coarsetime();
+  gp->waitsince = now;  // for dumps: the coarse clock is enough
+  if (G* next = direct_next(mp, now)) {
+    trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);  // (on gp: its M known)
+    goshim_switch(gp, next->sched_sp, next->tp, park_switch_post);
+  } else
+    goshim_mcall(gp, park_g0, mp->g0_sp, mp->g0.tp);
   gp->waitreason = WaitReason::None;
   gp->waitobj = nullptr;
   if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
 }
 
 void ready(G* gp, bool next) {
-  GStatus s = GStatus::Waiting;
-  if (!gp->status.compare_exchange_strong(s, GStatus::Runnable, std::memory_order_acq_rel))
+  // Only the waker that took gp off its wait record may ready it, so a
+  // check and a store do (no locked instruction on this hot path).
+  GStatus s = gp->status.load(std::memory_order_acquire);
+  if (s != GStatus::Waiting)
     fatalf("ready: G %lu is not waiting (status %u)", (unsigned long)gp->goid, (unsigned)s);
+  gp->status.store(GStatus::Runnable, std::memory_order_release);
   trace_ev(TraceEv::GReady, gp, gp->goid);
   G* cur = getg();
   M* mp = cur ? cur->m : nullptr;
   if (mp && mp->p && !mp->p->retired.load(std::memory_order_relaxed)) {
-    mp->locks.fetch_add(1, std::memory_order_relaxed);
+    int32_t l = mp->locks.load(std::memory_order_relaxed);
+    mp->locks.store(l + 1, std::memory_order_relaxed);  // only this M writes its locks
     runqput(mp->p, gp, next);
-    mp->locks.fetch_sub(1, std::memory_order_relaxed);
+    mp->locks.store(l, std::memory_order_relaxed);
   } else {
     globrunqput(gp);
   }

@@ -111,6 +111,8 @@ void async_preempt(G* gp, ucontext_t* uc) {
   memcpy(&k, &uc->uc_sigmask, sizeof k);
   now->cur_sigmask = k;
   if (signal_has_pending(gp)) signal_deliver(gp);
+  // pthread_cancel may have missed it while it was switched out.
+  if (__builtin_expect(cancel_async_pending(gp), 0)) cancel_point();
 }
 
 }  // namespace
@@ -159,9 +161,17 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
       if (gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig)
         signal_deliver(gp);
       break;
-    case kCancelMagic:  // asynchronous cancellation
-      if (gp->insig == 0 && cancel_pending(gp)) cancel_point();
+    case kCancelMagic: {  // asynchronous cancellation
+      // The kick may reach another G than the one it was sent for (the
+      // target moved): only an asynchronous cancellation of this G, and
+      // never inside goshim itself. A target missed here acts when it
+      // resumes after its next preemption (async_preempt).
+      uintptr_t pc = (uintptr_t)((ucontext_t*)uctx)->uc_mcontext.gregs[REG_RIP];
+      if (gp->insig == 0 && gp->m && gp->m->locks.load(std::memory_order_relaxed) == 0 &&
+          !dladdr_is_self(pc) && cancel_async_pending(gp))
+        cancel_point();
       break;
+    }
     case kDumpMagic:
       gp->insig++;  // libc calls made while unwinding go straight to libc
       dump_capture_running(gp, uctx);

@@ -37,6 +37,20 @@ namespace goshim {
 void (*g_exit_hook)(G* gp) = nullptr;
 
 namespace {
+constexpr int kMaxExitHooks = 8;
+std::atomic<void (*)(G*)> exit_hooks[kMaxExitHooks];
+}  // namespace
+
+bool add_g_exit_hook(void (*fn)(G* gp)) {
+  for (int i = 0; i < kMaxExitHooks; i++) {
+    void (*none)(G*) = nullptr;
+    if (exit_hooks[i].compare_exchange_strong(none, fn, std::memory_order_acq_rel)) return true;
+    if (none == fn) return true;
+  }
+  return false;
+}
+
+namespace {
 
 // Whether glibc's cancellation unwound gp (the canceled bit is set).
 bool cancel_pending_or_exiting_canceled(G* gp) {
@@ -44,9 +58,6 @@ bool cancel_pending_or_exiting_canceled(G* gp) {
   return ch & (1 << 3);
 }
 
-// Virtual tids live above PID_MAX_LIMIT (2^22 on 64-bit), so they never
-// collide with a kernel tid.
-constexpr int32_t kVtidBase = 1 << 22;
 constexpr size_t kMaxSlots = (size_t)1 << 22;
 
 uintptr_t arena_lo = 0;
@@ -217,6 +228,14 @@ void tls::for_each_block(void (*fn)(uintptr_t tp, void* ctx), void* ctx) {
 
 G* main_g() { return &g1; }
 
+G* g_from_vtid(int32_t vtid) {
+  if (vtid == g1.vtid && g1.magic == kGMagic) return &g1;
+  int64_t idx = (int64_t)vtid - kVtidBase - 1;
+  if (idx < 0 || (size_t)idx >= arena_nslots()) return nullptr;
+  G* gp = slot_g((size_t)idx);
+  return gp->magic == kGMagic ? gp : nullptr;
+}
+
 bool is_goshim_tp(pthread_t t) {
   uintptr_t tp = (uintptr_t)t;
   if (tp == 0) return false;
@@ -334,6 +353,11 @@ void thread_exit_landed() {
   if (!gp->exit_called && cancel_pending_or_exiting_canceled(gp)) gp->retval = PTHREAD_CANCELED;
   tls::on_exit();  // C++ thread_local destructors, locale
   if (g_exit_hook) g_exit_hook(gp);  // pthread key destructors
+  for (auto& h : exit_hooks) {
+    void (*fn)(G*) = h.load(std::memory_order_acquire);
+    if (!fn) break;
+    fn(gp);
+  }
   if (sched.ngoroutines.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     // The last thread ended: the process exits with status 0, running
     // atexit handlers on this thread, as glibc's start_thread does.
@@ -366,7 +390,10 @@ int thread_join(G* target, void** ret, int64_t deadline) {
     if (deadline == -1) {
       r = EBUSY;
     } else {
-      r = sema_wait(&target->join_state, s, deadline > 0 ? deadline : 0, WaitReason::Join);
+      // A cancellation point for a goroutine: a cancel racing with the
+      // park is not lost.
+      r = sema_wait(&target->join_state, s, deadline > 0 ? deadline : 0, WaitReason::Join, ~0u,
+                    nullptr, self != nullptr);
       if (r == EINTR && self && cancel_pending(self)) {
         // A cancellation point: give up the claim first, then unwind.
         target->joiner.store(nullptr, std::memory_order_release);

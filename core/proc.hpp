@@ -47,12 +47,28 @@ G* g_from_pthread(pthread_t t);
 // live or not: such a value must never reach glibc (its tid is virtual).
 bool is_goshim_tp(pthread_t t);
 
+// The G whose virtual tid is vtid, or nullptr (not a goroutine slot).
+// Any thread: slots are type-stable, but the G may be exiting or recycled
+// by the time the caller looks at it (good for hints only).
+G* g_from_vtid(int32_t vtid);
+
 // G1: main.
 G* main_g();
 
 // Called at G exit, on the G, after thread_local destructors: runs the
 // pthread key destructors (installed by shim/pthread_key.cpp).
 extern void (*g_exit_hook)(G* gp);
+
+// More G-exit hooks, run in registration order after g_exit_hook (e.g. the
+// robust-mutex owner-death walk of shim/pthread_mutex.cpp, which must run
+// after key destructors as the kernel's does after the thread is gone).
+// Registration happens at start-up; returns false when the table is full.
+bool add_g_exit_hook(void (*fn)(G* gp));
+
+// Virtual tids (G::vtid) are at or above this value: above PID_MAX_LIMIT,
+// so they never equal a kernel tid.
+inline constexpr int32_t kVtidBase = 1 << 22;
+inline bool is_virtual_tid(int32_t tid) { return tid >= kVtidBase; }
 
 // Arena bookkeeping (runtime.cpp sets it up).
 void arena_init();

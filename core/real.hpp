@@ -5,6 +5,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 
@@ -44,7 +45,10 @@ namespace goshim::real {
   X(int, pause, (void))                                                                      \
   X(int, sched_yield, (void))                                                                \
   X(void*, dlopen, (const char*, int))                                                       \
-  X(void*, dlmopen, (long, const char*, int))
+  X(void*, dlmopen, (long, const char*, int))                                                \
+  X(sem_t*, sem_open, (const char*, int, ...))                                               \
+  X(int, sem_close, (sem_t*))                                                                \
+  X(int, sem_unlink, (const char*))
 
 #define GOSHIM_REAL_DECL(ret, name, args) extern ret(*name) args;
 GOSHIM_REAL_FUNCS(GOSHIM_REAL_DECL)

@@ -62,7 +62,6 @@ namespace goshim::real {
   X(int, usleep, (useconds_t))                                                                  \
   X(int, nanosleep, (const struct timespec*, struct timespec*))                                 \
   X(int, clock_nanosleep, (clockid_t, int, const struct timespec*, struct timespec*))         \
-  X(long, syscall, (long, ...))                                                                \
   X(int, open, (const char*, int, ...))                                                         \
   X(int, open64, (const char*, int, ...))                                                       \
   X(int, openat, (int, const char*, int, ...))                                                  \

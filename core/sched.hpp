@@ -26,6 +26,9 @@ void ready(G* gp, bool next = true);
 // Readies a list of Waiting Gs (netpoll results, broadcasts).
 void ready_list(GQueue& q);
 
+// Gs parked so far (statistics: counted per P without atomics, summed here).
+uint64_t total_parks();
+
 // Any thread. Wakes gp out of the interruptible wait it is parked in (its
 // G::wait_kind), so that the wait returns EINTR. Returns false if gp is not
 // in such a wait. Each wait layer registers its interrupter here.

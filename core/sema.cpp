@@ -14,8 +14,11 @@
 
 #include <new>
 
+#include "arch/arch.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/signal.hpp"
+#include "core/tcb.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
 
@@ -25,10 +28,53 @@ namespace {
 
 constexpr uint32_t kBuckets = 1 << 12;
 
+// A bucket: its lock and the number of waiters queued in it share one
+// word, so that a waiter takes the lock and announces itself with a single
+// locked instruction, and everything else about the count happens under
+// the lock with plain stores.
+//
+//   word: bit 0 locked; bits 1..31 waiters queued (nwait)
+//
+// The lock's critical sections are a few dozen instructions that never
+// block, so it spins (then yields the kernel thread) rather than sleeping
+// on a futex like Mutex, and unlock is a plain store. A wake reads nwait
+// without the lock: a waiter raises it [S] in the same atomic that locks,
+// before it checks the futex word [L]; a waker changes the word [S] before
+// it reads nwait [L] (a full barrier in between), so one sees the other.
 struct alignas(64) Bucket {
-  Mutex lock;  // rank: sema bucket
+  std::atomic<uint32_t> word{0};  // rank: sema bucket
   SemaWaiter* heads = nullptr;
-  std::atomic<int32_t> nwait{0};  // waiters queued here; lets wakes skip the lock
+
+  // add: 2 to announce a waiter along with the lock, else 0.
+  void lock(uint32_t add = 0) {
+    uint32_t v = word.load(std::memory_order_relaxed) & ~1u;
+    if (__builtin_expect(word.compare_exchange_weak(v, v + 1 + add, std::memory_order_acquire,
+                                                    std::memory_order_relaxed),
+                         1))
+      return;
+    lock_slow(add);
+  }
+  __attribute__((noinline)) void lock_slow(uint32_t add) {
+    for (int spins = 0;;) {
+      uint32_t v = word.load(std::memory_order_relaxed);
+      if (!(v & 1)) {
+        if (word.compare_exchange_weak(v, v + 1 + add, std::memory_order_acquire,
+                                       std::memory_order_relaxed))
+          return;
+        continue;
+      }
+      if (++spins < 200)
+        __builtin_ia32_pause();
+      else
+        sys::sched_yield();  // the holder's kernel thread may be preempted
+    }
+  }
+  // Locks held: this bucket's (nobody else writes the word meanwhile).
+  void unlock() { word.store(word.load(std::memory_order_relaxed) & ~1u, std::memory_order_release); }
+  void add_waiters(int n) {
+    word.store(word.load(std::memory_order_relaxed) + 2 * (uint32_t)n, std::memory_order_relaxed);
+  }
+  uint32_t nwait() const { return word.load(std::memory_order_relaxed) >> 1; }
 };
 
 Bucket buckets[kBuckets];
@@ -66,7 +112,7 @@ void enqueue(Bucket* b, SemaWaiter* w) {
     w->nextaddr = nullptr;
   }
   w->queued.store(1, std::memory_order_relaxed);
-  // b->nwait was raised by the caller before it checked the word.
+  // The caller counted w in nwait when it locked (before it checked the word).
 }
 
 void dequeue(Bucket* b, SemaWaiter* w) {
@@ -92,7 +138,7 @@ void dequeue(Bucket* b, SemaWaiter* w) {
   }
   w->next = w->prev = w->nextaddr = w->tail = nullptr;
   w->queued.store(0, std::memory_order_relaxed);
-  b->nwait.fetch_sub(1, std::memory_order_relaxed);
+  b->add_waiters(-1);
 }
 
 // Wakes w, already dequeued. Locks held: the bucket's. G waiters are
@@ -108,7 +154,25 @@ void release(SemaWaiter* w, int result, GQueue* q) {
 }
 
 bool unlock_bucket(G*, void* arg) {
-  ((Bucket*)arg)->lock.unlock();
+  ((Bucket*)arg)->unlock();
+  return true;
+}
+
+// park's unlockf for a wait that is a cancellation point. gp is already
+// marked Waiting [S]; a pthread_cancel sets its canceled bit [S] before it
+// looks at the status [L] to interrupt the wait: with the barrier below,
+// either the canceler interrupts the wait (after this unlock) or this sees
+// the cancellation [L] and the G does not sleep at all.
+bool unlock_bucket_cancellable(G* gp, void* arg) {
+  Bucket* b = (Bucket*)arg;
+  arch::full_barrier();
+  if (__builtin_expect(cancel_pending(gp), 0)) {
+    dequeue(b, &gp->sw);
+    gp->sw.result = EINTR;
+    b->unlock();
+    return false;  // resume at once
+  }
+  b->unlock();
   return true;
 }
 
@@ -126,65 +190,88 @@ void sema_timeout(void* arg, uint64_t seq) {
   for (;;) {
     const void* addr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
     Bucket* b = bucket_of(addr);
-    b->lock.lock();
+    b->lock();
     if (w->addr != addr) {  // requeued meanwhile
-      b->lock.unlock();
+      b->unlock();
       continue;
     }
     if (w->seq != seq || !w->queued.load(std::memory_order_relaxed)) {
-      b->lock.unlock();  // that wait already ended
+      b->unlock();  // that wait already ended
       return;
     }
     dequeue(b, w);
     GQueue q;
     release(w, ETIMEDOUT, &q);
-    b->lock.unlock();
+    b->unlock();
     ready_all(q);
     return;
   }
 }
 
-int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset) {
+// A cancellable wait of a kernel thread sleeps at most this long at a
+// time: glibc's SIGCANCEL has SA_RESTART, so only a timed futex wait is
+// interrupted by it (EINTR), and a cancel sent just before the wait
+// started is seen when the slice ends.
+constexpr int64_t kCancelSliceNs = 500 * 1000 * 1000;
+
+int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
+                 const void** endaddr, bool cancellable) {
   Bucket* b = bucket_of(addr);
   SemaWaiter w;
   w.addr = addr;
   w.gp = nullptr;
   w.bitset = bitset;
-  b->lock.lock();
-  b->nwait.fetch_add(1, std::memory_order_seq_cst);  // before the value check: pairs with wake
+  b->lock(2);  // [S] nwait + 1 before the value check [L]: pairs with wake
   if (load_word(addr) != val) {
-    b->nwait.fetch_sub(1, std::memory_order_relaxed);
-    b->lock.unlock();
+    b->add_waiters(-1);
+    b->unlock();
     return EAGAIN;
   }
   enqueue(b, &w);  // keeps the nwait count raised above
-  b->lock.unlock();
+  b->unlock();
   for (;;) {
-    if (w.kwake.load(std::memory_order_acquire)) return w.result;
+    if (w.kwake.load(std::memory_order_acquire)) {
+      if (endaddr) *endaddr = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
+      return w.result;
+    }
     struct timespec ts, *tsp = nullptr;
-    if (deadline) {
+    int why = 0;  // set when the wait must end without a wake
+    if (cancellable && tcb::self_cancel_pending()) why = EINTR;  // the caller acts on it
+    if (!why && deadline) {
       int64_t left = deadline - sys::nanotime();
       if (left <= 0) {
-        b = bucket_of(__atomic_load_n(&w.addr, __ATOMIC_ACQUIRE));
-        b->lock.lock();
-        if (w.queued.load(std::memory_order_relaxed)) {
-          // Requeued to another bucket meanwhile? Retry with the right one.
-          if (bucket_of(w.addr) != b) {
-            b->lock.unlock();
-            continue;
-          }
-          dequeue(b, &w);
-          b->lock.unlock();
-          return ETIMEDOUT;
-        }
-        b->lock.unlock();
-        continue;  // woken concurrently: kwake is set
+        why = ETIMEDOUT;
+      } else {
+        ts.tv_sec = left / 1000000000;
+        ts.tv_nsec = left % 1000000000;
+        tsp = &ts;
       }
-      ts.tv_sec = left / 1000000000;
-      ts.tv_nsec = left % 1000000000;
+    }
+    if (!why && cancellable && (!tsp || ts.tv_sec > 0 || ts.tv_nsec > kCancelSliceNs)) {
+      ts.tv_sec = 0;
+      ts.tv_nsec = kCancelSliceNs;
       tsp = &ts;
     }
-    sys::futex_wait(&w.kwake, 0, tsp);
+    // A signal handler ran: the kernel restarts an untimed wait itself when
+    // the handler has SA_RESTART, as for a plain futex wait; otherwise the
+    // wait ends with EINTR. (A cancellable wait is always timed, so every
+    // handler ends it: EINTR, which POSIX allows for its callers.)
+    if (!why && sys::futex_wait(&w.kwake, 0, tsp) == -EINTR) why = EINTR;
+    if (!why) continue;
+    const void* a = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
+    b = bucket_of(a);
+    b->lock();
+    if (w.addr != a) {  // requeued meanwhile: retry with the right bucket
+      b->unlock();
+      continue;
+    }
+    if (w.queued.load(std::memory_order_relaxed)) {
+      dequeue(b, &w);
+      b->unlock();
+      if (endaddr) *endaddr = a;
+      return why;
+    }
+    b->unlock();  // woken concurrently: kwake is set
   }
 }
 
@@ -194,9 +281,8 @@ void sema_init() { register_wait_interrupter(WaitKind::Sema, sema_interrupt); }
 
 void sema_after_fork() {
   for (Bucket& b : buckets) {
-    new (&b.lock) Mutex();
+    b.word.store(0, std::memory_order_relaxed);  // unlocked, no waiters
     b.heads = nullptr;
-    b.nwait.store(0, std::memory_order_relaxed);
   }
 }
 
@@ -215,21 +301,20 @@ int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
 }
 
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
-              uint32_t bitset) {
+              uint32_t bitset, const void** endaddr, bool cancellable) {
+  if (endaddr) *endaddr = addr;
+  if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr, cancellable);
   G* gp = getg();
-  if (!gp || gp->is_g0() || !runtime_up.load(std::memory_order_relaxed))
-    return wait_foreign(addr, val, deadline, bitset);
   Bucket* b = bucket_of(addr);
-  b->lock.lock();
-  b->nwait.fetch_add(1, std::memory_order_seq_cst);  // [S] before the value check [L]
+  b->lock(2);  // [S] nwait + 1 before the value check [L]
   if (load_word(addr) != val) {
-    b->nwait.fetch_sub(1, std::memory_order_relaxed);
-    b->lock.unlock();
+    b->add_waiters(-1);
+    b->unlock();
     return EAGAIN;
   }
   if (deadline && deadline <= sys::nanotime()) {
-    b->nwait.fetch_sub(1, std::memory_order_relaxed);
-    b->lock.unlock();
+    b->add_waiters(-1);
+    b->unlock();
     return ETIMEDOUT;
   }
   SemaWaiter* w = &gp->sw;
@@ -237,7 +322,9 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   w->gp = gp;
   w->bitset = bitset;
   w->result = 0;
-  w->seq = gp->parkseq.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Only gp writes parkseq: no read-modify-write needed.
+  w->seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
+  gp->parkseq.store(w->seq, std::memory_order_relaxed);
   enqueue(b, w);  // keeps the nwait count raised above
   gp->wait_kind.store(WaitKind::Sema, std::memory_order_release);
   if (deadline) {
@@ -246,19 +333,24 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
     gp->timer.seq = w->seq;
     timer_add(&gp->timer, deadline);
   }
-  park(unlock_bucket, b, reason, addr);
+  park(cancellable ? unlock_bucket_cancellable : unlock_bucket, b, reason, addr);
   gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
   if (deadline) timer_del(&gp->timer);
+  if (endaddr) *endaddr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
   return w->result;
 }
 
 int sema_wake(const void* addr, int n, uint32_t bitset) {
   Bucket* b = bucket_of(addr);
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // the caller's store [S] before [L]
-  if (b->nwait.load(std::memory_order_seq_cst) == 0) return 0;
+  // Waiters seen without a barrier: the lock below orders everything. None
+  // seen: confirm after a full barrier (the caller's store [S] before [L]).
+  if (b->nwait() == 0) {
+    arch::full_barrier();
+    if (b->nwait() == 0) return 0;
+  }
   GQueue q;
   int woken = 0;
-  b->lock.lock();
+  b->lock();
   SemaWaiter* h = *find_head(b, addr);
   for (SemaWaiter* w = h; w && woken < n;) {
     SemaWaiter* next = w->next;
@@ -269,7 +361,7 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
     }
     w = next;
   }
-  b->lock.unlock();
+  b->unlock();
   ready_all(q);
   return woken;
 }
@@ -278,17 +370,16 @@ int sema_requeue(const void* from, const void* to, int nwake, int nrequeue, bool
                  uint32_t val) {
   Bucket* b1 = bucket_of(from);
   Bucket* b2 = bucket_of(to);
-  // Like the kernel: announce possible waiters on `to` before moving any,
-  // so that a concurrent wake of `to` takes the lock and sees them.
-  b2->nwait.fetch_add(1, std::memory_order_seq_cst);
+  // (A wake of `to` that reads nwait before the waiters arrive there is
+  // ordered before this requeue: it had nothing to wake.)
   if (b1 == b2) {
-    b1->lock.lock();
+    b1->lock();
   } else if (b1 < b2) {
-    b1->lock.lock();
-    b2->lock.lock();
+    b1->lock();
+    b2->lock();
   } else {
-    b2->lock.lock();
-    b1->lock.lock();
+    b2->lock();
+    b1->lock();
   }
   int done = 0;
   GQueue q;
@@ -308,16 +399,15 @@ int sema_requeue(const void* from, const void* to, int nwake, int nrequeue, bool
       SemaWaiter* next = w->next;
       dequeue(b1, w);
       __atomic_store_n(&w->addr, to, __ATOMIC_RELEASE);
-      b2->nwait.fetch_add(1, std::memory_order_relaxed);
+      b2->add_waiters(1);
       enqueue(b2, w);
       nrequeue--;
       done++;
       w = next;
     }
   }
-  if (b1 != b2) b2->lock.unlock();
-  b1->lock.unlock();
-  b2->nwait.fetch_sub(1, std::memory_order_relaxed);
+  if (b1 != b2) b2->unlock();
+  b1->unlock();
   ready_all(q);
   return done;
 }
@@ -328,19 +418,19 @@ bool sema_interrupt(G* gp) {
     const void* addr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
     if (!addr) return false;
     Bucket* b = bucket_of(addr);
-    b->lock.lock();
+    b->lock();
     if (w->addr != addr) {
-      b->lock.unlock();
+      b->unlock();
       continue;
     }
     if (!w->queued.load(std::memory_order_relaxed) || w->gp != gp) {
-      b->lock.unlock();
+      b->unlock();
       return false;
     }
     dequeue(b, w);
     GQueue q;
     release(w, EINTR, &q);
-    b->lock.unlock();
+    b->unlock();
     ready_all(q);
     return true;
   }
@@ -348,9 +438,10 @@ bool sema_interrupt(G* gp) {
 
 int sema_nwaiters(const void* addr) {
   Bucket* b = bucket_of(addr);
-  MutexGuard g(b->lock);
+  b->lock();
   int n = 0;
   for (SemaWaiter* w = *find_head(b, addr); w; w = w->next) n++;
+  b->unlock();
   return n;
 }
 

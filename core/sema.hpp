@@ -27,8 +27,26 @@ void sema_after_fork();
 // CLOCK_MONOTONIC nanoseconds, 0 for none. Returns 0 when woken (spurious
 // wakeups are possible: callers re-check their condition), EAGAIN if the
 // value differed, ETIMEDOUT, or EINTR when a signal interrupted the wait.
+// endaddr, if given, receives the address the caller was queued on when
+// the wait ended: addr, or the target of a sema_requeue (so a condition
+// variable waiter knows it was moved onto the mutex).
+// A goroutine that may park (can_park) parks; any other caller (foreign
+// thread, g0, a G inside a blocking call or a runtime critical section,
+// code running before init) blocks in the kernel on a futex of its own.
+// cancellable: the wait is a cancellation point; a goroutine with a
+// pending pthread_cancel does not sleep (EINTR), and one canceled while
+// asleep is interrupted (EINTR): the caller then acts on it.
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
-              uint32_t bitset = ~0u);
+              uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false);
+
+// Whether the caller is a goroutine that may park right now: running on
+// its M with a P, outside any runtime critical section. Any thread.
+inline bool can_park() {
+  G* gp = getg();
+  return gp && !gp->is_g0() && runtime_up.load(std::memory_order_relaxed) &&
+         gp->status.load(std::memory_order_relaxed) == GStatus::Running &&
+         gp->m->locks.load(std::memory_order_relaxed) == 0;
+}
 
 // Wakes up to n waiters on addr whose bitset intersects bitset. Returns the
 // number woken. Any thread.

@@ -738,6 +738,11 @@ bool cancel_pending(G* gp) {
   return (ch & (kCancelDisabled | kCanceled | kExiting)) == kCanceled;
 }
 
+bool cancel_async_pending(G* gp) {
+  int ch = __atomic_load_n(cancelhandling(gp), __ATOMIC_ACQUIRE);
+  return (ch & (kCancelDisabled | kCanceled | kExiting | kCancelAsync)) == (kCanceled | kCancelAsync);
+}
+
 void cancel_point() {
   G* gp = tls_g;
   if (!gp || gp->is_g0() || !cancel_pending(gp)) return;

@@ -92,5 +92,8 @@ int signal_altstack(G* gp, const stack_t* ss, stack_t* old);
 int cancel_send(G* target);
 void cancel_point();
 bool cancel_pending(G* gp);
+// Pending and of the asynchronous type: acted upon wherever gp runs
+// (the cancellation signal, or gp's resumption after a preemption).
+bool cancel_async_pending(G* gp);
 
 }  // namespace goshim

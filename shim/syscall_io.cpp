@@ -5,10 +5,7 @@
 // close would leave a stale fd-table entry. Every other number goes to
 // libc's syscall() unchanged.
 //
-// goshim_syscall_io is the C half for an assembly syscall() entry that
-// dispatches by number (the synchronization layer's, for SYS_futex): with
-// both, route these numbers here.
-#include <stdarg.h>
+// The entry is arch/x86_64/syscall.S, which dispatches by number.
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -17,15 +14,17 @@
 #include "core/fdops.hpp"
 #include "core/real_io.hpp"
 #include "shim/io.hpp"
+#include "syscalls/sys.hpp"
 
 using namespace goshim;
 
-// Serves nr if it is one of the fd calls; *handled says whether it did.
-// Returns syscall()'s convention (the result, or -1 with errno).
+// The C half of arch/x86_64/syscall.S for the fd calls (seven longs: the
+// number and the six arguments, the last on the stack, as the assembly
+// leaves them). syscall()'s convention: the result, or -1 with errno.
 extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_io(long nr, long a1, long a2,
                                                                        long a3, long a4, long a5,
-                                                                       long a6, bool* handled) {
-  *handled = true;
+                                                                       long a6) {
+  GOSHIM_IO_ENTRY();
   long r;
   switch (nr) {
     case SYS_read:
@@ -80,22 +79,8 @@ extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_io(long nr,
       r = fdop_dup3((int)a1, (int)a2, (int)a3, false);
       break;
     default:
-      *handled = false;
-      return 0;
+      r = sys::raw6(nr, a1, a2, a3, a4, a5, a6);  // not routed here by the entry
+      break;
   }
   return shim::set_errno(r);
-}
-
-GOSHIM_EXPORT long syscall(long nr, ...) {
-  GOSHIM_IO_ENTRY();
-  va_list ap;
-  va_start(ap, nr);
-  long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
-  long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
-  va_end(ap);
-  bool handled;
-  long r = goshim_syscall_io(nr, a1, a2, a3, a4, a5, a6, &handled);
-  if (handled) return r;
-  shim::ensure_real();
-  return real::syscall(nr, a1, a2, a3, a4, a5, a6);
 }

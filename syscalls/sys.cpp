@@ -27,6 +27,11 @@ long futex_wake_shared(const void* addr, int n) {
   return raw3(SYS_futex, (long)addr, FUTEX_WAKE, n);
 }
 
+long futex(const void* addr, int op, uint32_t val, const void* timeout, const void* addr2,
+           uint32_t val3) {
+  return raw6(SYS_futex, (long)addr, op, (long)val, (long)timeout, (long)addr2, (long)val3);
+}
+
 void* mmap(void* addr, size_t len, int prot, int flags, int fd, long off) {
   long r = raw6(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off);
   if (r < 0 && r > -4096) return MAP_FAILED;

@@ -26,6 +26,9 @@ long futex_wait_abs(const void* addr, uint32_t val, const struct timespec* abs_m
 long futex_wake(const void* addr, int n);
 long futex_wait_shared(const void* addr, uint32_t val, const struct timespec* rel);
 long futex_wake_shared(const void* addr, int n);
+// Any futex operation, arguments as futex(2) takes them.
+long futex(const void* addr, int op, uint32_t val, const void* timeout, const void* addr2,
+           uint32_t val3);
 
 void* mmap(void* addr, size_t len, int prot, int flags, int fd, long off);  // MAP_FAILED on error
 long munmap(void* addr, size_t len);

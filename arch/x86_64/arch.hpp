@@ -12,6 +12,7 @@ extern unsigned char goshim_arch_fsgsbase;
 struct GoshimG;  // opaque to the assembly: only offset 0 (sched_sp) is used
 void goshim_mcall(void* gp, void (*fn)(void*), uintptr_t g0_sp, uintptr_t g0_tp);
 [[noreturn]] void goshim_gogo(uintptr_t sp, uintptr_t tp);
+void goshim_switch(void* from, uintptr_t to_sp, uintptr_t to_tp, void (*post)(void*));
 void goshim_gstart();
 void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
 }
@@ -28,6 +29,10 @@ inline uintptr_t get_tp() {
   __asm__ volatile("movq %%fs:0, %0" : "=r"(tp));
   return tp;
 }
+
+// A full barrier (StoreLoad included), cheaper than mfence: a locked
+// no-op on the stack, as Linux's smp_mb() on x86-64.
+inline void full_barrier() { __asm__ volatile("lock orq $0, (%%rsp)" ::: "memory", "cc"); }
 
 // Current stack pointer.
 inline uintptr_t get_sp() {

@@ -120,6 +120,76 @@ goshim_gogo:
 	.size	goshim_gogo,.-goshim_gogo
 
 /*
+ * void goshim_switch(G *from, uintptr_t to_sp, uintptr_t to_tp, void (*post)(G *from))
+ *
+ * Called on a user G: a direct hand-off to another G, without going
+ * through g0. Saves from's context into from->sched_sp (the frame
+ * goshim_mcall builds), switches to the stack and thread pointer of the
+ * context saved at to_sp, calls post(from) there (below that saved frame,
+ * with the new G's TLS) and, when post returns, resumes that context as
+ * goshim_gogo does. post may also not return (it resumes another context).
+ * When from is resumed later, goshim_switch returns to its caller.
+ */
+	.globl	goshim_switch
+	.hidden	goshim_switch
+	.type	goshim_switch,@function
+	.p2align 4
+goshim_switch:
+	.cfi_startproc
+	pushq	%rbp			/* save RBP */
+	.cfi_adjust_cfa_offset 8
+	pushq	%rbx			/* save RBX */
+	.cfi_adjust_cfa_offset 8
+	pushq	%r12			/* save R12 */
+	.cfi_adjust_cfa_offset 8
+	pushq	%r13			/* save R13 */
+	.cfi_adjust_cfa_offset 8
+	pushq	%r14			/* save R14 */
+	.cfi_adjust_cfa_offset 8
+	pushq	%r15			/* save R15 */
+	.cfi_adjust_cfa_offset 8
+	subq	$8, %rsp		/* room for MXCSR and x87 CW */
+	.cfi_adjust_cfa_offset 8
+	stmxcsr	(%rsp)			/* save MXCSR */
+	fnstcw	4(%rsp)			/* save x87 control word */
+	movq	%rsp, (%rdi)		/* from->sched_sp = rsp */
+	movq	%rsi, %rsp		/* the new G's stack, at its saved frame (16-aligned) */
+	.cfi_undefined rip
+	cmpb	$0, goshim_arch_fsgsbase(%rip)
+	je	1f
+	wrfsbase %rdx			/* thread pointer = the new G's TLS block */
+	jmp	2f
+1:	movq	%rdi, %r8		/* arch_prctl(ARCH_SET_FS, to_tp) */
+	movq	%rcx, %r9
+	movq	%rdx, %rsi
+	movl	$ARCH_SET_FS, %edi
+	movl	$SYS_arch_prctl, %eax
+	syscall
+	movq	%r8, %rdi
+	movq	%r9, %rcx
+2:	callq	*%rcx			/* post(from), below the saved frame */
+	stmxcsr	-8(%rsp)		/* then resume the frame at rsp, as goshim_gogo */
+	movl	(%rsp), %eax
+	cmpl	-8(%rsp), %eax
+	je	3f
+	ldmxcsr	(%rsp)			/* restore MXCSR (only if it differs) */
+3:	fnstcw	-8(%rsp)
+	movw	4(%rsp), %ax
+	cmpw	-8(%rsp), %ax
+	je	4f
+	fldcw	4(%rsp)			/* restore x87 CW (only if it differs) */
+4:	addq	$8, %rsp
+	popq	%r15			/* restore R15 */
+	popq	%r14			/* restore R14 */
+	popq	%r13			/* restore R13 */
+	popq	%r12			/* restore R12 */
+	popq	%rbx			/* restore RBX */
+	popq	%rbp			/* restore RBP */
+	ret				/* jump to the saved RIP */
+	.cfi_endproc
+	.size	goshim_switch,.-goshim_switch
+
+/*
  * First code a new G runs: goshim_frame_init stores entry in R13 and its
  * argument in R12 and makes this the frame's return address. The stack is
  * 16-byte aligned here, so the call below gives entry a standard frame.

@@ -24,8 +24,16 @@
     }                                                                      \
   } while (0)
 
-#define CHECK_EQ(a, b) \
-  CHECK((a) == (b), "%s = %ld, %s = %ld", #a, (long)(a), #b, (long)(b))
+/* Evaluates a and b once (they may be calls with side effects). */
+#define CHECK_EQ(a, b)                                                       \
+  do {                                                                       \
+    long check_a_ = (long)(a), check_b_ = (long)(b);                         \
+    if (check_a_ != check_b_) {                                              \
+      fprintf(stderr, "FAIL %s:%d: %s == %s: %s = %ld, %s = %ld\n", __FILE__, \
+              __LINE__, #a, #b, #a, check_a_, #b, check_b_);                 \
+      exit(1);                                                               \
+    }                                                                        \
+  } while (0)
 
 /* Kernel threads of this process right now (/proc/self/status). */
 static inline int kernel_threads(void) {

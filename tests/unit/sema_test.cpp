@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <time.h>
 
 #include <atomic>
@@ -184,4 +185,176 @@ Test(sema, no_lost_wakeups) {
   pthread_join(a, nullptr);
   pthread_join(b, nullptr);
   cr_assert_eq(handoffs.load(), 40000);
+}
+
+// ---- requeue, endaddr, timeouts after a requeue, signals ----------------------
+
+namespace {
+struct EndArg {
+  std::atomic<uint32_t>* word;
+  int64_t deadline;
+  int result = -1;
+  const void* end = nullptr;
+};
+
+void* end_waiter(void* p) {
+  EndArg* a = (EndArg*)p;
+  a->result = sema_wait(a->word, 0, a->deadline, WaitReason::Futex, ~0u, &a->end);
+  return nullptr;
+}
+}  // namespace
+
+Test(sema, endaddr_follows_requeue) {
+  std::atomic<uint32_t> from{0}, to{0};
+  EndArg a{&from, 0};
+  pthread_t t;
+  pthread_create(&t, nullptr, end_waiter, &a);
+  wait_until_waiters(&from, 1);
+  cr_assert_eq(sema_requeue(&from, &to, 0, 1, false, 0), 1);
+  cr_assert_eq(sema_wake(&to, 1), 1);
+  pthread_join(t, nullptr);
+  cr_assert_eq(a.result, 0);
+  cr_assert_eq(a.end, (const void*)&to, "the wait ended on the requeue target");
+}
+
+Test(sema, timeout_after_requeue) {
+  std::atomic<uint32_t> from{0}, to{0};
+  EndArg a{&from, sys::nanotime() + 50 * 1000000};
+  pthread_t t;
+  pthread_create(&t, nullptr, end_waiter, &a);
+  wait_until_waiters(&from, 1);
+  cr_assert_eq(sema_requeue(&from, &to, 0, 1, false, 0), 1);
+  pthread_join(t, nullptr);  // nobody wakes `to`: the deadline still applies
+  cr_assert_eq(a.result, ETIMEDOUT);
+  cr_assert_eq(a.end, (const void*)&to);
+  cr_assert_eq(sema_nwaiters(&to), 0, "the timed-out waiter left the requeued queue");
+  cr_assert_eq(sema_nwaiters(&from), 0);
+}
+
+Test(sema, eagain_reports_own_address) {
+  std::atomic<uint32_t> w{3};
+  const void* end = nullptr;
+  cr_assert_eq(sema_wait(&w, 2, 0, WaitReason::Futex, ~0u, &end), EAGAIN);
+  cr_assert_eq(end, (const void*)&w);
+}
+
+namespace {
+void on_usr1(int) {}
+
+void install_usr1(int flags) {
+  struct sigaction sa = {};
+  sa.sa_handler = on_usr1;
+  sa.sa_flags = flags;
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+}  // namespace
+
+// A foreign (kernel) waiter interrupted by a signal handler: EINTR without
+// SA_RESTART, and it leaves the queue.
+Test(sema, signal_interrupts_foreign_wait) {
+  install_usr1(0);
+  std::atomic<uint32_t> w{0};
+  EndArg a{&w, 0};
+  pthread_t t;
+  pthread_create(&t, nullptr, end_waiter, &a);
+  wait_until_waiters(&w, 1);
+  pthread_kill(t, SIGUSR1);
+  pthread_join(t, nullptr);
+  cr_assert_eq(a.result, EINTR);
+  cr_assert_eq(sema_nwaiters(&w), 0);
+}
+
+// With SA_RESTART an untimed wait goes on (the kernel restarts it) and a
+// later wake still reaches it.
+Test(sema, sa_restart_keeps_untimed_wait) {
+  install_usr1(SA_RESTART);
+  std::atomic<uint32_t> w{0};
+  EndArg a{&w, 0};
+  pthread_t t;
+  pthread_create(&t, nullptr, end_waiter, &a);
+  wait_until_waiters(&w, 1);
+  for (int i = 0; i < 5; i++) {
+    pthread_kill(t, SIGUSR1);
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  cr_assert_eq(sema_nwaiters(&w), 1, "still waiting after the signals");
+  cr_assert_eq(sema_wake(&w, 1), 1);
+  pthread_join(t, nullptr);
+  cr_assert_eq(a.result, 0);
+}
+
+// Many distinct addresses (most buckets hold several): a wake of one
+// address wakes only its own waiter.
+Test(sema, distinct_addresses_do_not_mix) {
+  const int n = 64;
+  static std::atomic<uint32_t> words[n];
+  pthread_t th[n];
+  EndArg args[n];
+  for (int i = 0; i < n; i++) {
+    words[i] = 0;
+    args[i] = EndArg{&words[i], 0};
+    pthread_create(&th[i], nullptr, end_waiter, &args[i]);
+  }
+  for (int i = 0; i < n; i++) wait_until_waiters(&words[i], 1);
+  for (int k = 0; k < n; k++) {
+    int i = (k * 37) % n;  // an order unrelated to creation
+    cr_assert_eq(sema_wake(&words[i], INT_MAX), 1);
+    pthread_join(th[i], nullptr);
+    cr_assert_eq(args[i].result, 0);
+    for (int j = 0; j < n; j++) {
+      bool done = false;
+      for (int m = 0; m <= k; m++) done |= (m * 37) % n == j;
+      if (!done) cr_assert_eq(sema_nwaiters(&words[j]), 1, "waiter %d woken by a wake of %d", j, i);
+    }
+  }
+}
+
+// Requeues, wakes and timeouts racing: every waiter returns exactly once,
+// with a valid result, and both queues end empty.
+namespace {
+struct RqRace {
+  std::atomic<uint32_t> a{0}, b{0};
+  std::atomic<int> done{0};
+  std::atomic<bool> stop{false};
+  std::atomic<long> returns{0};
+};
+RqRace rq;
+
+void* rq_waiter(void* p) {
+  long id = (long)p;
+  for (int i = 0; i < 200; i++) {
+    int64_t d = (i + id) % 3 ? sys::nanotime() + ((i * 7 + id) % 4) * 200000 : 0;
+    const void* end = nullptr;
+    int r = sema_wait(&rq.a, 0, d, WaitReason::Futex, ~0u, &end);
+    if (r != 0 && r != ETIMEDOUT) abort();
+    if (end != &rq.a && end != &rq.b) abort();
+    if (r == ETIMEDOUT && !d) abort();
+    rq.returns++;
+  }
+  rq.done++;
+  return nullptr;
+}
+
+void* rq_mover(void*) {
+  while (!rq.stop.load()) {
+    sema_requeue(&rq.a, &rq.b, 1, 2, true, 0);
+    sema_wake(&rq.b, 1);
+    sched_yield();
+  }
+  return nullptr;
+}
+}  // namespace
+
+Test(sema, requeue_wake_timeout_race) {
+  const int nw = 8;
+  pthread_t w[nw], m[2];
+  for (long i = 0; i < nw; i++) pthread_create(&w[i], nullptr, rq_waiter, (void*)i);
+  for (int i = 0; i < 2; i++) pthread_create(&m[i], nullptr, rq_mover, nullptr);
+  for (int i = 0; i < nw; i++) pthread_join(w[i], nullptr);
+  rq.stop = true;
+  for (int i = 0; i < 2; i++) pthread_join(m[i], nullptr);
+  cr_assert_eq(rq.returns.load(), nw * 200);
+  cr_assert_eq(sema_nwaiters(&rq.a), 0);
+  cr_assert_eq(sema_nwaiters(&rq.b), 0);
 }

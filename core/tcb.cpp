@@ -1,0 +1,81 @@
+// The caller's TCB fields for synchronization (see tcb.hpp).
+#include "core/tcb.hpp"
+
+#include <dlfcn.h>
+
+#include "core/proc.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim::tcb {
+
+constinit std::atomic<size_t> tid_off{0};
+constinit std::atomic<size_t> robust_off{0};
+constinit std::atomic<size_t> cancel_off{0};
+
+void early_init() {
+  if (tid_off.load(std::memory_order_acquire) != 0) return;
+  uintptr_t me = self();
+  // {bits, count, offset}: a debugger ABI, so it matches the running glibc.
+  const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid",
+                                              "GLIBC_PRIVATE");
+  const uint32_t* c = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_cancelhandling",
+                                              "GLIBC_PRIVATE");
+  if (c && c[2] > 0 && c[2] < 16384) cancel_off.store(c[2], std::memory_order_relaxed);
+  void* head = nullptr;
+  size_t len = 0;
+  if (sys::get_robust_list(0, &head, &len) == 0 && (uintptr_t)head > me &&
+      (uintptr_t)head < me + 16384)
+    robust_off.store((uintptr_t)head - me, std::memory_order_relaxed);
+  // Use the tid offset only if it holds this thread's kernel tid now (the
+  // constructor runs on the initial thread, before goshim renames it).
+  if (d && d[2] > 0 && d[2] < 16384 &&
+      *(const pid_t*)(me + d[2]) == (pid_t)sys::gettid())
+    tid_off.store(d[2], std::memory_order_release);
+}
+
+namespace {
+constexpr uint32_t kVirtualSpan = (1u << 30) - (uint32_t)kVtidBase;  // [kVtidBase, 2^30)
+std::atomic<uint32_t> shared_offset{0};
+std::atomic<bool> have_offset{false};
+}  // namespace
+
+void reset_shared_offset() {
+  uint32_t pid = (uint32_t)sys::getpid();
+  uint32_t h = pid * 2654435761u;  // Knuth's multiplicative hash
+  h ^= h >> 15;
+  shared_offset.store(h % kVirtualSpan, std::memory_order_relaxed);
+  have_offset.store(true, std::memory_order_release);
+}
+
+pid_t shared_tid_of(pid_t tid) {
+  if (!is_virtual_tid(tid)) return tid;
+  if (!have_offset.load(std::memory_order_acquire)) reset_shared_offset();
+  uint32_t off = shared_offset.load(std::memory_order_relaxed);
+  return (pid_t)((uint32_t)kVtidBase + ((uint32_t)(tid - kVtidBase) + off) % kVirtualSpan);
+}
+
+pid_t slow_tid() {
+  // Before early_init: no goroutine exists yet, so the kernel tid is what
+  // glibc has in THREAD_SELF->tid.
+  return (pid_t)sys::gettid();
+}
+
+bool self_cancel_pending() {
+  size_t off = cancel_off.load(std::memory_order_relaxed);
+  if (!off) return false;
+  int ch = __atomic_load_n((const int*)(self() + off), __ATOMIC_ACQUIRE);
+  // glibc's cancel_enabled_and_canceled: CANCELSTATE (1), CANCELED (8),
+  // EXITING (16), TERMINATED (32).
+  return (ch & (1 | 8 | 16 | 32)) == 8;
+}
+
+RobustHead* self_robust() {
+  size_t off = robust_off.load(std::memory_order_relaxed);
+  if (off) return (RobustHead*)(self() + off);
+  void* head = nullptr;
+  size_t len = 0;
+  if (sys::get_robust_list(0, &head, &len) != 0) return nullptr;
+  return (RobustHead*)head;
+}
+
+}  // namespace goshim::tcb

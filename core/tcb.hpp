@@ -1,0 +1,82 @@
+// The calling thread's own glibc TCB fields that synchronization needs:
+// its tid (THREAD_SELF->tid, the owner recorded in mutexes and rwlocks) and
+// its robust-mutex list head. Any thread: a goroutine's TCB holds its
+// unique virtual tid and a list goshim walks when the G exits; a foreign
+// kernel thread's holds its kernel tid and the list the kernel walks when
+// it dies.
+//
+// The offsets are found in a constructor (tcb::early_init) from glibc's
+// libthread_db descriptor and get_robust_list(2), long before the runtime
+// starts; code that runs even earlier (jemalloc's first malloc) falls back
+// to one system call.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <atomic>
+
+namespace goshim::tcb {
+
+// glibc's struct robust_list_head (linux/futex.h), at THREAD_SELF->robust_head.
+struct RobustHead {
+  void* list;               // first entry (&mutex->__list.__next), or &list when empty
+  long futex_offset;        // entry + futex_offset = the mutex's lock word
+  void* list_op_pending;    // entry being locked or unlocked right now
+};
+
+// Offsets into struct pthread; 0 until early_init ran.
+extern constinit std::atomic<size_t> tid_off;
+extern constinit std::atomic<size_t> robust_off;
+extern constinit std::atomic<size_t> cancel_off;
+
+// Finds the offsets. Any thread, idempotent; called from a constructor.
+void early_init();
+
+// THREAD_SELF (tcbhead_t.self at %fs:0x10): the caller's struct pthread.
+inline uintptr_t self() {
+  uintptr_t s;
+  __asm__("movq %%fs:0x10, %0" : "=r"(s));
+  return s;
+}
+
+pid_t slow_tid();
+
+// The caller's tid as glibc records it in the objects it owns. Signal-safe.
+inline pid_t self_tid() {
+  size_t off = tid_off.load(std::memory_order_relaxed);
+  if (__builtin_expect(off != 0, 1)) {
+    pid_t t;
+    __asm__("movl %%fs:(%1), %0" : "=r"(t) : "r"(off));  // THREAD_SELF == tp on x86-64
+    return t;
+  }
+  return slow_tid();
+}
+
+// The owner id to record in a process-shared object. A kernel thread's
+// tid is unique system-wide; virtual tids are handed out the same way in
+// every goshim process (main is always the first), so a goroutine's is
+// moved by a per-process offset: ids of goroutines of two processes that
+// share an object then (almost surely, 1 in 2^30) differ. The result
+// stays in the virtual range, so it never equals a kernel tid. Any thread.
+pid_t shared_tid_of(pid_t tid);
+inline pid_t shared_tid() { return shared_tid_of(self_tid()); }
+// Recomputes the per-process offset (after fork, in the child).
+void reset_shared_offset();
+
+// Whether glibc's cancellation is pending for the calling thread (its
+// THREAD_SELF->cancelhandling: canceled, enabled, not exiting), as
+// pthread_testcancel would act on it. Any thread; false if unknown.
+bool self_cancel_pending();
+
+// The caller's robust list head (nullptr if it cannot be found).
+RobustHead* self_robust();
+
+// The robust list head of the TCB at tp (a goroutine's, at its exit).
+inline RobustHead* robust_of(uintptr_t tp) {
+  size_t off = robust_off.load(std::memory_order_relaxed);
+  return off ? (RobustHead*)(tp + off) : nullptr;
+}
+
+}  // namespace goshim::tcb

@@ -1,0 +1,778 @@
+// pthread_mutex_*: glibc's memory layout, kinds and error codes, with
+// waiting done by core/syncwait (goroutines park, foreign threads and code
+// running before init block in the kernel, process-shared mutexes use the
+// kernel futex on the lock word as a blocking call).
+//
+// The owner is the caller's THREAD_SELF->tid (tcb::self_tid): a unique
+// virtual tid for a goroutine, the kernel tid for a foreign thread, so one
+// mutex can be shared by both.
+//
+// Three lock-word protocols, as glibc has them:
+//   simple (normal, recursive, errorcheck, adaptive):
+//       0 unlocked, 1 locked, 2 locked and maybe waiters (Drepper's mutex).
+//       Waiters wait for the word to leave 2; unlock wakes one if it was 2.
+//   tid word (robust and/or priority-inherit):
+//       owner tid | kWaiters | kOwnerDied. Robust mutexes sit on the
+//       owner's robust list in its TCB, in glibc's format: the kernel walks
+//       a foreign thread's list when it dies, goshim walks a goroutine's
+//       (robust_exit below) when it exits; both mark the word kOwnerDied
+//       and the next locker gets EOWNERDEAD. Priority inheritance is not
+//       done (goroutines have no kernel priority; the kernel's PI futex
+//       would see a virtual tid), the mutex is otherwise exact.
+//   priority protect: ceiling << 19 | the simple 0/1/2 state.
+//       The ceiling is checked (EINVAL) but the caller's priority is not
+//       raised, for the same reason.
+//
+// Process-shared mutexes use the same protocols as glibc, so they
+// interoperate with other processes, native or under goshim. A private
+// robust mutex does not carry glibc's pshared bit (glibc sets it on every
+// robust mutex because the kernel wakes with a shared futex), so that
+// goroutines park on it; when its owner is a foreign kernel thread, whose
+// death only the kernel sees, waiters re-check the word every 20 ms.
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "core/fork.hpp"
+#include "core/proc.hpp"
+#include "core/sema.hpp"
+#include "core/tcb.hpp"
+#include "shim/shim.hpp"
+#include "shim/sync.hpp"
+#include "syscalls/sys.hpp"
+
+using namespace goshim;
+using namespace goshim::shim;
+
+namespace {
+
+constexpr int kInconsistent = INT_MAX;        // PTHREAD_MUTEX_INCONSISTENT
+constexpr int kNotRecoverable = INT_MAX - 1;  // PTHREAD_MUTEX_NOTRECOVERABLE
+constexpr int kWaiters = (int)0x80000000u;    // FUTEX_WAITERS
+constexpr int kOwnerDied = 0x40000000;        // FUTEX_OWNER_DIED
+constexpr int kTidMask = 0x3fffffff;          // FUTEX_TID_MASK
+constexpr int kCeilShift = 19;                // PTHREAD_MUTEX_PRIO_CEILING_SHIFT
+constexpr int kCeilMask = (int)0xfff80000u;   // PTHREAD_MUTEX_PRIO_CEILING_MASK
+constexpr int kValidKindBits = kMutexKindMask | kMutexRobust | kMutexPI | kMutexPP |
+                               kMutexPshared | kMutexElision | kMutexNoElision;
+constexpr int64_t kForeignOwnerPollNs = 20 * 1000000;
+
+// mutexattr encoding (pthreadP.h)
+constexpr int kAttrProtocolShift = 28;
+constexpr int kAttrProtocolMask = 0x30000000;
+constexpr int kAttrCeilShift = 12;
+constexpr int kAttrCeilMask = 0x00fff000;
+constexpr int kAttrRobust = 0x40000000;
+constexpr int kAttrPshared = (int)0x80000000u;
+constexpr int kAttrFlagBits = kAttrRobust | kAttrPshared | kAttrProtocolMask | kAttrCeilMask;
+
+// Plain fields are written by the owner only; other threads read them
+// racily (owner checks), as glibc does. Relaxed atomics make that explicit.
+inline int ld(const int* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+inline void st(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+inline bool cas(int* p, int* expect, int desired) {
+  return __atomic_compare_exchange_n(p, expect, desired, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED);
+}
+
+const SyncDeadline kForever{};
+
+// The id this caller records as the owner (see tcb::shared_tid).
+inline int owner_id(int kind) {
+  return (kind & kMutexPshared) ? tcb::shared_tid() : tcb::self_tid();
+}
+
+// ---- simple protocol -----------------------------------------------------
+
+// Takes the lock word after a failed fast path (or, contended, right away
+// with the "maybe waiters" state).
+__attribute__((noinline)) int simple_acquire(MutexObj* m, int kind, const SyncDeadline* dl,
+                                             bool contended) {
+  bool shared = kind & kMutexPshared;
+  if (!contended) {
+    // Spin a little while the holder may be running elsewhere: always for
+    // a goroutine (Go's mutex does), only for adaptive mutexes otherwise.
+    bool adaptive = (kind & kMutexKindMask) == PTHREAD_MUTEX_ADAPTIVE_NP;
+    if (can_park() || adaptive) {
+      for (int i = 0; sync_can_spin(i, ld(&m->owner)) || (adaptive && !can_park() && i < 100);
+           i++) {
+        sync_pause(30);
+        int z = 0;
+        if (ld(&m->lock) == 0 && cas(&m->lock, &z, 1)) return 0;
+      }
+    }
+  }
+  const SyncDeadline& d = dl ? *dl : kForever;
+  while (__atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE) != 0) {
+    if (d.abs && !valid_nsec(d.abs)) return EINVAL;  // checked only once it must block
+    int r = sync_wait(&m->lock, 2, d, WaitReason::Mutex, shared);
+    if (r == ETIMEDOUT) return ETIMEDOUT;
+  }
+  return 0;
+}
+
+inline void simple_release(MutexObj* m, int kind) {
+  if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) > 1)
+    sync_wake(&m->lock, 1, kind & kMutexPshared);
+}
+
+// ---- robust list (glibc's ENQUEUE_MUTEX / DEQUEUE_MUTEX) --------------------
+
+struct ListNode {  // __pthread_list_t
+  void* prev;
+  void* next;
+};
+constexpr uintptr_t kQueuePtrAdjust = offsetof(ListNode, next);
+
+void robust_enqueue(tcb::RobustHead* head, MutexObj* m) {
+  ListNode* next = (ListNode*)(((uintptr_t)head->list & ~(uintptr_t)1) - kQueuePtrAdjust);
+  next->prev = &m->next;
+  m->next = head->list;
+  m->prev = (void*)head;
+  __asm__ volatile("" ::: "memory");  // the entry is complete before the kernel can see it
+  head->list = &m->next;  // bit 0 clear: not a kernel PI futex, the kernel wakes waiters
+}
+
+void robust_dequeue(MutexObj* m) {
+  ListNode* next = (ListNode*)(((uintptr_t)m->next & ~(uintptr_t)1) - kQueuePtrAdjust);
+  next->prev = m->prev;
+  ListNode* prev = (ListNode*)(((uintptr_t)m->prev & ~(uintptr_t)1) - kQueuePtrAdjust);
+  prev->next = m->next;
+  __asm__ volatile("" ::: "memory");
+  m->prev = nullptr;
+  m->next = nullptr;
+}
+
+inline void set_pending(tcb::RobustHead* head, void* entry) {
+  if (!head) return;
+  __asm__ volatile("" ::: "memory");
+  head->list_op_pending = entry;
+  __asm__ volatile("" ::: "memory");
+}
+
+// The deadline of one wait of a private robust mutex whose owner is a
+// kernel thread: at most kForeignOwnerPollNs away, so its death (which only
+// the kernel sees) is noticed.
+struct PollDeadline {
+  struct timespec ts;
+  SyncDeadline dl;
+  bool capped = false;
+};
+
+void poll_deadline(const SyncDeadline& user, PollDeadline* out) {
+  int64_t cap = sys::nanotime() + kForeignOwnerPollNs;
+  int64_t u = user.abs ? deadline_from_abs(user.clk, user.abs) : 0;
+  out->dl = user;
+  if (u == 0 || u > cap) {
+    out->ts.tv_sec = cap / 1000000000;
+    out->ts.tv_nsec = cap % 1000000000;
+    out->dl.clk = CLOCK_MONOTONIC;
+    out->dl.abs = &out->ts;
+    out->capped = true;
+  }
+}
+
+// ---- tid-word protocol (robust and/or priority inherit) ---------------------
+
+__attribute__((noinline)) int tidword_lock(MutexObj* m, int kind, const SyncDeadline* dl,
+                                           LockMode mode) {
+  bool robust = kind & kMutexRobust;
+  bool shared = kind & kMutexPshared;
+  int type = kind & kMutexKindMask;
+  bool cond = mode == LockMode::CondRelock || mode == LockMode::CondContended;
+  int id = owner_id(kind);
+  tcb::RobustHead* head = robust ? tcb::self_robust() : nullptr;
+  set_pending(head, &m->next);
+  // Set once we may share kWaiters with other waiters, so that we keep it
+  // when we take the lock (else a wake-up would be lost).
+  int assume = cond ? kWaiters : 0;
+  int oldval = ld(&m->lock);
+  for (;;) {
+    if (oldval == 0) {
+      if (cas(&m->lock, &oldval, id | assume)) break;
+      continue;
+    }
+    if (robust && (oldval & kOwnerDied)) {
+      int newval = id | (oldval & kWaiters) | assume;
+      if (!cas(&m->lock, &oldval, newval)) continue;
+      m->count = 1;
+      st(&m->owner, kInconsistent);  // until pthread_mutex_consistent
+      robust_enqueue(head, m);
+      set_pending(head, nullptr);
+      if (cond) m->nusers--;  // the dead owner's use becomes ours
+      return EOWNERDEAD;
+    }
+    if ((oldval & kTidMask) == id) {
+      if (type == PTHREAD_MUTEX_ERRORCHECK_NP) {
+        set_pending(head, nullptr);
+        return EDEADLK;
+      }
+      if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
+        set_pending(head, nullptr);
+        if (m->count + 1 == 0) return EAGAIN;
+        m->count++;
+        return 0;
+      }
+      // normal/adaptive: deadlock, as glibc's (waits below forever)
+    }
+    if (mode == LockMode::Try) {
+      set_pending(head, nullptr);
+      return EBUSY;
+    }
+    if (!(oldval & kWaiters)) {
+      if (!cas(&m->lock, &oldval, oldval | kWaiters)) continue;
+      oldval |= kWaiters;
+    }
+    assume = kWaiters;
+    const SyncDeadline& user = dl ? *dl : kForever;
+    if (user.abs && !valid_nsec(user.abs)) {
+      set_pending(head, nullptr);
+      return EINVAL;
+    }
+    int r;
+    if (robust && !shared && !is_virtual_tid(oldval & kTidMask)) {
+      PollDeadline pd;
+      poll_deadline(user, &pd);
+      r = sync_wait(&m->lock, (uint32_t)oldval, pd.dl, WaitReason::Mutex, false);
+      if (r == ETIMEDOUT && pd.capped) r = 0;
+    } else {
+      r = sync_wait(&m->lock, (uint32_t)oldval, user, WaitReason::Mutex, shared);
+    }
+    if (r == ETIMEDOUT) {
+      set_pending(head, nullptr);
+      return ETIMEDOUT;
+    }
+    oldval = ld(&m->lock);
+  }
+  // Acquired.
+  if (robust && ld(&m->owner) == kNotRecoverable) {
+    m->count = 0;
+    if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) & kWaiters)
+      sync_wake(&m->lock, 1, shared);
+    set_pending(head, nullptr);
+    return ENOTRECOVERABLE;
+  }
+  m->count = 1;
+  if (robust) {
+    robust_enqueue(head, m);
+    set_pending(head, nullptr);
+  }
+  st(&m->owner, id);
+  if (!cond) m->nusers++;
+  return 0;
+}
+
+__attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
+  bool robust = kind & kMutexRobust;
+  bool shared = kind & kMutexPshared;
+  int type = kind & kMutexKindMask;
+  int id = owner_id(kind);
+  int newowner = 0;
+  int lockval = ld(&m->lock);
+  if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
+    if (robust && (lockval & kTidMask) == id && ld(&m->owner) == kInconsistent) {
+      if (--m->count != 0) return ENOTRECOVERABLE;
+      newowner = kNotRecoverable;
+    } else {
+      if (ld(&m->owner) != id) return EPERM;
+      if (--m->count != 0) return 0;
+    }
+  } else {
+    if ((lockval & kTidMask) != id || lockval == 0) return EPERM;
+    // A dead owner's state was not repaired: nobody can use it any more.
+    if (robust && ld(&m->owner) == kInconsistent) newowner = kNotRecoverable;
+  }
+  tcb::RobustHead* head = robust ? tcb::self_robust() : nullptr;
+  if (robust) {
+    set_pending(head, &m->next);
+    robust_dequeue(m);
+  }
+  st(&m->owner, newowner);
+  if (decr) m->nusers--;
+  // The exchange is the last access to the mutex (it may be destroyed
+  // right after); the wake uses its address only.
+  if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) & kWaiters)
+    sync_wake(&m->lock, 1, shared);
+  set_pending(head, nullptr);
+  return 0;
+}
+
+// ---- priority protect -------------------------------------------------------
+
+// The caller's scheduling priority, as __pthread_current_priority gives it.
+int current_priority() {
+  if (G* gp = shim::user_g())
+    return (gp->sched_policy == SCHED_FIFO || gp->sched_policy == SCHED_RR) ? gp->sched_priority
+                                                                             : 0;
+  struct sched_param sp;
+  if (sched_getparam(0, &sp) != 0) return 0;
+  return sp.sched_priority;
+}
+
+__attribute__((noinline)) int pp_lock(MutexObj* m, int kind, const SyncDeadline* dl,
+                                      LockMode mode) {
+  bool shared = kind & kMutexPshared;
+  int type = kind & kMutexKindMask;
+  bool cond = mode == LockMode::CondRelock || mode == LockMode::CondContended;
+  int id = owner_id(kind);
+  if (ld(&m->owner) == id) {
+    if (type == PTHREAD_MUTEX_ERRORCHECK_NP) return EDEADLK;
+    if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
+      if (m->count + 1 == 0) return EAGAIN;
+      m->count++;
+      return 0;
+    }
+  }
+  int state = cond ? 2 : 1;  // the low bits we store when we take it
+  for (;;) {
+    int cur = ld(&m->lock);
+    int ceiling = (int)((unsigned)(cur & kCeilMask) >> kCeilShift);
+    if (current_priority() > ceiling) return EINVAL;
+    int ceilval = ceiling << kCeilShift;
+    if ((cur & ~kCeilMask) == 0) {
+      if (cas(&m->lock, &cur, ceilval | state)) break;
+      continue;
+    }
+    if (mode == LockMode::Try) return EBUSY;
+    if ((cur & ~kCeilMask) == 1 && !cas(&m->lock, &cur, ceilval | 2)) continue;
+    const SyncDeadline& user = dl ? *dl : kForever;
+    if (user.abs && !valid_nsec(user.abs)) return EINVAL;
+    int r = sync_wait(&m->lock, (uint32_t)(ceilval | 2), user, WaitReason::Mutex, shared);
+    if (r == ETIMEDOUT) return ETIMEDOUT;
+    state = 2;
+  }
+  m->count = 1;
+  st(&m->owner, id);
+  if (!cond) m->nusers++;
+  return 0;
+}
+
+__attribute__((noinline)) int pp_unlock(MutexObj* m, int kind, bool decr) {
+  int type = kind & kMutexKindMask;
+  int id = owner_id(kind);
+  if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
+    if (ld(&m->owner) != id) return EPERM;
+    if (--m->count != 0) return 0;
+  } else if (type == PTHREAD_MUTEX_ERRORCHECK_NP) {
+    if (ld(&m->owner) != id || (ld(&m->lock) & ~kCeilMask) == 0) return EPERM;
+  }
+  st(&m->owner, 0);
+  if (decr) m->nusers--;
+  int old = ld(&m->lock);
+  while (!__atomic_compare_exchange_n(&m->lock, &old, old & kCeilMask, true, __ATOMIC_RELEASE,
+                                      __ATOMIC_RELAXED)) {
+  }
+  if ((old & ~kCeilMask) > 1) sync_wake(&m->lock, 1, kind & kMutexPshared);
+  return 0;
+}
+
+// ---- robust owner death at goroutine exit ---------------------------------------
+
+// What the kernel's handle_futex_death does for a dead thread's entry.
+// vtid: the dead goroutine's; the word holds its shared id if pshared.
+void owner_died(int* lock, int vtid) {
+  MutexObj* mo = (MutexObj*)lock;
+  int id = (ld(&mo->kind) & kMutexPshared) ? tcb::shared_tid_of(vtid) : vtid;
+  int uval = ld(lock);
+  for (;;) {
+    if ((uval & kTidMask) != id) return;
+    int nval = (uval & kWaiters) | kOwnerDied;
+    if (__atomic_compare_exchange_n(lock, &uval, nval, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED))
+      break;
+  }
+  if (uval & kWaiters) {
+    MutexObj* m = (MutexObj*)lock;
+    sync_wake(lock, 1, ld(&m->kind) & kMutexPshared);
+  }
+}
+
+// G-exit hook: the dead goroutine's robust mutexes become EOWNERDEAD for
+// their next locker, as a dead kernel thread's would.
+void robust_exit(G* gp) {
+  tcb::RobustHead* head = tcb::robust_of(gp->tp);
+  if (!head) return;
+  int id = gp->vtid;
+  void* pending = head->list_op_pending;
+  uintptr_t e = (uintptr_t)head->list & ~(uintptr_t)1;
+  for (int n = 0; e != (uintptr_t)head && e != 0 && n < 2048; n++) {  // ROBUST_LIST_LIMIT
+    uintptr_t next = (uintptr_t)*(void**)e;
+    if ((void*)e != pending) owner_died((int*)(e + head->futex_offset), id);
+    e = next & ~(uintptr_t)1;
+  }
+  if (pending) owner_died((int*)(((uintptr_t)pending & ~(uintptr_t)1) + head->futex_offset), id);
+  head->list = head;
+  head->list_op_pending = nullptr;
+}
+
+__attribute__((constructor(102))) void mutex_ctor() {
+  tcb::early_init();
+  add_g_exit_hook(robust_exit);
+  register_fork_child_hook(tcb::reset_shared_offset);  // a new pid, a new offset (fork, _Fork)
+}
+
+inline int fifo_min_prio() { return sched_get_priority_min(SCHED_FIFO); }
+inline int fifo_max_prio() { return sched_get_priority_max(SCHED_FIFO); }
+
+}  // namespace
+
+// ---- internals for pthread_cond.cpp ------------------------------------------------
+
+namespace goshim::shim {
+
+int mutex_lock_impl(MutexObj* m, const SyncDeadline* dl, LockMode mode) {
+  int kind = ld(&m->kind);
+  if (kind & ~kValidKindBits) return EINVAL;  // destroyed (-1) or garbage
+  if (kind & (kMutexRobust | kMutexPI)) return tidword_lock(m, kind, dl, mode);
+  if (kind & kMutexPP) return pp_lock(m, kind, dl, mode);
+  int type = kind & kMutexKindMask;
+  int id = owner_id(kind);
+  if (type == PTHREAD_MUTEX_RECURSIVE_NP || type == PTHREAD_MUTEX_ERRORCHECK_NP) {
+    if (ld(&m->owner) == id) {
+      if (type == PTHREAD_MUTEX_ERRORCHECK_NP) return mode == LockMode::Try ? EBUSY : EDEADLK;
+      if (m->count + 1 == 0) return EAGAIN;
+      m->count++;
+      return 0;
+    }
+  }
+  int z = 0;
+  if (mode == LockMode::CondContended) {
+    int r = simple_acquire(m, kind, dl, true);
+    if (r) return r;
+  } else if (!cas(&m->lock, &z, 1)) {
+    if (mode == LockMode::Try) return EBUSY;
+    int r = simple_acquire(m, kind, dl, false);
+    if (r) return r;
+  }
+  if (type == PTHREAD_MUTEX_RECURSIVE_NP) m->count = 1;
+  st(&m->owner, id);
+  if (mode == LockMode::Lock || mode == LockMode::Try) m->nusers++;
+  return 0;
+}
+
+int mutex_unlock_impl(MutexObj* m, bool decr) {
+  int kind = ld(&m->kind);
+  if (kind & ~kValidKindBits) return EINVAL;
+  if (kind & (kMutexRobust | kMutexPI)) return tidword_unlock(m, kind, decr);
+  if (kind & kMutexPP) return pp_unlock(m, kind, decr);
+  int type = kind & kMutexKindMask;
+  if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
+    if (ld(&m->owner) != owner_id(kind)) return EPERM;
+    if (--m->count != 0) return 0;
+  } else if (type == PTHREAD_MUTEX_ERRORCHECK_NP) {
+    if (ld(&m->owner) != owner_id(kind) || ld(&m->lock) == 0) return EPERM;
+  }
+  st(&m->owner, 0);
+  if (decr) m->nusers--;
+  simple_release(m, kind);
+  return 0;
+}
+
+int* mutex_requeue_word(MutexObj* m) {
+  int kind = ld(&m->kind);
+  if (kind & ~(kMutexKindMask | kMutexElision | kMutexNoElision)) return nullptr;
+  return &m->lock;
+}
+
+void mutex_after_requeue(MutexObj* m) {
+  // Requeued waiters sleep on the lock word without having marked it: make
+  // sure the next unlock wakes one (1 -> 2), or wake one now if unlocked;
+  // a woken waiter re-locks with the contended state, so the chain goes on.
+  int v = ld(&m->lock);
+  for (;;) {
+    if (v == 0) {
+      sync_wake(&m->lock, 1, false);
+      return;
+    }
+    if (v == 2) return;
+    if (__atomic_compare_exchange_n(&m->lock, &v, 2, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return;
+  }
+}
+
+}  // namespace goshim::shim
+
+// ---- pthread_mutex_* ------------------------------------------------------------------
+
+GOSHIM_EXPORT int pthread_mutex_init(pthread_mutex_t* mu, const pthread_mutexattr_t* attr) {
+  int a = attr ? *(const int*)attr : PTHREAD_MUTEX_NORMAL;
+  int protocol = (a & kAttrProtocolMask) >> kAttrProtocolShift;
+  if (protocol != PTHREAD_PRIO_NONE && protocol != PTHREAD_PRIO_INHERIT && (a & kAttrRobust))
+    return ENOTSUP;  // robust priority-protect mutexes: not supported, as in glibc
+  MutexObj* m = (MutexObj*)mu;
+  memset(m, 0, sizeof *m);
+  int kind = a & ~kAttrFlagBits;
+  if (a & kAttrRobust) kind |= kMutexRobust;
+  if (protocol == PTHREAD_PRIO_INHERIT) {
+    kind |= kMutexPI;
+  } else if (protocol == PTHREAD_PRIO_PROTECT) {
+    kind |= kMutexPP;
+    int ceiling = (a & kAttrCeilMask) >> kAttrCeilShift;
+    if (ceiling < fifo_min_prio()) ceiling = fifo_min_prio();
+    m->lock = ceiling << kCeilShift;
+  }
+  if (a & kAttrPshared) kind |= kMutexPshared;
+  __atomic_store_n(&m->kind, kind, __ATOMIC_RELAXED);
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_mutex_destroy(pthread_mutex_t* mu) {
+  MutexObj* m = (MutexObj*)mu;
+  if (!(ld(&m->kind) & kMutexRobust) && m->nusers != 0) return EBUSY;
+  st(&m->kind, -1);
+  return 0;
+}
+
+namespace {
+// The end of the fast path before tcb::early_init ran (tail-called, so
+// that the fast path itself needs no stack frame).
+__attribute__((noinline, cold)) int finish_lock_early(MutexObj* m) {
+  st(&m->owner, tcb::slow_tid());
+  m->nusers++;
+  return 0;
+}
+}  // namespace
+
+// The uncontended cases (a normal private mutex) inline; the rest in
+// mutex_lock_impl / mutex_unlock_impl.
+GOSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t* mu) {
+  MutexObj* m = (MutexObj*)mu;
+  int kind = ld(&m->kind);
+  if (__builtin_expect((kind & ~kMutexNoElision) == 0, 1)) {
+    int z = 0;
+    if (__builtin_expect(cas(&m->lock, &z, 1), 1)) {
+      size_t off = tcb::tid_off.load(std::memory_order_relaxed);
+      if (__builtin_expect(off == 0, 0)) return finish_lock_early(m);
+      pid_t tid;
+      __asm__("movl %%fs:(%1), %0" : "=r"(tid) : "r"(off));  // THREAD_SELF->tid
+      st(&m->owner, tid);
+      m->nusers++;
+      return 0;
+    }
+  }
+  return mutex_lock_impl(m, nullptr, LockMode::Lock);
+}
+
+GOSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t* mu) {
+  MutexObj* m = (MutexObj*)mu;
+  int kind = ld(&m->kind);
+  if (__builtin_expect((kind & ~kMutexNoElision) == 0, 1)) {
+    st(&m->owner, 0);
+    m->nusers--;
+    simple_release(m, kind);
+    return 0;
+  }
+  return mutex_unlock_impl(m, true);
+}
+
+GOSHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t* mu) {
+  return mutex_lock_impl((MutexObj*)mu, nullptr, LockMode::Try);
+}
+
+GOSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* mu, const struct timespec* abstime) {
+  SyncDeadline dl{CLOCK_REALTIME, abstime};
+  return mutex_lock_impl((MutexObj*)mu, &dl, LockMode::Lock);
+}
+
+GOSHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* mu, clockid_t clk,
+                                          const struct timespec* abstime) {
+  if (!valid_clock(clk)) return EINVAL;
+  SyncDeadline dl{clk, abstime};
+  return mutex_lock_impl((MutexObj*)mu, &dl, LockMode::Lock);
+}
+
+GOSHIM_EXPORT int pthread_mutex_consistent(pthread_mutex_t* mu) {
+  MutexObj* m = (MutexObj*)mu;
+  if (!(ld(&m->kind) & kMutexRobust) || ld(&m->owner) != kInconsistent) return EINVAL;
+  st(&m->owner, owner_id(ld(&m->kind)));
+  return 0;
+}
+
+// Old names (compat symbols of glibc; <pthread.h> maps them to the new ones).
+GOSHIM_EXPORT int goshim_mutex_consistent_np(pthread_mutex_t*) __asm__("pthread_mutex_consistent_np");
+int goshim_mutex_consistent_np(pthread_mutex_t* mu) { return pthread_mutex_consistent(mu); }
+
+GOSHIM_EXPORT int pthread_mutex_getprioceiling(const pthread_mutex_t* mu, int* prioceiling) {
+  const MutexObj* m = (const MutexObj*)mu;
+  if (!(ld(&m->kind) & kMutexPP)) return EINVAL;
+  *prioceiling = (int)((unsigned)(ld(&m->lock) & kCeilMask) >> kCeilShift);
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t* mu, int prioceiling,
+                                               int* old_ceiling) {
+  MutexObj* m = (MutexObj*)mu;
+  int kind = ld(&m->kind);
+  if (!(kind & kMutexPP)) return EINVAL;
+  if (prioceiling < fifo_min_prio() || prioceiling > fifo_max_prio() ||
+      (prioceiling & (kAttrCeilMask >> kAttrCeilShift)) != prioceiling)
+    return EINVAL;
+  bool shared = kind & kMutexPshared;
+  int type = kind & kMutexKindMask;
+  bool locked = false;
+  if (ld(&m->owner) == owner_id(kind)) {
+    if (type == PTHREAD_MUTEX_ERRORCHECK_NP) return EDEADLK;
+    if (type == PTHREAD_MUTEX_RECURSIVE_NP) locked = true;
+  }
+  int oldval = ld(&m->lock);
+  if (!locked) {
+    // Take the lock word, without the priority protection protocol.
+    int state = 1;
+    for (;;) {
+      int ceilval = oldval & kCeilMask;
+      int cur = ceilval;
+      if (cas(&m->lock, &cur, ceilval | state)) break;
+      if ((cur & kCeilMask) != ceilval) {
+        oldval = cur;
+        continue;
+      }
+      if ((cur & ~kCeilMask) == 1 && !cas(&m->lock, &cur, ceilval | 2)) {
+        oldval = cur;
+        continue;
+      }
+      sync_wait(&m->lock, (uint32_t)(ceilval | 2), kForever, WaitReason::Mutex, shared);
+      state = 2;
+      oldval = ld(&m->lock);
+    }
+  }
+  int oldprio = (int)((unsigned)(oldval & kCeilMask) >> kCeilShift);
+  int* volatile out = old_ceiling;  // declared nonnull, but glibc accepts NULL
+  if (out) *out = oldprio;
+  int newlock = locked ? (ld(&m->lock) & ~kCeilMask) : 0;
+  __atomic_store_n(&m->lock, newlock | (prioceiling << kCeilShift), __ATOMIC_SEQ_CST);
+  sync_wake(&m->lock, INT_MAX, shared);
+  return 0;
+}
+
+// ---- pthread_mutexattr_* (glibc's encoding: kind | flags in one int) -----------------
+
+GOSHIM_EXPORT int pthread_mutexattr_init(pthread_mutexattr_t* attr) {
+  memset(attr, 0, sizeof *attr);
+  *(int*)attr = PTHREAD_MUTEX_NORMAL;
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_destroy(pthread_mutexattr_t*) { return 0; }
+
+GOSHIM_EXPORT int pthread_mutexattr_settype(pthread_mutexattr_t* attr, int kind) {
+  if (kind < PTHREAD_MUTEX_NORMAL || kind > PTHREAD_MUTEX_ADAPTIVE_NP) return EINVAL;
+  if (kind == PTHREAD_MUTEX_NORMAL) kind |= kMutexNoElision;  // as glibc: settype disables elision
+  int* v = (int*)attr;
+  *v = (*v & kAttrFlagBits) | kind;
+  return 0;
+}
+
+GOSHIM_EXPORT int goshim_mutexattr_setkind_np(pthread_mutexattr_t*, int) __asm__(
+    "pthread_mutexattr_setkind_np");
+int goshim_mutexattr_setkind_np(pthread_mutexattr_t* attr, int kind) {
+  return pthread_mutexattr_settype(attr, kind);
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_gettype(const pthread_mutexattr_t* attr, int* kind) {
+  *kind = *(const int*)attr & ~kAttrFlagBits & ~kMutexNoElision;
+  return 0;
+}
+
+GOSHIM_EXPORT int goshim_mutexattr_getkind_np(const pthread_mutexattr_t*, int*) __asm__(
+    "pthread_mutexattr_getkind_np");
+int goshim_mutexattr_getkind_np(const pthread_mutexattr_t* attr, int* kind) {
+  return pthread_mutexattr_gettype(attr, kind);
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_getpshared(const pthread_mutexattr_t* attr, int* pshared) {
+  *pshared = (*(const int*)attr & kAttrPshared) ? PTHREAD_PROCESS_SHARED
+                                                 : PTHREAD_PROCESS_PRIVATE;
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_setpshared(pthread_mutexattr_t* attr, int pshared) {
+  if (pshared != PTHREAD_PROCESS_PRIVATE && pshared != PTHREAD_PROCESS_SHARED) return EINVAL;
+  int* v = (int*)attr;
+  if (pshared == PTHREAD_PROCESS_PRIVATE)
+    *v &= ~kAttrPshared;
+  else
+    *v |= kAttrPshared;
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_getrobust(const pthread_mutexattr_t* attr, int* robust) {
+  *robust = (*(const int*)attr & kAttrRobust) ? PTHREAD_MUTEX_ROBUST : PTHREAD_MUTEX_STALLED;
+  return 0;
+}
+
+GOSHIM_EXPORT int goshim_mutexattr_getrobust_np(const pthread_mutexattr_t*, int*) __asm__(
+    "pthread_mutexattr_getrobust_np");
+int goshim_mutexattr_getrobust_np(const pthread_mutexattr_t* attr, int* robust) {
+  return pthread_mutexattr_getrobust(attr, robust);
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_setrobust(pthread_mutexattr_t* attr, int robust) {
+  if (robust != PTHREAD_MUTEX_STALLED && robust != PTHREAD_MUTEX_ROBUST) return EINVAL;
+  int* v = (int*)attr;
+  if (robust == PTHREAD_MUTEX_STALLED)
+    *v &= ~kAttrRobust;
+  else
+    *v |= kAttrRobust;
+  return 0;
+}
+
+GOSHIM_EXPORT int goshim_mutexattr_setrobust_np(pthread_mutexattr_t*, int) __asm__(
+    "pthread_mutexattr_setrobust_np");
+int goshim_mutexattr_setrobust_np(pthread_mutexattr_t* attr, int robust) {
+  return pthread_mutexattr_setrobust(attr, robust);
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_getprotocol(const pthread_mutexattr_t* attr, int* protocol) {
+  *protocol = (*(const int*)attr & kAttrProtocolMask) >> kAttrProtocolShift;
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_setprotocol(pthread_mutexattr_t* attr, int protocol) {
+  if (protocol != PTHREAD_PRIO_NONE && protocol != PTHREAD_PRIO_INHERIT &&
+      protocol != PTHREAD_PRIO_PROTECT)
+    return EINVAL;
+  int* v = (int*)attr;
+  *v = (*v & ~kAttrProtocolMask) | (protocol << kAttrProtocolShift);
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_getprioceiling(const pthread_mutexattr_t* attr,
+                                                   int* prioceiling) {
+  int ceiling = (*(const int*)attr & kAttrCeilMask) >> kAttrCeilShift;
+  if (!ceiling && ceiling < fifo_min_prio()) ceiling = fifo_min_prio();
+  *prioceiling = ceiling;
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_mutexattr_setprioceiling(pthread_mutexattr_t* attr, int prioceiling) {
+  if (prioceiling < fifo_min_prio() || prioceiling > fifo_max_prio() ||
+      (prioceiling & (kAttrCeilMask >> kAttrCeilShift)) != prioceiling)
+    return EINVAL;
+  int* v = (int*)attr;
+  *v = (*v & ~kAttrCeilMask) | (prioceiling << kAttrCeilShift);
+  return 0;
+}
+
+// ---- glibc's old __pthread_* names (still exported, GLIBC_2.2.5) ------------------
+// Binaries linked against them must reach the same implementation, or a
+// mutex would be driven by two protocols at once.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-attributes"  // same function, fewer declared attributes
+GOSHIM_EXPORT int __pthread_mutex_init(pthread_mutex_t*, const pthread_mutexattr_t*)
+    __attribute__((alias("pthread_mutex_init")));
+GOSHIM_EXPORT int __pthread_mutex_destroy(pthread_mutex_t*)
+    __attribute__((alias("pthread_mutex_destroy")));
+GOSHIM_EXPORT int __pthread_mutex_lock(pthread_mutex_t*) __attribute__((alias("pthread_mutex_lock")));
+GOSHIM_EXPORT int __pthread_mutex_trylock(pthread_mutex_t*)
+    __attribute__((alias("pthread_mutex_trylock")));
+GOSHIM_EXPORT int __pthread_mutex_unlock(pthread_mutex_t*)
+    __attribute__((alias("pthread_mutex_unlock")));
+GOSHIM_EXPORT int __pthread_mutexattr_init(pthread_mutexattr_t*)
+    __attribute__((alias("pthread_mutexattr_init")));
+GOSHIM_EXPORT int __pthread_mutexattr_destroy(pthread_mutexattr_t*)
+    __attribute__((alias("pthread_mutexattr_destroy")));
+GOSHIM_EXPORT int __pthread_mutexattr_settype(pthread_mutexattr_t*, int)
+    __attribute__((alias("pthread_mutexattr_settype")));
+#pragma GCC diagnostic pop
