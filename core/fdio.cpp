@@ -68,6 +68,11 @@ struct IoOp {
   int fd2 = -1;
 };
 
+// SO_RCVTIMEO for reads, SO_SNDTIMEO for writes (ns, 0: none).
+inline int64_t timeout_of(const FileRec* f, uint8_t mode) {
+  return (mode == kModeRead ? f->rcvtimeo : f->sndtimeo).load(std::memory_order_relaxed);
+}
+
 // ---- same-process channels ----------------------------------------------------------
 
 bool chan_ok(const FileRec* f) {
@@ -248,7 +253,7 @@ void interrupted(OpDesc& d) {
 long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
   if (!d.hold()) return -EBADF;
   PollDesc* pd = d.pd;
-  int64_t timeo = (op->mode == kModeRead ? f->rcvtimeo : f->sndtimeo).load(std::memory_order_relaxed);
+  int64_t timeo = timeout_of(f, op->mode);
   int64_t deadline = 0;
   bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
   uint32_t h0 = getg()->nhandled;
@@ -346,7 +351,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
       return -EBADF;
     }
     first = false;
-    int64_t timeo = (op->mode == kModeRead ? f->rcvtimeo : f->sndtimeo).load(std::memory_order_relaxed);
+    int64_t timeo = timeout_of(f, op->mode);
     bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
     if (timeo && !deadline) deadline = sys::nanotime() + timeo;
     int64_t dl = deadline;
@@ -430,7 +435,7 @@ long fdio_kt(int fd, IoOp* op) {
   uint32_t fl = f->flags.load(std::memory_order_acquire);
   op->complete = op->complete || (op->complete_stream && (fl & kFileStream));
   bool writes_peer = op->mode == kModeWrite && __atomic_load_n(&f->peer, __ATOMIC_ACQUIRE);
-  int64_t timeo = (op->mode == kModeRead ? f->rcvtimeo : f->sndtimeo).load(std::memory_order_relaxed);
+  int64_t timeo = timeout_of(f, op->mode);
   int64_t deadline = timeo ? sys::nanotime() + timeo : 0;
   long out;
   for (;;) {
@@ -735,7 +740,8 @@ long io_recvmmsg(int fd, struct mmsghdr* v, unsigned n, int flags, struct timesp
     return sys::recvmmsg(f, o->mm + o->done, (unsigned)(o->len - o->done), o->flags, nullptr);
   };
   op.passthru = [](IoOp* o, int f) {
-    return errno_result(real::recvmmsg(f, o->mm, (unsigned)o->len, o->flags | (o->stop_eagain_progress ? MSG_WAITFORONE : 0), (struct timespec*)o->buf));
+    int fl = o->flags | (o->stop_eagain_progress ? MSG_WAITFORONE : 0);
+    return errno_result(real::recvmmsg(f, o->mm, (unsigned)o->len, fl, (struct timespec*)o->buf));
   };
   long r = run(fd, &op);
   if (t && op.progress_deadline && io_user_g()) {
@@ -980,8 +986,9 @@ long twofd(TwoFd* t) {
   if (io_user_g()) cancel_point();
   if (!io_user_g()) {
     if (nowait || (!fd_emulates_blocking(t->in) && !fd_emulates_blocking(t->out)))
-      return t->is_tee ? errno_result(real::tee(t->in, t->out, t->n, t->flags))
-                       : errno_result(real::splice(t->in, t->offin, t->out, t->offout, t->n, t->flags));
+      return t->is_tee
+                 ? errno_result(real::tee(t->in, t->out, t->n, t->flags))
+                 : errno_result(real::splice(t->in, t->offin, t->out, t->offout, t->n, t->flags));
     for (;;) {
       long r = twofd_attempt(t);
       if (r != -EAGAIN) return r;

@@ -233,6 +233,7 @@ long fdop_ioctl(int fd, unsigned long req, long arg) {
 // ---- close ----------------------------------------------------------------------------------
 
 long fdop_close(int fd) {
+  if (netpoll_owns_fd(fd)) return -EBADF;  // not the program's
   PollDesc* pd = fd_close_begin(fd);
   long r;
   if (op_user_g()) {
@@ -264,7 +265,20 @@ long fdop_close_range(unsigned first, unsigned last, int flags) {
       }
     }
   }
-  return sys::raw3(SYS_close_range, first, last, flags);
+  // The netpoller's own fds stay open: close the range around them.
+  int own[2];
+  netpoll_own_fds(own);
+  unsigned lo = first;
+  for (int o : own) {
+    if (o < 0 || (unsigned)o < lo || (unsigned)o > last) continue;
+    if ((unsigned)o > lo) {
+      long r = sys::raw3(SYS_close_range, lo, (unsigned)o - 1, flags);
+      if (r < 0) return r;
+    }
+    lo = (unsigned)o + 1;
+  }
+  if (lo > last || lo == 0) return 0;
+  return sys::raw3(SYS_close_range, lo, last, flags);
 }
 
 void fdop_closefrom(int lowfd) {

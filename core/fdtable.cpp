@@ -230,6 +230,8 @@ void install(int fd, PollDesc* pd) {
   }
 }
 
+int64_t tv_ns(const struct timeval& tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
+
 // Classifies an fd goshim has not seen created.
 FileRec* classify(int fd, long* err) {
   struct stat st;
@@ -280,10 +282,10 @@ FileRec* classify(int fd, long* err) {
     struct timeval tv;
     socklen_t len = sizeof tv;
     if (sys::getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0)
-      f->rcvtimeo.store((int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000, std::memory_order_relaxed);
+      f->rcvtimeo.store(tv_ns(tv), std::memory_order_relaxed);
     len = sizeof tv;
     if (sys::getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0)
-      f->sndtimeo.store((int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000, std::memory_order_relaxed);
+      f->sndtimeo.store(tv_ns(tv), std::memory_order_relaxed);
   }
   return f;
 }

@@ -82,6 +82,11 @@ void netpoll_after_fork() {
 }
 
 bool netpoll_inited() { return epfd >= 0; }
+bool netpoll_owns_fd(int fd) { return fd >= 0 && (fd == epfd || fd == breakfd); }
+void netpoll_own_fds(int out[2]) {
+  out[0] = epfd < breakfd ? epfd : breakfd;
+  out[1] = epfd < breakfd ? breakfd : epfd;
+}
 int netpoll_epfd() { return epfd; }
 
 // Waiter counts live on the Ms (M::npwait) where the change happens, and

@@ -189,7 +189,8 @@ int64_t deadline_after_ts(const struct timespec* ts) {
   return now + (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
-static long poll_fds_inner(struct pollfd* fds, nfds_t n, int64_t deadline, const sigset_t* sigmask) {
+static long poll_fds_inner(struct pollfd* fds, nfds_t n, int64_t deadline,
+                           const sigset_t* sigmask) {
   MaskScope ms(sigmask);
   if (ms.handler_ran()) return -EINTR;
   PollCtx ctx = {fds, n};

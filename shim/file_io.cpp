@@ -88,7 +88,9 @@ GOSHIM_EXPORT int creat(const char* path, mode_t mode) { GOSHIM_OPEN(real::creat
 GOSHIM_EXPORT int creat64(const char* path, mode_t mode) {
   GOSHIM_OPEN(real::creat64(path, mode));
 }
-GOSHIM_EXPORT int __open_2(const char* path, int flags) { GOSHIM_OPEN(real::__open_2(path, flags)); }
+GOSHIM_EXPORT int __open_2(const char* path, int flags) {
+  GOSHIM_OPEN(real::__open_2(path, flags));
+}
 GOSHIM_EXPORT int __open64_2(const char* path, int flags) {
   GOSHIM_OPEN(real::__open64_2(path, flags));
 }

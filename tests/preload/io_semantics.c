@@ -622,6 +622,43 @@ static void test_fifo(void) {
   unlink(fifo_path);
 }
 
+/* ---- close_range over everything, then blocking I/O again ------------------------------------- */
+
+static int cr_pipe[2];
+static void *cr_writer(void *arg) {
+  msleep(50);
+  CHECK(write(cr_pipe[1], "k", 1) == 1, "write after close_range");
+  return NULL;
+}
+
+static void test_close_range(void) {
+  /* A daemon's clean-up: every fd from 3 up. */
+  CHECK(close_range(3, ~0U, 0) == 0, "close_range: %s", strerror(errno));
+  CHECK(pipe(cr_pipe) == 0, "pipe");
+  pthread_t t;
+  pthread_create(&t, NULL, cr_writer, NULL);
+  char c = 0;
+  ssize_t r = read(cr_pipe[0], &c, 1);
+  pthread_join(t, NULL);
+  printf("blocking read after close_range(3, ~0): %zd '%c'\n", r, c);
+  close(cr_pipe[0]);
+  close(cr_pipe[1]);
+  /* A wait that only an fd event can end (a timer fd expiring). */
+  int tf = timerfd_create(CLOCK_MONOTONIC, 0);
+  struct itimerspec its = {{0, 0}, {0, 30 * 1000 * 1000}};
+  timerfd_settime(tf, 0, &its, NULL);
+  uint64_t v = 0;
+  r = read(tf, &v, sizeof v);
+  printf("blocking timerfd read after close_range: %zd %llu\n", r, (unsigned long long)v);
+  close(tf);
+  int p[2];
+  CHECK(pipe(p) == 0, "pipe");
+  closefrom(3);
+  errno = 0;
+  r = write(p[1], "x", 1);
+  printf("write after closefrom(3): %zd %s\n", r, en(errno));
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -636,6 +673,7 @@ int main(void) {
   test_connect();
   test_misc();
   test_fifo();
+  test_close_range();
   printf("done\n");
   return 0;
 }
