@@ -195,3 +195,37 @@ Test(netpoll, unpollable_files_are_marked) {
   pd_put(pd);
   close(fd);
 }
+
+#include "core/sleep.hpp"
+
+Test(netpoll, sleep_deadlines) {
+  struct timespec rel = {0, 50 * 1000 * 1000};
+  int64_t d = 0;
+  int64_t t0 = sys::nanotime();
+  cr_assert(sleep_deadline(CLOCK_MONOTONIC, 0, &rel, &d));
+  cr_assert_geq(d, t0 + 50 * 1000 * 1000, "a relative sleep never ends early");
+  cr_assert_lt(d, sys::nanotime() + 50 * 1000 * 1000 + 1, "nor starts late");
+  // Absolute times of CLOCK_REALTIME: converted so that the sleep ends when
+  // the wall clock reaches them (or later).
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t wall = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+  int64_t target = wall + 80 * 1000 * 1000;
+  struct timespec abs = {(time_t)(target / 1000000000), (long)(target % 1000000000)};
+  int64_t m0 = sys::nanotime();
+  cr_assert(sleep_deadline(CLOCK_REALTIME, TIMER_ABSTIME, &abs, &d));
+  cr_assert_geq(d - m0, 80 * 1000 * 1000 - (sys::walltime() - wall) - 1000000);
+  // In the past: due now.
+  struct timespec past = {1, 0};
+  int64_t before = sys::nanotime();
+  cr_assert(sleep_deadline(CLOCK_MONOTONIC, TIMER_ABSTIME, &past, &d));
+  cr_assert_geq(d, before);
+  cr_assert_leq(d, sys::nanotime());
+  // Huge requests saturate instead of overflowing.
+  struct timespec huge = {(time_t)1 << 62, 0};
+  cr_assert(sleep_deadline(CLOCK_MONOTONIC, 0, &huge, &d));
+  cr_assert_gt(d, sys::nanotime());
+  // Clocks goshim does not serve.
+  cr_assert(!sleep_deadline(CLOCK_PROCESS_CPUTIME_ID, 0, &rel, &d));
+  cr_assert(!sleep_deadline(CLOCK_MONOTONIC_RAW, 0, &rel, &d));
+}
