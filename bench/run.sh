@@ -76,3 +76,57 @@ row futex_pingpong ns 1 50000 private
 row mutex_contention Mlocks/s 0 4
 row mutex_contention Mlocks/s 0 64
 row mutex_uncontended ns 1 20000000
+
+# ---- benchmarks with several metrics per run (issue 3) ------------------------------
+# mrow NAME "WORD:UNIT:LOWER_IS_BETTER ..." ARGS...
+# Runs NAME once per mode and repetition (MREPS, default 3); a program
+# prints several "RESULT <value> <unit-words...>" lines, and each spec
+# picks the line whose unit words contain WORD. One table row per spec
+# (medians).
+mrun() {
+  local mode=$1 name=$2
+  shift 2
+  case $mode in
+    native) timeout 300 "$bin/$name" "$@" ;;
+    pinned) timeout 300 taskset -c 0 "$bin/$name" "$@" ;;
+    goshim1) GOSHIM_MAXPROCS=1 LD_PRELOAD=$lib timeout 300 "$bin/$name" "$@" ;;
+    goshim) LD_PRELOAD=$lib timeout 300 "$bin/$name" "$@" ;;
+  esac 2>/dev/null | grep '^RESULT'
+}
+
+mrow() {
+  local name=$1 specs=$2
+  shift 2
+  wanted "$name" || return 0
+  local mreps=${MREPS:-3} mode i spec word unit lower
+  local tmp
+  tmp=$(mktemp -d)
+  for mode in native pinned goshim1 goshim; do
+    for ((i = 0; i < mreps; i++)); do mrun "$mode" "$name" "$@" >>"$tmp/$mode"; done
+  done
+  for spec in $specs; do
+    IFS=: read -r word unit lower <<<"$spec"
+    local n p g1 g
+    med() { awk -v w="$word" 'index($0, w) {print $2}' "$tmp/$1" 2>/dev/null | sort -g |
+            awk '{a[NR]=$1} END{if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+    n=$(med native)
+    p=$(med pinned)
+    g1=$(med goshim1)
+    g=$(med goshim)
+    awk -v name="$name $* $word" -v unit="$unit" -v lower="$lower" -v n="$n" -v p="$p" -v g1="$g1" -v g="$g" '
+      function ratio(a, b) { if (a == "nan" || b == "nan" || a == 0 || b == 0) return "  n/a"; return sprintf("%6.1fx", lower ? a / b : b / a) }
+      BEGIN {
+        best = (lower ? (g1 < g ? g1 : g) : (g1 > g ? g1 : g))
+        printf "%-30s %-9s %10s %10s %10s %10s   goshim vs native %s, vs pinned %s\n",
+          name, unit, n, p, g1, g, ratio(n, best), ratio(p, best)
+      }'
+  done
+  rm -rf "$tmp"
+}
+
+echo_specs="requests/s:req/s:0 median:us:1 99th:us:1 RSS:MB:1 threads:threads:1"
+row pingpong_pipe us 1 200000
+mrow echo_server "$echo_specs" 100 2
+mrow echo_server "$echo_specs" 1000 2
+mrow echo_server "$echo_specs" 5000 2
+mrow sleepers "wall:ms:1 RSS:MB:1" 10000 100

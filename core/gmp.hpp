@@ -129,6 +129,29 @@ struct SemaWaiter {
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
 };
 
+struct PollDesc;
+
+// One registration of a parked G on a poll descriptor's read or write
+// queue (core/netpoll.cpp). A G waiting on one fd uses its embedded
+// G::pw; poll/select use an array of them on the waiting G's stack. The
+// queue links change only under the descriptor's lock; `linked` is cleared
+// (release) as the last touch of a waker, after which the owner may reuse
+// the record.
+struct PollWaiter {
+  PollWaiter* next = nullptr;
+  PollWaiter* prev = nullptr;
+  PollDesc* pd = nullptr;
+  G* gp = nullptr;
+  uint64_t seq = 0;                // the G's wait (G::wtoken) it belongs to
+  std::atomic<uint8_t> linked{0};  // 1 while on pd's queue
+  uint8_t mode = 0;                // kModeRead or kModeWrite (netpoll.hpp)
+  // Direct handoff from a same-process writer (plain reads only): the
+  // reader's buffer, and the bytes the writer copied into it.
+  void* buf = nullptr;
+  size_t len = 0;
+  size_t got = 0;
+};
+
 // ---------------------------------------------------------------------------
 struct G {
   // Saved stack pointer of a switched-out context. Offset 0: switch.S.
@@ -198,6 +221,14 @@ struct G {
   int64_t trace_block_start = 0;
   int16_t trace_p = -1;
 
+  // fd readiness waits and sleeps (core/gwait.hpp): the one-shot wake
+  // token of the current wait, and the record of a single-fd wait.
+  std::atomic<uint64_t> wtoken{0};
+  PollWaiter pw;
+  // Whether the program handler that ran last on this G (nhandled) had
+  // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.
+  bool handled_restart = false;
+
   bool is_g0() const { return flags & kGFlagG0; }
   bool is_main() const { return flags & kGFlagMain; }
 };
@@ -243,6 +274,10 @@ struct M {
   std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
   void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)
+  // Gs parked in netpoll, as counted on this M: +1 when one parks here, -1
+  // when one is woken here (only the sum over allm and netpoll_epoll.cpp's
+  // global means anything). Written only by this M: no locked instruction.
+  std::atomic<int32_t> npwait{0};
 };
 
 // ---------------------------------------------------------------------------

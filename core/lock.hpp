@@ -6,7 +6,8 @@
 //   sched.lock < allm.lock
 //   sched.lock < P.timers.lock           (handoffp reads the timer heap)
 //   sema bucket < P.timers.lock          (a timed sema wait arms a timer)
-//   netpoll pollDesc < P.timers.lock
+//   netpoll pollDesc < P.timers.lock  (in fact a pollDesc lock is taken alone)
+//   fd table arena lock: leaf
 //   gfree.lock, stackpool.lock, tls.lock: leaves
 //
 // No runtime lock is ever held across a park, a context switch, a call into

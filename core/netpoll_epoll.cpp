@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "core/fdtable.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -51,23 +52,67 @@ void netpoll_init() {
   struct epoll_event dummy;
   long r = sys::raw6(SYS_epoll_pwait2, epfd, (long)&dummy, 1, (long)&zero, 0, 8);
   have_pwait2 = r != -ENOSYS;
+  netpoll_generic_init();
 }
 
+long netpoll_register(int fd, uint64_t tag) {
+  struct epoll_event ev;
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+  ev.data.u64 = tag;
+  return sys::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+long netpoll_unregister(int fd) {
+  struct epoll_event ev = {};
+  return sys::epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &ev);
+}
+
+// Fork child hook (core/fork.cpp), after the scheduler was reset: a new
+// instance (the inherited one is shared with the parent and must not be
+// touched), zero waiters, and the fd table's registrations forgotten.
 void netpoll_after_fork() {
   if (epfd >= 0) sys::close(epfd);
   if (breakfd >= 0) sys::close(breakfd);
   epfd = breakfd = -1;
   wake_sig.store(0, std::memory_order_relaxed);
   nwaiters.store(0, std::memory_order_relaxed);
+  for (M* mp = sched.allm; mp; mp = mp->alllink) mp->npwait.store(0, std::memory_order_relaxed);
   netpoll_init();
+  fd_fork_child();
 }
 
 bool netpoll_inited() { return epfd >= 0; }
+bool netpoll_owns_fd(int fd) { return fd >= 0 && (fd == epfd || fd == breakfd); }
+void netpoll_own_fds(int out[2]) {
+  out[0] = epfd < breakfd ? epfd : breakfd;
+  out[1] = epfd < breakfd ? breakfd : epfd;
+}
 int netpoll_epfd() { return epfd; }
 
-bool netpoll_any_waiters() { return nwaiters.load(std::memory_order_relaxed) > 0; }
-void netpoll_adjust_waiters(int32_t delta) {
-  nwaiters.fetch_add(delta, std::memory_order_relaxed);
+// Waiter counts live on the Ms (M::npwait) where the change happens, and
+// in nwaiters for threads that are not Ms: no contended line, no locked
+// instruction on the I/O path. Ms are never freed and allm only grows (a
+// racy walk sees a consistent list), so the sum is exact up to the
+// in-flight changes, as with one counter.
+bool netpoll_any_waiters() {
+  int32_t n = nwaiters.load(std::memory_order_relaxed);
+  for (M* mp = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); mp; mp = mp->alllink)
+    n += mp->npwait.load(std::memory_order_relaxed);
+  return n > 0;
+}
+
+void netpoll_adjust_waiters(int32_t delta) { netpoll_adjust_waiters_on(nullptr, delta); }
+
+void netpoll_adjust_waiters_on(M* m, int32_t delta) {
+  if (!m) {
+    G* g = getg();
+    m = g ? g->m : nullptr;
+  }
+  if (m) {
+    m->npwait.store(m->npwait.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+  } else {
+    nwaiters.fetch_add(delta, std::memory_order_relaxed);
+  }
 }
 
 void netpoll_break() {

@@ -141,6 +141,10 @@ static void park_switch_post(void* arg) {
     runqput(mp->p, next, true);
     mp->curg = nullptr;
     gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
+    // execute() finds the M through the current G, and on this stack that
+    // is next (parked: no M). A wait claimed while the G was still arming
+    // (fd and sleep waits, core/gwait.hpp) gets here.
+    next->m = mp;
     execute(gp, true);
   }
   mp->curg = next;

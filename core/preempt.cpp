@@ -16,6 +16,7 @@
 #include "core/dump.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
+#include "core/tls.hpp"
 #include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
@@ -147,9 +148,19 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
     gp->m->preempt_sent.store(false, std::memory_order_release);
   if (!gp || gp->is_g0()) return true;
   switch (magic) {
-    case kPreemptMagic:
+    case kPreemptMagic: {
+      // An asynchronous cancellation sent while this G waited for a P
+      // (pthread_cancel kicks only a running G): act on it now.
+      int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
+      // enabled (bit 0 clear), asynchronous (bit 1), canceled (bit 3), not exiting (bit 4)
+      if (gp->insig == 0 && (ch & 0x1b) == 0x0a) {
+        if (M* mp = gp->m) mp->preempt_sent.store(false, std::memory_order_release);
+        cancel_point();  // unwinds: never returns
+        break;
+      }
       async_preempt(gp, (ucontext_t*)uctx);
       break;
+    }
     case kKickMagic:  // signals are pending on gp: deliver them where it runs
       if (gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig)
         signal_deliver(gp);

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include "core/rawlog.hpp"
+#include "core/real_io.hpp"
 
 namespace goshim::real {
 
@@ -19,6 +20,7 @@ void resolve() {
   }
   GOSHIM_REAL_FUNCS(GOSHIM_REAL_RESOLVE)
 #undef GOSHIM_REAL_RESOLVE
+  resolve_io();  // the fd layer's (core/real_io.hpp)
   if (!pthread_create || !pthread_join || !pthread_exit)
     fatal("cannot resolve libc's pthread functions (is goshim preloaded into a glibc program?)");
 }

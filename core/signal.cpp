@@ -203,6 +203,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   uint64_t saved = 0;
   if (gp) {
     gp->nhandled++;
+    gp->handled_restart = flags & SA_RESTART;  // for a goshim wait it ran into (fd layer)
     gp->insig++;
     saved = gp->sigmask;
     gp->sigmask |= prog_mask[sig].load(std::memory_order_relaxed) |

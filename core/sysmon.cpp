@@ -193,16 +193,30 @@ uint32_t retake(int64_t now) {
       }
       // Preempt only a G that is computing: a signal to an M asleep in a
       // system call would end calls such as nanosleep with EINTR.
-      if (computing) {
-        preemptone(pp);
-        n++;
-      }
+      // Not counted in n (as in Go's retake): a G preempted every slice
+      // (two Gs in a runnext ping-pong share one slice) must not keep
+      // sysmon waking every 20 us.
+      if (computing) preemptone(pp);
     } else if (s == PStatus::Syscall) {
+      // A G that has kept this P for a whole slice through a series of
+      // short blocking calls (a loop reading a file) is retaken like one in
+      // a long call: each call alone is too short to be seen twice (Go's
+      // retake judges _Psyscall Ps by their schedtick too).
+      uint32_t st = load_tick(&pp->schedtick);
+      bool long_slice = false;
+      if (pp->sm_schedtick != st) {
+        pp->sm_schedtick = st;
+        pp->sm_schedwhen = now;
+        pp->sm_cputime = -1;
+        pp->sm_slice_cpu = -1;
+      } else {
+        long_slice = now - pp->sm_schedwhen >= kForcePreemptNs;
+      }
       uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
       if (pp->sm_syscalltick != t) {
         pp->sm_syscalltick = t;
         pp->sm_syscallwhen = now;
-        continue;
+        if (!long_slice) continue;
       }
       // The same blocking call for at least one sysmon tick. Retake it if
       // anything waits, or if it lasts long (timers and netpoll need a P).

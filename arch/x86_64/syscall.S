@@ -2,6 +2,10 @@
  * syscall(long number, ...): libc's variadic system call entry, interposed.
  *
  *   SYS_futex                        -> goshim_syscall_futex (core/futex: in-process)
+ *   the fd calls (read, write, readv, writev, close, dup*, fcntl, connect,
+ *   accept*, sendto, recvfrom, sendmsg, recvmsg)
+ *                                    -> goshim_syscall_io (shim/syscall_io.cpp: the
+ *                                       fd layer, as through their libc wrappers)
  *   SYS_mmap, SYS_mremap, SYS_shmat  -> goshim_syscall_mapping (the kernel, then
  *                                       core/memclass learns a mapping may be shared)
  *   anything else                    -> the kernel, exactly as glibc's stub does it
@@ -25,11 +29,29 @@
 #define SYS_mremap 25
 #define SYS_shmat 30
 #define SYS_futex 202
+#define SYS_read 0
+#define SYS_write 1
+#define SYS_close 3
+#define SYS_readv 19
+#define SYS_writev 20
+#define SYS_dup 32
+#define SYS_dup2 33
+#define SYS_connect 42
+#define SYS_accept 43
+#define SYS_sendto 44
+#define SYS_recvfrom 45
+#define SYS_sendmsg 46
+#define SYS_recvmsg 47
+#define SYS_fcntl 72
+#define SYS_accept4 288
+#define SYS_dup3 292
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
 	.weak	goshim_syscall_mapping
 	.hidden	goshim_syscall_mapping
+	.weak	goshim_syscall_io
+	.hidden	goshim_syscall_io
 
 	.text
 	.globl	syscall
@@ -45,6 +67,20 @@ syscall:
 	je	3f
 	cmpq	$SYS_shmat, %rdi
 	je	3f
+	cmpq	$SYS_dup3, %rdi			/* the fd calls: 0..47, 72, 288, 292 */
+	ja	0f
+	cmpq	$47, %rdi
+	jbe	5f
+	cmpq	$SYS_fcntl, %rdi
+	je	4f
+	cmpq	$SYS_accept4, %rdi
+	je	4f
+	cmpq	$SYS_dup3, %rdi
+	je	4f
+	jmp	0f
+5:	movabsq	$0xfc030018000b, %rax		/* bits 0 1 3 19 20 32 33 42-47 */
+	btq	%rdi, %rax
+	jc	4f
 0:	movq	%rdi, %rax			/* number */
 	movq	%rsi, %rdi			/* a1 */
 	movq	%rdx, %rsi			/* a2 */
@@ -70,6 +106,10 @@ syscall:
 	jz	0b
 	jmp	*%rax				/* tail call, all arguments in place */
 3:	movq	goshim_syscall_mapping@GOTPCREL(%rip), %rax
+	testq	%rax, %rax
+	jz	0b
+	jmp	*%rax
+4:	movq	goshim_syscall_io@GOTPCREL(%rip), %rax
 	testq	%rax, %rax
 	jz	0b
 	jmp	*%rax

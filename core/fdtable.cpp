@@ -1,0 +1,669 @@
+// The fd table (see fdtable.hpp).
+//
+// Slots: fd -> PollDesc*, in 4096-entry chunks mapped on first use, for fds
+// below kMaxFd. A slot is null (unknown: classify on first use), a live
+// descriptor, or kClosing while close runs (lookups then answer EBADF, as
+// the kernel may for a call racing with close).
+//
+//   fd_get (any op)                      fd_close_begin
+//   ---------------                      --------------
+//   refs++ (CAS from >0)        [S]      slot = kClosing (CAS)       [S]
+//   #StoreLoad (seq_cst)                 #StoreLoad (seq_cst)
+//   slot still == pd?           [L]      refs > 1 ? orphan : detach  [L]
+//
+// so either close sees the operation (and keeps the file open for it under
+// a hidden number) or the operation sees the close (and drops its ref).
+#include "core/fdtable.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#include <new>
+
+#include "core/netpoll.hpp"
+#include "core/rawlog.hpp"
+#include "core/sched.hpp"
+#include "syscalls/sys.hpp"
+#include "syscalls/sys_io.hpp"
+
+namespace goshim {
+
+std::atomic<uint32_t> g_fork_epoch{1};
+
+namespace {
+
+// ---- arenas -------------------------------------------------------------------------
+
+constexpr uint32_t kPdChunk = 1024;
+constexpr uint32_t kPdChunks = 4096;  // up to 4M descriptors
+constexpr uint32_t kFileChunk = 1024;
+
+Mutex arena_lock;  // rank: leaf (free lists and chunk allocation)
+
+struct ArenaGuard {
+  FdlScope busy;
+  ArenaGuard() { arena_lock.lock(); }
+  ~ArenaGuard() { arena_lock.unlock(); }
+};
+std::atomic<PollDesc*> pd_chunks[kPdChunks];
+uint32_t pd_next = 0;  // arena_lock
+PollDesc* pd_freelist = nullptr;
+FileRec* file_chunk = nullptr;
+uint32_t file_chunk_left = 0;
+FileRec* file_freelist = nullptr;
+std::atomic<int32_t> live_descs{0};
+
+void* map_chunk(size_t bytes) {
+  void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fatal("fd table: cannot map memory");
+  return p;
+}
+
+PollDesc* pd_alloc() {
+  ArenaGuard g;
+  PollDesc* pd = pd_freelist;
+  if (pd) {
+    pd_freelist = pd->freelink;
+    pd->freelink = nullptr;
+  } else {
+    uint32_t idx = pd_next;
+    if (idx >= kPdChunk * kPdChunks) fatal("fd table: too many descriptors");
+    PollDesc* chunk = pd_chunks[idx / kPdChunk].load(std::memory_order_relaxed);
+    if (!chunk) {
+      chunk = (PollDesc*)map_chunk(sizeof(PollDesc) * kPdChunk);
+      for (uint32_t i = 0; i < kPdChunk; i++) {
+        PollDesc* p = new (chunk + i) PollDesc();
+        p->idx = idx + i;
+      }
+      pd_chunks[idx / kPdChunk].store(chunk, std::memory_order_release);
+    }
+    pd = chunk + idx % kPdChunk;
+    pd_next++;
+  }
+  live_descs.fetch_add(1, std::memory_order_relaxed);
+  return pd;
+}
+
+void pd_dealloc(PollDesc* pd) {
+  live_descs.fetch_sub(1, std::memory_order_relaxed);
+  ArenaGuard g;
+  pd->freelink = pd_freelist;
+  pd_freelist = pd;
+}
+
+FileRec* file_alloc(FdKind kind, uint32_t flags) {
+  FileRec* f;
+  {
+    ArenaGuard g;
+    f = file_freelist;
+    if (f) {
+      file_freelist = f->freelink;
+    } else {
+      if (file_chunk_left == 0) {
+        file_chunk = (FileRec*)map_chunk(sizeof(FileRec) * kFileChunk);
+        file_chunk_left = kFileChunk;
+      }
+      f = new (file_chunk++) FileRec();
+      file_chunk_left--;
+    }
+  }
+  f->freelink = nullptr;
+  f->kind = kind;
+  f->flags.store(flags, std::memory_order_relaxed);
+  f->rcvtimeo.store(0, std::memory_order_relaxed);
+  f->sndtimeo.store(0, std::memory_order_relaxed);
+  f->chan.store(0, std::memory_order_relaxed);
+  f->rpd.store(nullptr, std::memory_order_relaxed);
+  f->peer = nullptr;
+  f->peer_gen = 0;
+  f->epoch = g_fork_epoch.load(std::memory_order_relaxed);
+  f->refs.store(1, std::memory_order_release);
+  return f;
+}
+
+void file_put(FileRec* f) {
+  if (!f || f->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  f->gen.fetch_add(1, std::memory_order_release);  // stale peers stop matching
+  f->rpd.store(nullptr, std::memory_order_relaxed);
+  f->peer = nullptr;
+  ArenaGuard g;
+  f->freelink = file_freelist;
+  file_freelist = f;
+}
+
+// ---- slots ----------------------------------------------------------------------------
+
+constexpr int kSlotBits = 12;
+constexpr int kSlotChunk = 1 << kSlotBits;
+constexpr int kMaxFd = 1 << 22;
+PollDesc* const kClosing = (PollDesc*)1;
+
+std::atomic<std::atomic<PollDesc*>*> slot_chunks[kMaxFd >> kSlotBits];
+
+std::atomic<PollDesc*>* slot_of(int fd, bool create) {
+  if (fd < 0 || fd >= kMaxFd) return nullptr;
+  std::atomic<std::atomic<PollDesc*>*>& c = slot_chunks[fd >> kSlotBits];
+  std::atomic<PollDesc*>* chunk = c.load(std::memory_order_acquire);
+  if (!chunk) {
+    if (!create) return nullptr;
+    auto* fresh = (std::atomic<PollDesc*>*)map_chunk(sizeof(std::atomic<PollDesc*>) * kSlotChunk);
+    if (c.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
+      chunk = fresh;
+    } else {
+      sys::munmap(fresh, sizeof(std::atomic<PollDesc*>) * kSlotChunk);
+    }
+  }
+  return &chunk[fd & (kSlotChunk - 1)];
+}
+
+bool ref_inc_not_zero(PollDesc* pd) {
+  int32_t r = pd->refs.load(std::memory_order_relaxed);
+  while (r > 0) {
+    if (pd->refs.compare_exchange_weak(r, r + 1, std::memory_order_seq_cst)) return true;
+  }
+  return false;
+}
+
+// The hidden numbers of orphaned descriptors live high in the fd space.
+int hidden_base() {
+  struct rlimit rl;
+  if (sys::raw4(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl) < 0) return 1024;
+  long cur = rl.rlim_cur > (rlim_t)kMaxFd ? kMaxFd : (long)rl.rlim_cur;
+  return (int)(cur > 64 ? cur - cur / 8 : cur / 2);
+}
+
+// Frees a descriptor whose last reference is gone.
+void pd_free(PollDesc* pd) {
+  FileRec* f;
+  {
+    PdGuard g(pd->lock);
+    GOSHIM_CHECK(!pd->rq_head && !pd->wq_head, "fd table: freeing a descriptor with waiters");
+    // The generation changes before anything else: a lock-free reader
+    // (fd_lookup) that sees any of the changes below fails pd_still, and
+    // stale epoll events stop matching.
+    pd->seq.fetch_add(1, std::memory_order_acq_rel);
+    int h = pd->fd.load(std::memory_order_relaxed);
+    if (h >= 0 && pd->closing) {
+      // Orphaned by close: the hidden number is ours to close.
+      if (pd->registered) netpoll_unregister(h);
+      sys::close(h);
+    }
+    pd->fd.store(-1, std::memory_order_relaxed);
+    pd->registered = false;
+    pd->unpollable = false;
+    pd->closing = false;
+    f = pd->file;
+    pd->file = nullptr;
+    if (f) {
+      PollDesc* me = pd;
+      f->rpd.compare_exchange_strong(me, nullptr, std::memory_order_relaxed);
+    }
+  }
+  file_put(f);
+  pd_dealloc(pd);
+}
+
+// Publishes pd (refs == 1) in fd's slot, retiring a stale descriptor.
+void install(int fd, PollDesc* pd) {
+  std::atomic<PollDesc*>* s = slot_of(fd, true);
+  if (!s) return;
+  PollDesc* old = s->exchange(pd, std::memory_order_seq_cst);
+  if (old && old != kClosing) {
+    // Closed behind goshim's back (inside libc): the number now names
+    // another file, so neither unregister nor close it.
+    {
+      PdGuard g(old->lock);
+      old->closing = true;
+      old->fd.store(-1, std::memory_order_relaxed);
+      old->registered = false;
+    }
+    pd_put(old);
+  }
+}
+
+int64_t tv_ns(const struct timeval& tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
+
+// Classifies an fd goshim has not seen created.
+FileRec* classify(int fd, long* err) {
+  struct stat st;
+  long r = sys::fstat(fd, &st);
+  if (r < 0) {
+    *err = r;
+    return nullptr;
+  }
+  long fl = sys::fcntl(fd, F_GETFL, 0);
+  uint32_t flags = (fl >= 0 && (fl & O_NONBLOCK)) ? (uint32_t)kFileUserNonblock : 0u;
+  FdKind kind = FdKind::Other;
+  switch (st.st_mode & S_IFMT) {
+    case S_IFSOCK:
+      kind = FdKind::Socket;
+      break;
+    case S_IFIFO:
+      kind = FdKind::Pipe;
+      break;
+    case S_IFREG:
+    case S_IFDIR:
+    case S_IFBLK:
+      kind = FdKind::File;
+      break;
+    case S_IFCHR: {
+      struct termios t;
+      kind = sys::ioctl(fd, TCGETS, (long)&t) == 0 ? FdKind::Tty : FdKind::Other;
+      break;
+    }
+    default: {
+      char buf[64];
+      long n = sys::readlink_fd(fd, buf, sizeof buf - 1);
+      if (n > 0) {
+        buf[n] = 0;
+        if (strstr(buf, "[eventfd]"))
+          kind = FdKind::EventFd;
+        else if (strstr(buf, "[timerfd]"))
+          kind = FdKind::TimerFd;
+        else if (strstr(buf, "[signalfd]"))
+          kind = FdKind::SignalFd;
+        else if (strstr(buf, "[eventpoll]"))
+          kind = FdKind::Epoll;
+      }
+    }
+  }
+  if (kind != FdKind::File) flags |= kFilePollable;
+  FileRec* f = file_alloc(kind, flags);
+  if (kind == FdKind::Socket) {
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    if (sys::getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0)
+      f->rcvtimeo.store(tv_ns(tv), std::memory_order_relaxed);
+    len = sizeof tv;
+    if (sys::getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0)
+      f->sndtimeo.store(tv_ns(tv), std::memory_order_relaxed);
+  }
+  return f;
+}
+
+PollDesc* new_desc(int fd, FileRec* f) {
+  PollDesc* pd = pd_alloc();
+  pd->fd.store(fd, std::memory_order_relaxed);
+  pd->file = f;
+  pd->registered = false;
+  pd->unpollable = false;
+  pd->closing = false;
+  pd->nhandoff.store(0, std::memory_order_relaxed);
+  pd->refs.store(1, std::memory_order_release);  // the slot's
+  return pd;
+}
+
+void chan_bump(FileRec* f) { file_chan_bump(f); }
+
+bool atfork_installed = false;
+std::atomic<int> atfork_once{0};
+
+void atfork_prepare() { fd_note_fork(); }
+
+}  // namespace
+
+// ---- lookup ----------------------------------------------------------------------------
+
+PollDesc* pd_at(uint32_t idx) {
+  if (idx >= kPdChunk * kPdChunks) return nullptr;
+  PollDesc* chunk = pd_chunks[idx / kPdChunk].load(std::memory_order_acquire);
+  return chunk ? chunk + idx % kPdChunk : nullptr;
+}
+
+void file_chan_bump(FileRec* f) {
+  uint64_t o = f->chan.load(std::memory_order_relaxed);
+  while (!f->chan.compare_exchange_weak(o, (o + 2) | 1, std::memory_order_acq_rel)) {
+  }
+}
+
+const char* fd_kind_name(FdKind k) {
+  static const char* const names[] = {"unknown", "socket", "pipe",  "eventfd", "timerfd",
+                                      "signalfd", "tty",   "epoll", "file",    "other"};
+  return (size_t)k < sizeof names / sizeof names[0] ? names[(size_t)k] : "?";
+}
+
+PollDesc* fd_get(int fd, int* err) {
+  if (fd < 0) {
+    *err = -EBADF;
+    return nullptr;
+  }
+  if (fd >= kMaxFd) {
+    *err = -EMFILE;
+    return nullptr;
+  }
+  for (;;) {
+    std::atomic<PollDesc*>* s = slot_of(fd, true);
+    PollDesc* pd = s->load(std::memory_order_acquire);
+    if (pd == kClosing) {
+      *err = -EBADF;
+      return nullptr;
+    }
+    if (!pd) {
+      long e = 0;
+      FileRec* f = classify(fd, &e);
+      if (!f) {
+        *err = (int)e;
+        return nullptr;
+      }
+      PollDesc* fresh = new_desc(fd, f);
+      PollDesc* expect = nullptr;
+      if (!s->compare_exchange_strong(expect, fresh, std::memory_order_seq_cst)) {
+        // Someone else recorded fd first.
+        fresh->refs.store(0, std::memory_order_relaxed);
+        pd_free(fresh);
+      }
+      continue;
+    }
+    if (!ref_inc_not_zero(pd)) continue;  // being freed: reload
+    if (s->load(std::memory_order_seq_cst) != pd) {
+      pd_put(pd);
+      continue;
+    }
+    return pd;
+  }
+}
+
+PollDesc* fd_lookup(int fd, uint32_t* seq, int* err) {
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  for (;;) {
+    PollDesc* pd = s ? s->load(std::memory_order_acquire) : nullptr;
+    if (pd == kClosing) {
+      *err = -EBADF;
+      return nullptr;
+    }
+    if (!pd) {
+      // First sight (or out of range): classify and record, with a reference.
+      pd = fd_get(fd, err);
+      if (!pd) return nullptr;
+      *seq = pd->seq.load(std::memory_order_acquire);
+      pd_put(pd);
+      return pd;
+    }
+    uint32_t q = pd->seq.load(std::memory_order_acquire);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s->load(std::memory_order_relaxed) != pd) continue;  // replaced meanwhile
+    *seq = q;
+    return pd;
+  }
+}
+
+bool pd_hold(PollDesc* pd, int fd, uint32_t seq) {
+  if (!ref_inc_not_zero(pd)) return false;
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  // seq_cst: pairs with fd_close_begin's slot store and refs load.
+  if (!s || s->load(std::memory_order_seq_cst) != pd ||
+      pd->seq.load(std::memory_order_relaxed) != seq) {
+    pd_put(pd);
+    return false;
+  }
+  return true;
+}
+
+void pd_put(PollDesc* pd) {
+  if (pd->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) pd_free(pd);
+}
+
+PollDesc* fd_peek(int fd) {
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  if (!s) return nullptr;
+  PollDesc* pd = s->load(std::memory_order_acquire);
+  return pd == kClosing ? nullptr : pd;
+}
+
+// ---- creation ----------------------------------------------------------------------------
+
+FileRec* fd_new(int fd, FdKind kind, uint32_t flags) {
+  FileRec* f = file_alloc(kind, flags);
+  if (fd < 0 || fd >= kMaxFd) {
+    file_put(f);
+    return nullptr;
+  }
+  install(fd, new_desc(fd, f));
+  return f;
+}
+
+void fd_forget(int fd) {
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  if (!s) return;
+  PollDesc* old = s->load(std::memory_order_acquire);
+  if (!old || old == kClosing) return;
+  if (!s->compare_exchange_strong(old, nullptr, std::memory_order_seq_cst)) return;
+  {
+    PdGuard g(old->lock);
+    old->closing = true;
+    old->fd.store(-1, std::memory_order_relaxed);
+    old->registered = false;
+  }
+  pd_put(old);
+}
+
+void fd_link(int from, int to) {
+  int err;
+  PollDesc* a = fd_get(from, &err);
+  if (!a) return;
+  PollDesc* b = fd_get(to, &err);
+  if (b) {
+    FileRec* fa = a->file;
+    FileRec* fb = b->file;
+    fb->chan.store(0, std::memory_order_relaxed);  // a new pipe is empty
+    fb->rpd.store(b, std::memory_order_release);
+    fb->flags.fetch_or(kFileChan, std::memory_order_release);
+    fa->peer_gen = fb->gen.load(std::memory_order_relaxed);
+    __atomic_store_n(&fa->peer, fb, __ATOMIC_RELEASE);
+    pd_put(b);
+  }
+  pd_put(a);
+}
+
+void fd_dup(int oldfd, int newfd) {
+  int err;
+  PollDesc* o = fd_get(oldfd, &err);
+  if (!o) return;
+  FileRec* f = o->file;
+  f->refs.fetch_add(1, std::memory_order_relaxed);
+  install(newfd, new_desc(newfd, f));
+  pd_put(o);
+}
+
+// ---- close --------------------------------------------------------------------------------
+
+PollDesc* fd_close_begin(int fd) {
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  if (!s) return nullptr;
+  PollDesc* pd = s->load(std::memory_order_acquire);
+  if (!pd || pd == kClosing) return nullptr;
+  if (!s->compare_exchange_strong(pd, kClosing, std::memory_order_seq_cst)) return nullptr;
+  bool lost = false;
+  {
+    PdGuard g(pd->lock);
+    pd->closing = true;
+    FileRec* f = pd->file;
+    PollDesc* me = pd;
+    f->rpd.compare_exchange_strong(me, nullptr, std::memory_order_relaxed);
+    // A reader of this pipe, or of its peer (this was a write end: EOF may
+    // follow), must consult the kernel again.
+    if (f->flags.load(std::memory_order_relaxed) & kFileChan) chan_bump(f);
+    FileRec* peer = __atomic_load_n(&f->peer, __ATOMIC_ACQUIRE);
+    if (peer) chan_bump(peer);
+    if (pd->refs.load(std::memory_order_seq_cst) > 1) {
+      // Operations in flight: they keep the file, under a hidden number.
+      long h = sys::fcntl(fd, F_DUPFD_CLOEXEC, hidden_base());
+      if (h >= 0) {
+        if (pd->registered) {
+          if (netpoll_register((int)h, pd_tag(pd)) < 0) pd->registered = false;
+          netpoll_unregister(fd);
+        }
+        pd->fd.store((int)h, std::memory_order_release);
+      } else {
+        // Out of numbers: the operations fail with EBADF instead.
+        lost = true;
+      }
+    }
+    if (pd->fd.load(std::memory_order_relaxed) == fd) {
+      if (pd->registered) netpoll_unregister(fd);
+      pd->registered = false;
+      pd->fd.store(-1, std::memory_order_release);
+    }
+  }
+  if (lost) pd_wake_all(pd);
+  return pd;
+}
+
+void fd_close_end(int fd, PollDesc* pd) {
+  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  if (s) {
+    PollDesc* mark = kClosing;
+    s->compare_exchange_strong(mark, nullptr, std::memory_order_seq_cst);
+  }
+  if (pd) pd_put(pd);
+}
+
+FdKind pd_kind(PollDesc* pd) { return pd && pd->file ? pd->file->kind : FdKind::Unknown; }
+
+// ---- views ----------------------------------------------------------------------------------
+
+bool fd_emulates_blocking(int fd) {
+  PollDesc* pd = fd_peek(fd);
+  if (!pd) return false;
+  FileRec* f = pd->file;
+  if (!f) return false;
+  uint32_t fl = f->flags.load(std::memory_order_acquire);
+  return (fl & kFileNbUnder) && !(fl & kFileUserNonblock);
+}
+
+void fd_set_user_nonblock(PollDesc* pd, bool on) {
+  if (on)
+    pd->file->flags.fetch_or(kFileUserNonblock, std::memory_order_acq_rel);
+  else
+    pd->file->flags.fetch_and(~kFileUserNonblock, std::memory_order_acq_rel);
+}
+
+bool fd_make_nonblocking(PollDesc* pd) {
+  FileRec* f = pd->file;
+  uint32_t fl = f->flags.load(std::memory_order_acquire);
+  if (fl & kFileNbUnder) return true;
+  if (!(fl & kFileOwned) || !(fl & kFilePollable)) return false;
+  int fd = pd->fd.load(std::memory_order_acquire);
+  long k = sys::fcntl(fd, F_GETFL, 0);
+  if (k < 0) return false;
+  if (!(k & O_NONBLOCK) && sys::fcntl(fd, F_SETFL, k | O_NONBLOCK) < 0) return false;
+  f->flags.fetch_or(kFileNbUnder, std::memory_order_acq_rel);
+  return true;
+}
+
+void fd_release_to_kernel(int fd) {
+  int err;
+  PollDesc* pd = fd_get(fd, &err);
+  if (!pd) return;
+  FileRec* f = pd->file;
+  uint32_t fl = f->flags.load(std::memory_order_acquire);
+  if ((fl & kFileNbUnder) && !(fl & kFileUserNonblock)) {
+    long k = sys::fcntl(fd, F_GETFL, 0);
+    if (k >= 0) sys::fcntl(fd, F_SETFL, k & ~O_NONBLOCK);
+  }
+  f->flags.fetch_and(~(kFileNbUnder | kFileOwned), std::memory_order_acq_rel);
+  pd_put(pd);
+  fd_taint(fd);
+}
+
+void fd_taint(int fd) {
+  int err;
+  PollDesc* pd = fd_get(fd, &err);
+  if (!pd) return;
+  FileRec* f = pd->file;
+  f->flags.fetch_or(kFileTainted, std::memory_order_acq_rel);
+  chan_bump(f);
+  FileRec* peer = __atomic_load_n(&f->peer, __ATOMIC_ACQUIRE);
+  if (peer && peer->gen.load(std::memory_order_acquire) == f->peer_gen) {
+    peer->flags.fetch_or(kFileTainted, std::memory_order_acq_rel);
+    chan_bump(peer);
+  }
+  pd_put(pd);
+}
+
+// ---- process events ---------------------------------------------------------------------------
+
+void fd_note_fork() { g_fork_epoch.fetch_add(1, std::memory_order_acq_rel); }
+
+void fd_install_atfork() {
+  if (atfork_once.load(std::memory_order_acquire)) return;
+  int zero = 0;
+  if (!atfork_once.compare_exchange_strong(zero, 1)) return;
+  // The child's reset is core/fork.cpp's hook (netpoll_after_fork).
+  pthread_atfork(atfork_prepare, nullptr, nullptr);
+  atfork_installed = true;
+}
+
+void fd_fork_child() {
+  // Only this thread exists: reset every lock and queue without locking.
+  new (&arena_lock) Mutex();
+  uint32_t n = pd_next;
+  for (uint32_t i = 0; i < n; i++) {
+    PollDesc* pd = pd_chunks[i / kPdChunk].load(std::memory_order_relaxed) + i % kPdChunk;
+    new (&pd->lock) PdLock();
+    pd->rq_head = pd->rq_tail = pd->wq_head = pd->wq_tail = nullptr;
+    pd->nhandoff.store(0, std::memory_order_relaxed);
+    pd->registered = false;  // the child gets a fresh epoll instance
+    if (pd->refs.load(std::memory_order_relaxed) > 0) {
+      // Operations in flight belonged to goroutines the child does not
+      // have. An orphan only lived for them: close it now.
+      if (pd->closing) {
+        pd->refs.store(1, std::memory_order_relaxed);
+        pd_put(pd);
+      } else {
+        pd->refs.store(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  for (int c = 0; c < (kMaxFd >> kSlotBits); c++) {
+    std::atomic<PollDesc*>* chunk = slot_chunks[c].load(std::memory_order_relaxed);
+    if (!chunk) continue;
+    for (int i = 0; i < kSlotChunk; i++)
+      if (chunk[i].load(std::memory_order_relaxed) == kClosing)
+        chunk[i].store(nullptr, std::memory_order_relaxed);
+  }
+}
+
+void fd_prepare_exec() {
+  fd_note_fork();
+  for (int c = 0; c < (kMaxFd >> kSlotBits); c++) {
+    std::atomic<PollDesc*>* chunk = slot_chunks[c].load(std::memory_order_acquire);
+    if (!chunk) continue;
+    for (int i = 0; i < kSlotChunk; i++) {
+      PollDesc* pd = chunk[i].load(std::memory_order_acquire);
+      if (!pd || pd == kClosing) continue;
+      int fd = (c << kSlotBits) | i;
+      long fdfl = sys::fcntl(fd, F_GETFD, 0);
+      if (fdfl < 0 || (fdfl & FD_CLOEXEC)) continue;
+      fd_release_to_kernel(fd);
+    }
+  }
+}
+
+int fd_next_tracked(int from) {
+  if (from < 0) from = 0;
+  for (int fd = from; fd < kMaxFd;) {
+    std::atomic<PollDesc*>* chunk = slot_chunks[fd >> kSlotBits].load(std::memory_order_acquire);
+    if (!chunk) {
+      fd = ((fd >> kSlotBits) + 1) << kSlotBits;
+      continue;
+    }
+    PollDesc* pd = chunk[fd & (kSlotChunk - 1)].load(std::memory_order_acquire);
+    if (pd && pd != kClosing) return fd;
+    fd++;
+  }
+  return -1;
+}
+
+int32_t fd_live_descs() { return live_descs.load(std::memory_order_relaxed); }
+
+}  // namespace goshim

@@ -1,0 +1,86 @@
+// syscall(): the fd calls made through libc's syscall() get the same
+// treatment as through their libc wrappers. goshim keeps the fds it creates
+// O_NONBLOCK underneath, so a raw read of an empty pipe would otherwise
+// return EAGAIN to a program that sees the pipe as blocking; and a raw
+// close would leave a stale fd-table entry. Every other number goes to
+// libc's syscall() unchanged.
+//
+// The entry is arch/x86_64/syscall.S, which dispatches by number.
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#include "core/fdio.hpp"
+#include "core/fdops.hpp"
+#include "core/real_io.hpp"
+#include "shim/io.hpp"
+#include "syscalls/sys.hpp"
+
+using namespace goshim;
+
+// The C half of arch/x86_64/syscall.S for the fd calls (seven longs: the
+// number and the six arguments, the last on the stack, as the assembly
+// leaves them). syscall()'s convention: the result, or -1 with errno.
+extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_io(long nr, long a1, long a2,
+                                                                       long a3, long a4, long a5,
+                                                                       long a6) {
+  GOSHIM_IO_ENTRY();
+  long r;
+  switch (nr) {
+    case SYS_read:
+      r = io_read((int)a1, (void*)a2, (size_t)a3);
+      break;
+    case SYS_write:
+      r = io_write((int)a1, (const void*)a2, (size_t)a3);
+      break;
+    case SYS_readv:
+      r = io_readv((int)a1, (const struct iovec*)a2, (int)a3);
+      break;
+    case SYS_writev:
+      r = io_writev((int)a1, (const struct iovec*)a2, (int)a3);
+      break;
+    case SYS_recvfrom:
+      r = io_recvfrom((int)a1, (void*)a2, (size_t)a3, (int)a4, (struct sockaddr*)a5,
+                      (socklen_t*)a6);
+      break;
+    case SYS_sendto:
+      r = io_sendto((int)a1, (const void*)a2, (size_t)a3, (int)a4, (const struct sockaddr*)a5,
+                    (socklen_t)a6);
+      break;
+    case SYS_recvmsg:
+      r = io_recvmsg((int)a1, (struct msghdr*)a2, (int)a3);
+      break;
+    case SYS_sendmsg:
+      fdop_before_sendmsg((const struct msghdr*)a2);
+      r = io_sendmsg((int)a1, (const struct msghdr*)a2, (int)a3);
+      break;
+    case SYS_accept:
+      r = io_accept4((int)a1, (struct sockaddr*)a2, (socklen_t*)a3, 0);
+      break;
+    case SYS_accept4:
+      r = io_accept4((int)a1, (struct sockaddr*)a2, (socklen_t*)a3, (int)a4);
+      break;
+    case SYS_connect:
+      r = io_connect((int)a1, (const struct sockaddr*)a2, (socklen_t)a3);
+      break;
+    case SYS_close:
+      r = fdop_close((int)a1);
+      break;
+    case SYS_fcntl:
+      r = fdop_fcntl((int)a1, (int)a2, a3);
+      break;
+    case SYS_dup:
+      r = fdop_dup((int)a1);
+      break;
+    case SYS_dup2:
+      r = fdop_dup3((int)a1, (int)a2, 0, true);
+      break;
+    case SYS_dup3:
+      r = fdop_dup3((int)a1, (int)a2, (int)a3, false);
+      break;
+    default:
+      r = sys::raw6(nr, a1, a2, a3, a4, a5, a6);  // not routed here by the entry
+      break;
+  }
+  return shim::set_errno(r);
+}

@@ -1,0 +1,184 @@
+/* Signals interrupting blocked I/O and sleeps, as Linux does it: a handler
+ * without SA_RESTART makes a blocked read/accept/recv return EINTR; with
+ * SA_RESTART they restart (and a read then gets the data written later),
+ * except socket calls with SO_RCVTIMEO; poll, select, epoll_wait and the
+ * sleeps always return EINTR (sleeps with the time left); a write that was
+ * interrupted after some progress returns the partial count.
+ *
+ * Needs signal delivery to a thread blocked in I/O (pthread_kill to a
+ * goroutine). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static atomic_int handled;
+static void on_usr1(int sig) { atomic_fetch_add(&handled, 1); }
+
+static void install(int restart) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1;
+  sa.sa_flags = restart ? SA_RESTART : 0;
+  sigemptyset(&sa.sa_mask);
+  CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
+}
+
+static void msleep(int ms) { usleep((useconds_t)ms * 1000); }
+
+static const char *en(long r, int e) {
+  if (r >= 0) return "ok";
+  return e == EINTR ? "EINTR" : e == EAGAIN ? "EAGAIN" : strerror(e);
+}
+
+enum { READ, ACCEPT, RECV_TIMEO, POLL, SELECT, EPOLL, NANOSLEEP, CLOCK_NANOSLEEP, SLEEP, BIGWRITE };
+static const char *names[] = {"read", "accept", "recv+SO_RCVTIMEO", "poll", "select",
+                              "epoll_wait", "nanosleep", "clock_nanosleep", "sleep", "big write"};
+static int fd_a, fd_b;
+static struct sockaddr_in lsa;
+static long result;
+static int result_errno;
+static struct timespec rem;
+
+static void *blocker(void *arg) {
+  int what = (int)(long)arg;
+  char buf[16];
+  errno = 0;
+  switch (what) {
+    case READ: result = read(fd_a, buf, 1); break;
+    case ACCEPT: result = accept(fd_a, NULL, NULL); break;
+    case RECV_TIMEO: result = recv(fd_a, buf, 1, 0); break;
+    case POLL: {
+      struct pollfd p = {fd_a, POLLIN, 0};
+      result = poll(&p, 1, -1);
+      break;
+    }
+    case SELECT: {
+      fd_set r;
+      FD_ZERO(&r);
+      FD_SET(fd_a, &r);
+      result = select(fd_a + 1, &r, NULL, NULL, NULL);
+      break;
+    }
+    case EPOLL: {
+      struct epoll_event ev;
+      result = epoll_wait(fd_a, &ev, 1, -1);
+      break;
+    }
+    case NANOSLEEP: {
+      struct timespec ts = {5, 0};
+      result = nanosleep(&ts, &rem);
+      break;
+    }
+    case CLOCK_NANOSLEEP: {
+      struct timespec ts = {5, 0};
+      int r = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &rem);
+      result = r ? -1 : 0;
+      errno = r;
+      break;
+    }
+    case SLEEP: result = sleep(5); break;
+    case BIGWRITE: {
+      size_t n = 8 << 20;
+      char *d = calloc(1, n);
+      result = write(fd_a, d, n);
+      free(d);
+      break;
+    }
+  }
+  result_errno = errno;
+  return NULL;
+}
+
+static void run(int what, int restart) {
+  int p[2] = {-1, -1};
+  int l = -1, ep = -1, sv[2] = {-1, -1};
+  switch (what) {
+    case READ: case POLL: case SELECT:
+      CHECK(pipe(p) == 0, "pipe");
+      fd_a = p[0];
+      fd_b = p[1];
+      break;
+    case ACCEPT: {
+      l = socket(AF_INET, SOCK_STREAM, 0);
+      struct sockaddr_in sa = {.sin_family = AF_INET};
+      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      CHECK(bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 4) == 0, "listen");
+      socklen_t sl = sizeof lsa;
+      getsockname(l, (struct sockaddr *)&lsa, &sl);
+      fd_a = l;
+      break;
+    }
+    case RECV_TIMEO: case BIGWRITE: {
+      CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+      struct timeval tv = {30, 0};
+      if (what == RECV_TIMEO) setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      fd_a = sv[0];
+      fd_b = sv[1];
+      break;
+    }
+    case EPOLL: {
+      CHECK(pipe(p) == 0, "pipe");
+      ep = epoll_create1(0);
+      struct epoll_event ev = {.events = EPOLLIN};
+      epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev);
+      fd_a = ep;
+      fd_b = p[1];
+      break;
+    }
+    default:
+      break;
+  }
+  install(restart);
+  atomic_store(&handled, 0);
+  pthread_t t;
+  pthread_create(&t, NULL, blocker, (void *)(long)what);
+  msleep(100);
+  int k = pthread_kill(t, SIGUSR1);
+  CHECK(k == 0, "pthread_kill to a thread blocked in %s: %s (signal delivery to a blocked "
+        "thread is needed)", names[what], strerror(k));
+  msleep(100);
+  /* A restarted read or accept is still waiting: let it finish. */
+  int c = -1;
+  if (what == READ && restart) CHECK(write(fd_b, "r", 1) == 1, "write");
+  if (what == ACCEPT && restart) {
+    c = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(connect(c, (struct sockaddr *)&lsa, sizeof lsa) == 0, "connect");
+  }
+  pthread_join(t, NULL);
+  printf("%-16s %-10s -> %s", names[what], restart ? "SA_RESTART" : "no restart",
+         en(result, result_errno));
+  if (what == READ && result >= 0) printf(" (%ld byte)", result);
+  if (what == NANOSLEEP || what == CLOCK_NANOSLEEP)
+    printf(", rem in (0,5s) %d", result != 0 && rem.tv_sec < 5 && (rem.tv_sec > 0 || rem.tv_nsec > 0));
+  if (what == SLEEP) printf(", %ld s left", result);
+  if (what == BIGWRITE) printf(", partial %d", result > 0 && result < (8 << 20));
+  printf(", handler ran %d\n", atomic_load(&handled));
+  if (c >= 0) close(c);
+  if (what == ACCEPT && result >= 0) close((int)result);
+  if (p[0] >= 0) close(p[0]);
+  if (p[1] >= 0) close(p[1]);
+  if (l >= 0) close(l);
+  if (ep >= 0) close(ep);
+  if (sv[0] >= 0) close(sv[0]);
+  if (sv[1] >= 0) close(sv[1]);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  for (int what = READ; what <= BIGWRITE; what++) {
+    run(what, 0);
+    run(what, 1);
+  }
+  return 0;
+}
