@@ -1,7 +1,8 @@
 /* Launcher tests: obs_exit CODE exits with CODE; obs_exit kill SIG kills
  * itself with SIG; obs_exit env NAME prints getenv(NAME); obs_exit stack
  * prints a new thread's stack size; obs_exit threads N keeps N threads
- * alive together for a moment and prints the kernel thread count. */
+ * alive together for a moment and prints the kernel thread count;
+ * obs_exit sleep MS sleeps MS milliseconds. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +58,10 @@ int main(int argc, char **argv) {
     pthread_create(&t, NULL, stack_size, &sz);
     pthread_join(t, NULL);
     printf("%zu\n", sz);
+    return 0;
+  }
+  if (strcmp(argv[1], "sleep") == 0) {
+    usleep(atoi(argv[2]) * 1000);
     return 0;
   }
   if (strcmp(argv[1], "threads") == 0) {

@@ -16,7 +16,7 @@ dump_run() {
   wait_for "$T/out" '^ready$' 20 || { fail "obs_states never got ready"; kill -9 $pid; wait $pid; return; }
   sleep 0.3
   kill -s "$sig" $pid
-  wait_for "$T/err" '^goroutine .*blocked_in_sleep' 10 || fail "no dump after SIG$sig"
+  wait_for "$T/err" '^  blocked_in_sleep\+0x' 10 || fail "no dump after SIG$sig"
   sleep 0.3
   kill -0 $pid 2>/dev/null || fail "the program did not survive the dump"
   kill -TERM $pid
