@@ -84,6 +84,6 @@ int main(int argc, char **argv) {
   printf("RESULT reached=%d of=%d peak_live=%ld kernel_threads=%d all_alive_s=%.2f total_s=%.2f "
          "finished=%ld error=%s\n",
          created, n, (long)atomic_load(&peak_live), kt, t_alive, now_s() - t0,
-         (long)atomic_load(&done), err ? strerror(err) : "none");
+         (long)atomic_load(&done), err ? strerrorname_np(err) : "none");
   return created == n && atomic_load(&done) == n ? 0 : 1;
 }
