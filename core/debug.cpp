@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/config.hpp"
@@ -136,11 +137,54 @@ void tick(int64_t now) {
   if (config.deadlock) check_deadlock(now);
 }
 
-void stall(M* mp, G* gp, int64_t stalled_ns) {
-  npinned.fetch_add(1, std::memory_order_relaxed);
-  if (!config.pinned_ms || stalled_ns < (int64_t)config.pinned_ms * 1000000) return;
-  if (!gp) return;
-  // What the kernel thread is blocked in: /proc/self/task/TID/syscall.
+// Every G that pinned its M long enough for sysmon to take the P away.
+void stall(M* mp, G* gp, int64_t stalled_ns) { npinned.fetch_add(1, std::memory_order_relaxed); }
+
+// Names of the system calls a thread is most often found stuck in.
+const char* syscall_name(long nr) {
+  switch (nr) {
+    case SYS_read: return "read";
+    case SYS_write: return "write";
+    case SYS_readv: return "readv";
+    case SYS_writev: return "writev";
+    case SYS_pread64: return "pread64";
+    case SYS_pwrite64: return "pwrite64";
+    case SYS_poll: return "poll";
+    case SYS_ppoll: return "ppoll";
+    case SYS_select: return "select";
+    case SYS_pselect6: return "pselect6";
+    case SYS_epoll_wait: return "epoll_wait";
+    case SYS_epoll_pwait: return "epoll_pwait";
+    case SYS_futex: return "futex";
+    case SYS_nanosleep: return "nanosleep";
+    case SYS_clock_nanosleep: return "clock_nanosleep";
+    case SYS_accept: return "accept";
+    case SYS_accept4: return "accept4";
+    case SYS_connect: return "connect";
+    case SYS_recvfrom: return "recvfrom";
+    case SYS_recvmsg: return "recvmsg";
+    case SYS_sendto: return "sendto";
+    case SYS_sendmsg: return "sendmsg";
+    case SYS_wait4: return "wait4";
+    case SYS_waitid: return "waitid";
+    case SYS_flock: return "flock";
+    case SYS_fcntl: return "fcntl";
+    case SYS_ioctl: return "ioctl";
+    case SYS_openat: return "openat";
+    case SYS_fsync: return "fsync";
+    case SYS_pause: return "pause";
+    case SYS_rt_sigtimedwait: return "rt_sigtimedwait";
+    case SYS_rt_sigsuspend: return "rt_sigsuspend";
+    default: return nullptr;
+  }
+}
+
+// GOSHIM_DEBUG=pinned=MS: gp has kept mp stuck for MS, where goshim cannot
+// see (a raw system call, a lock glibc takes internally, a busy loop). Runs
+// on sysmon while mp is still stuck, so the backtrace is where it is stuck.
+void pinned(M* mp, G* gp, int64_t stalled_ns) {
+  // What the kernel thread is blocked in: /proc/self/task/TID/syscall
+  // ("NR args... SP PC", or "running").
   char path[64], sc[160] = "";
   rawfmt(path, sizeof path, "/proc/self/task/%d/syscall", (int)mp->tid);
   long fd = sys::openat(-100, path, O_RDONLY | O_CLOEXEC, 0);
@@ -148,14 +192,21 @@ void stall(M* mp, G* gp, int64_t stalled_ns) {
     long n = sys::read((int)fd, sc, sizeof sc - 1);
     sys::close((int)fd);
     sc[n > 0 ? n : 0] = 0;
-    char* nl = strchr(sc, '\n');
-    if (nl) *nl = 0;
   }
-  long nr = atol(sc);
-  rawlog("goshim: pinned: goroutine %lu \"%s\" held M%d blocked for %ld ms in system call %ld "
-         "(goshim does not see it; its processor went to another thread)\n",
-         (unsigned long)gp->goid, gp->name, mp->id, (long)(stalled_ns / 1000000), nr);
-  dump_goroutines(2, "goroutines at the time:");
+  char where[64];
+  if (sc[0] >= '0' && sc[0] <= '9') {
+    long nr = atol(sc);
+    const char* name = syscall_name(nr);
+    rawfmt(where, sizeof where, "blocked in system call %ld%s%s%s", nr, name ? " (" : "",
+           name ? name : "", name ? ")" : "");
+  }
+  else
+    rawfmt(where, sizeof where, "running without calling into goshim");
+  rawlog("goshim: pinned: goroutine %lu%s%s%s has held M%d for %ld ms, %s, where goshim "
+         "cannot see it; its processor went to another thread\n",
+         (unsigned long)gp->goid, gp->name[0] ? " \"" : "", gp->name, gp->name[0] ? "\"" : "",
+         mp->id, (long)(stalled_ns / 1000000), where);
+  dump_goroutine(2, gp);
 }
 
 }  // namespace
@@ -165,6 +216,8 @@ void debug_init() {
   start_wall_ns = sys::walltime();
   sysmon_tick_hook = tick;
   sysmon_stall_hook = stall;
+  sysmon_pinned_hook = pinned;
+  sysmon_pinned_ns = (int64_t)config.pinned_ms * 1000000;
 }
 
 void schedtrace_print(int fd, bool detail) {

@@ -154,6 +154,32 @@ bool in_syscall(pid_t tid, uintptr_t* sp, uintptr_t* pc, long* nr) {
   return *sp && *pc;
 }
 
+// Whether ra looks like a return address: the bytes before it are a call
+// (call rel32, or call through a register or memory operand). May fault:
+// callers hold the dump's fault guard.
+bool after_call(uintptr_t ra) {
+  if (ra < 4096) return false;
+  const uint8_t* p = (const uint8_t*)ra;
+  if (p[-5] == 0xE8) return true;
+  for (int len : {2, 3, 4, 6, 7})
+    if (p[-len] == 0xFF && ((p[-len + 1] >> 3) & 7) == 2) return true;
+  return false;
+}
+
+// The frame pointer of a thread stopped in a system call, which
+// /proc/self/task/TID/syscall does not give: the innermost frame record
+// (saved frame pointer above it on the stack, then a return address) at or
+// above sp. Frames whose unwind rules use the frame pointer (-O0 code)
+// need it; others ignore it. 0 if none is found below hi.
+uintptr_t guess_frame_pointer(uintptr_t sp, uintptr_t hi) {
+  for (uintptr_t a = sp; a + 16 <= hi && a < sp + 64 * 1024; a += 8) {
+    uintptr_t saved = *(const uintptr_t*)a;
+    if (saved > a && saved < hi && (saved & 7) == 0 && after_call(*(const uintptr_t*)(a + 8)))
+      return a;
+  }
+  return 0;
+}
+
 void write_all(int fd, const char* s, size_t n) {
   while (n > 0) {
     long w = sys::write(fd, s, n);
@@ -224,6 +250,8 @@ void dump_one(int fd, G* gp) {
     uc.uc_mcontext.gregs[REG_RSP] = (greg_t)ksp;
     guard_tid.store(sys::gettid(), std::memory_order_release);
     if (sigsetjmp(guard_buf, 1) == 0) {
+      uintptr_t hi = gp->stack.hi > ksp ? gp->stack.hi : ksp + 1024 * 1024;
+      uc.uc_mcontext.gregs[REG_RBP] = (greg_t)guess_frame_pointer(ksp, hi);
       unw_cursor_t c;
       if (unw_init_local(&c, (unw_context_t*)&uc) == 0)
         len += unwind_into(&c, buf + len, sizeof buf - len);
@@ -345,6 +373,8 @@ void dump_backtrace_here(int fd, int skip) {
   size_t len = unwind_into(&c, buf, sizeof buf);
   write_all(fd, buf, len);
 }
+
+void dump_goroutine(int fd, G* gp) { dump_one(fd, gp); }
 
 void dump_goroutines(int fd, const char* title) {
   char head[160];

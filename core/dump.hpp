@@ -19,6 +19,10 @@ void dump_init();
 // lock held. Allocates nothing.
 void dump_goroutines(int fd, const char* title);
 
+// Writes one goroutine's entry (header, backtrace, creator) to fd. Same
+// contract as dump_goroutines.
+void dump_goroutine(int fd, G* gp);
+
 // Signal context, on the M that runs gp: records gp's backtrace from the
 // interrupted frame for a dump in progress.
 void dump_capture_running(G* gp, void* ucontext);

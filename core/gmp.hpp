@@ -326,6 +326,8 @@ struct P {
   int64_t sm_stallwhen = 0;  // when that look was
   int64_t sm_slice_cpu = -1;  // its M's CPU time when sysmon first saw this slice
   int64_t sm_slice_when = 0;
+  int64_t sm_pinned_since = 0;  // retired: when its M stopped making progress
+  bool sm_pinned_told = false;  // retired: the pinning report was written
 };
 
 // A FIFO of Gs linked through schedlink.

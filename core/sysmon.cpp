@@ -21,6 +21,8 @@ namespace goshim {
 
 void (*sysmon_tick_hook)(int64_t now) = nullptr;
 void (*sysmon_stall_hook)(M* mp, G* gp, int64_t stalled_ns) = nullptr;
+void (*sysmon_pinned_hook)(M* mp, G* gp, int64_t stalled_ns) = nullptr;
+int64_t sysmon_pinned_ns = 0;
 
 namespace {
 
@@ -62,7 +64,13 @@ void watch_retiring(int64_t now) {
     // Its G yields at its next interposed call; a signal only if it keeps
     // computing for a whole time slice (a signal would end a system call
     // such as nanosleep with EINTR).
-    if (G* gp = mp->curg) gp->preempt.store(true, std::memory_order_release);
+    G* cur = mp->curg;
+    if (cur) cur->preempt.store(true, std::memory_order_release);
+    if (cur && sysmon_pinned_ns && sysmon_pinned_hook && !pp->sm_pinned_told &&
+        now - pp->sm_pinned_since >= sysmon_pinned_ns) {
+      pp->sm_pinned_told = true;
+      sysmon_pinned_hook(mp, cur, now - pp->sm_pinned_since);
+    }
     int64_t cpu = cputime_of(mp);
     if (pp->sm_slice_cpu < 0 || cpu < 0) {
       pp->sm_slice_cpu = cpu;
@@ -108,6 +116,8 @@ void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
   sched.allp[idx].store(np, std::memory_order_release);
   pp->sm_cputime = -1;
   pp->sm_slice_cpu = -1;
+  pp->sm_pinned_since = sys::nanotime() - stalled;
+  pp->sm_pinned_told = false;
   if (nretiring < kMaxRetiring) retiring[nretiring++] = pp;
   timers_move(&pp->timers, &np->timers);
   sched.nstalls.fetch_add(1, std::memory_order_relaxed);

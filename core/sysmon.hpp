@@ -32,5 +32,9 @@ void sysmon_after_fork();
 // stalled M is found (may be null).
 extern void (*sysmon_tick_hook)(int64_t now);
 extern void (*sysmon_stall_hook)(M* mp, G* gp, int64_t stalled_ns);
+// Called once per stall, while the M is still stuck, when the stall has
+// lasted sysmon_pinned_ns (0: never): the pinning report.
+extern void (*sysmon_pinned_hook)(M* mp, G* gp, int64_t stalled_ns);
+extern int64_t sysmon_pinned_ns;
 
 }  // namespace goshim
