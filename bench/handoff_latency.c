@@ -1,5 +1,6 @@
 /* How soon another runnable thread runs when one thread enters a blocking
- * call: "wait" blocks in waitpid (a call that usually blocks long), "read"
+ * call (the other thread is already running, yielding in a loop until it
+ * sees the flag set just before the call): "wait" blocks in waitpid (a call that usually blocks long), "read"
  * in a read of a regular file from a cold cache (usually quick, so goshim
  * leaves it to sysmon). Prints the median delay in µs.
  *   handoff_latency wait|read [rounds] */
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 extern char **environ;
-static volatile int phase;
+static volatile int phase, other_ready;
 static volatile double t_enter, t_other;
 static const char *path;
 static int use_read;
@@ -31,8 +32,9 @@ static void *blocker(void *arg) {
     static char buf[1 << 20];
     int fd = open(path, O_RDONLY);
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    phase = 1;
+    while (!other_ready) sched_yield();
     t_enter = now();
+    phase = 1;
     while (read(fd, buf, sizeof buf) > 0) {
     }
     close(fd);
@@ -40,8 +42,9 @@ static void *blocker(void *arg) {
     pid_t pid;
     char *argv[] = {"sleep", "0.02", NULL};
     posix_spawnp(&pid, "sleep", NULL, NULL, argv, environ);
-    phase = 1;
+    while (!other_ready) sched_yield();
     t_enter = now();
+    phase = 1;
     int st;
     waitpid(pid, &st, 0);
   }
@@ -49,6 +52,7 @@ static void *blocker(void *arg) {
 }
 
 static void *other(void *arg) {
+  other_ready = 1;
   while (phase == 0) sched_yield();
   t_other = now();
   return NULL;
@@ -75,6 +79,7 @@ int main(int argc, char **argv) {
   double lat[1000];
   for (int r = 0; r < rounds; r++) {
     phase = 0;
+    other_ready = 0;
     t_other = 0;
     pthread_t a, b;
     pthread_create(&a, NULL, blocker, NULL);

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <time.h>
 
@@ -273,6 +274,10 @@ void reap_idle_ms(int64_t now) {
 
 // sysmon sleeps on this word so that a signal to route can wake it early.
 std::atomic<uint32_t> wake_word{0};
+// sysmon is in a backed-off sleep (longer than its 20 us period); a kick
+// ends it and restarts the short period.
+std::atomic<bool> napping{false};
+std::atomic<bool> kicked{false};
 
 void* sysmon_main(void*) {
   // Program handlers never run here (signal_route opens the signals goshim
@@ -280,6 +285,10 @@ void* sysmon_main(void*) {
   uint64_t all = ~0ull & ~(1ull << (33 - 1));
   sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);
   tls_g = sysmon_g();
+  // The kernel's default timer slack (50 us) would stretch every 20 us
+  // sleep to about 70-120 us: the hand-off of a P stuck in a blocking call
+  // would take that long.
+  sys::prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
   int64_t delay_us = 20;
   int idle = 0;
   for (;;) {
@@ -289,8 +298,14 @@ void* sysmon_main(void*) {
       delay_us *= 2;
     if (delay_us > 10000) delay_us = 10000;
     struct timespec ts = {0, (long)delay_us * 1000};
+    napping.store(delay_us > 20, std::memory_order_relaxed);
     if (wake_word.exchange(0, std::memory_order_acq_rel) == 0) sys::futex_wait(&wake_word, 0, &ts);
     wake_word.store(0, std::memory_order_relaxed);
+    napping.store(false, std::memory_order_relaxed);
+    if (kicked.exchange(false, std::memory_order_relaxed)) {
+      idle = 0;
+      delay_us = 20;
+    }
     int64_t now = sys::nanotime();
     signal_route();
 
@@ -316,6 +331,13 @@ void* sysmon_main(void*) {
 }
 
 }  // namespace
+
+void sysmon_kick() {
+  if (!napping.load(std::memory_order_relaxed)) return;
+  kicked.store(true, std::memory_order_relaxed);
+  napping.store(false, std::memory_order_relaxed);
+  sysmon_wake();
+}
 
 // Signal-safe.
 void sysmon_wake() {

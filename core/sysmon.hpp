@@ -23,6 +23,11 @@ namespace goshim {
 void sysmon_start();
 // Wakes sysmon early (signal-safe).
 void sysmon_wake();
+// A blocking call that sysmon should watch from now on (runnable work
+// waits for its P): if sysmon is in a backed-off sleep (up to 10 ms), wakes
+// it and brings back its 20 us period. One relaxed load when it is not.
+// Any thread.
+void sysmon_kick();
 G* sysmon_g();
 
 // In a fork child, before sysmon_start (fork.hpp).

@@ -19,6 +19,7 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/sysmon.hpp"
 #include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
@@ -66,6 +67,12 @@ void enter_blocking(BlockKind kind, const char* what) {
       handoffp(pp);
       errno = saved;
     }
+  } else if (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0) {
+    // Short: sysmon hands the P off if the call lasts; make sure it is
+    // looking (Go's sysmon may be asleep for up to 10 ms here).
+    int saved = errno;
+    sysmon_kick();
+    errno = saved;
   }
 }
 
