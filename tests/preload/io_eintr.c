@@ -2,7 +2,9 @@
  * without SA_RESTART makes a blocked read/accept/recv return EINTR; with
  * SA_RESTART they restart (and a read then gets the data written later),
  * except socket calls with SO_RCVTIMEO; poll, select, epoll_wait and the
- * sleeps always return EINTR (sleeps with the time left); a write that was
+ * sleeps always return EINTR (relative sleeps on CLOCK_MONOTONIC and
+ * CLOCK_REALTIME with the time left, absolute ones leaving rem alone); a
+ * write that was
  * interrupted after some progress returns the partial count.
  *
  * Needs signal delivery to a thread blocked in I/O (pthread_kill to a
@@ -41,9 +43,11 @@ static const char *en(long r, int e) {
   return e == EINTR ? "EINTR" : e == EAGAIN ? "EAGAIN" : strerror(e);
 }
 
-enum { READ, ACCEPT, RECV_TIMEO, POLL, SELECT, EPOLL, NANOSLEEP, CLOCK_NANOSLEEP, SLEEP, BIGWRITE };
+enum { READ, ACCEPT, RECV_TIMEO, POLL, SELECT, EPOLL, NANOSLEEP, CLOCK_NANOSLEEP, CLOCK_RT,
+       CLOCK_ABS, SLEEP, BIGWRITE };
 static const char *names[] = {"read", "accept", "recv+SO_RCVTIMEO", "poll", "select",
-                              "epoll_wait", "nanosleep", "clock_nanosleep", "sleep", "big write"};
+                              "epoll_wait", "nanosleep", "clock_nanosleep", "clock_nanosleep RT",
+                              "clock_nanosleep ABS", "sleep", "big write"};
 static int fd_a, fd_b;
 static struct sockaddr_in lsa;
 static long result;
@@ -83,6 +87,25 @@ static void *blocker(void *arg) {
     case CLOCK_NANOSLEEP: {
       struct timespec ts = {5, 0};
       int r = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &rem);
+      result = r ? -1 : 0;
+      errno = r;
+      break;
+    }
+    case CLOCK_RT: {
+      struct timespec ts = {5, 0};
+      int r = clock_nanosleep(CLOCK_REALTIME, 0, &ts, &rem);
+      result = r ? -1 : 0;
+      errno = r;
+      break;
+    }
+    case CLOCK_ABS: {
+      /* An absolute sleep is not resumable from rem: rem is left alone. */
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      ts.tv_sec += 5;
+      rem.tv_sec = 77;
+      rem.tv_nsec = 77;
+      int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, &rem);
       result = r ? -1 : 0;
       errno = r;
       break;
@@ -159,7 +182,8 @@ static void run(int what, int restart) {
   printf("%-16s %-10s -> %s", names[what], restart ? "SA_RESTART" : "no restart",
          en(result, result_errno));
   if (what == READ && result >= 0) printf(" (%ld byte)", result);
-  if (what == NANOSLEEP || what == CLOCK_NANOSLEEP)
+  if (what == CLOCK_ABS) printf(", rem untouched %d", rem.tv_sec == 77 && rem.tv_nsec == 77);
+  if (what == NANOSLEEP || what == CLOCK_NANOSLEEP || what == CLOCK_RT)
     printf(", rem in (0,5s) %d", result != 0 && rem.tv_sec < 5 && (rem.tv_sec > 0 || rem.tv_nsec > 0));
   if (what == SLEEP) printf(", %ld s left", result);
   if (what == BIGWRITE) printf(", partial %d", result > 0 && result < (8 << 20));
