@@ -7,6 +7,10 @@
  * write that was
  * interrupted after some progress returns the partial count.
  *
+ * A blocking connect (to a listener whose accept queue is full) returns
+ * EINTR, or goes on waiting with SA_RESTART; connect called again after
+ * EINTR waits for the attempt under way.
+ *
  * Needs signal delivery to a thread blocked in I/O (pthread_kill to a
  * goroutine). */
 #include <arpa/inet.h>
@@ -44,14 +48,14 @@ static const char *en(long r, int e) {
 }
 
 enum { READ, ACCEPT, RECV_TIMEO, POLL, SELECT, EPOLL, NANOSLEEP, CLOCK_NANOSLEEP, CLOCK_RT,
-       CLOCK_ABS, SLEEP, BIGWRITE };
+       CLOCK_ABS, SLEEP, BIGWRITE, CONNECT };
 static const char *names[] = {"read", "accept", "recv+SO_RCVTIMEO", "poll", "select",
                               "epoll_wait", "nanosleep", "clock_nanosleep", "clock_nanosleep RT",
-                              "clock_nanosleep ABS", "sleep", "big write"};
+                              "clock_nanosleep ABS", "sleep", "big write", "connect"};
 static int fd_a, fd_b;
 static struct sockaddr_in lsa;
-static long result;
-static int result_errno;
+static long result, result2;
+static int result_errno, result2_errno;
 static struct timespec rem;
 
 static void *blocker(void *arg) {
@@ -111,6 +115,19 @@ static void *blocker(void *arg) {
       break;
     }
     case SLEEP: result = sleep(5); break;
+    case CONNECT: {
+      /* The accept queue is full: the connect waits for a SYN
+       * retransmission. Interrupted, the attempt goes on; a second
+       * blocking connect waits for it to finish. */
+      result = connect(fd_b, (struct sockaddr *)&lsa, sizeof lsa);
+      result_errno = errno;
+      if (result < 0 && errno == EINTR) {
+        errno = 0;
+        result2 = connect(fd_b, (struct sockaddr *)&lsa, sizeof lsa);
+        result2_errno = errno;
+      }
+      return NULL;
+    }
     case BIGWRITE: {
       size_t n = 8 << 20;
       char *d = calloc(1, n);
@@ -125,7 +142,7 @@ static void *blocker(void *arg) {
 
 static void run(int what, int restart) {
   int p[2] = {-1, -1};
-  int l = -1, ep = -1, sv[2] = {-1, -1};
+  int l = -1, ep = -1, sv[2] = {-1, -1}, fill[2] = {-1, -1};
   switch (what) {
     case READ: case POLL: case SELECT:
       CHECK(pipe(p) == 0, "pipe");
@@ -140,6 +157,25 @@ static void run(int what, int restart) {
       socklen_t sl = sizeof lsa;
       getsockname(l, (struct sockaddr *)&lsa, &sl);
       fd_a = l;
+      break;
+    }
+    case CONNECT: {
+      l = socket(AF_INET, SOCK_STREAM, 0);
+      struct sockaddr_in sa = {.sin_family = AF_INET};
+      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      CHECK(bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1) == 0, "listen");
+      socklen_t sl = sizeof lsa;
+      getsockname(l, (struct sockaddr *)&lsa, &sl);
+      for (int k = 0; k < 2; k++) {
+        fill[k] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fill[k], (struct sockaddr *)&lsa, sizeof lsa);
+        struct pollfd fp = {fill[k], POLLOUT, 0};
+        CHECK(poll(&fp, 1, 5000) == 1, "filler connection");
+      }
+      fd_a = l;
+      fd_b = socket(AF_INET, SOCK_STREAM, 0);
+      result2 = -2;
+      result2_errno = 0;
       break;
     }
     case RECV_TIMEO: case BIGWRITE: {
@@ -178,6 +214,14 @@ static void run(int what, int restart) {
     c = socket(AF_INET, SOCK_STREAM, 0);
     CHECK(connect(c, (struct sockaddr *)&lsa, sizeof lsa) == 0, "connect");
   }
+  if (what == CONNECT) {
+    /* Room in the accept queue: the next SYN retransmission gets in. */
+    for (int k = 0; k < 2; k++) {
+      int a = accept(l, NULL, NULL);
+      CHECK(a >= 0, "accept");
+      close(a);
+    }
+  }
   pthread_join(t, NULL);
   printf("%-16s %-10s -> %s", names[what], restart ? "SA_RESTART" : "no restart",
          en(result, result_errno));
@@ -187,6 +231,7 @@ static void run(int what, int restart) {
     printf(", rem in (0,5s) %d", result != 0 && rem.tv_sec < 5 && (rem.tv_sec > 0 || rem.tv_nsec > 0));
   if (what == SLEEP) printf(", %ld s left", result);
   if (what == BIGWRITE) printf(", partial %d", result > 0 && result < (8 << 20));
+  if (what == CONNECT && result2 != -2) printf(", connect again -> %s", en(result2, result2_errno));
   printf(", handler ran %d\n", atomic_load(&handled));
   if (c >= 0) close(c);
   if (what == ACCEPT && result >= 0) close((int)result);
@@ -196,11 +241,16 @@ static void run(int what, int restart) {
   if (ep >= 0) close(ep);
   if (sv[0] >= 0) close(sv[0]);
   if (sv[1] >= 0) close(sv[1]);
+  if (what == CONNECT) {
+    close(fd_b);
+    close(fill[0]);
+    close(fill[1]);
+  }
 }
 
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  for (int what = READ; what <= BIGWRITE; what++) {
+  for (int what = READ; what <= CONNECT; what++) {
     run(what, 0);
     run(what, 1);
   }

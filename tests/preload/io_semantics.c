@@ -39,6 +39,7 @@ static const char *en(int e) {
     case ECONNRESET: return "ECONNRESET";
     case ECONNREFUSED: return "ECONNREFUSED";
     case EINPROGRESS: return "EINPROGRESS";
+    case EALREADY: return "EALREADY";
     case ESPIPE: return "ESPIPE";
     case ENOTCONN: return "ENOTCONN";
     default: return strerror(e);
@@ -671,6 +672,37 @@ static void test_connect(void) {
   printf("non-blocking connect: %d %s, then poll %d POLLOUT %d, SO_ERROR %d\n", r, en(e), pr,
          (p.revents & POLLOUT) != 0, soerr);
   close(c);
+  close(l);
+
+  /* A blocking connect whose SO_SNDTIMEO expires (the listener's accept
+   * queue is full, so the SYN goes unanswered): EINPROGRESS, the connection
+   * attempt going on in the background. */
+  l = socket(AF_INET, SOCK_STREAM, 0);
+  sa.sin_port = 0;
+  CHECK(bind(l, (struct sockaddr *)&sa, sizeof sa) == 0, "bind");
+  CHECK(listen(l, 1) == 0, "listen");
+  socklen_t al = sizeof sa;
+  getsockname(l, (struct sockaddr *)&sa, &al);
+  int fill[2];
+  for (int k = 0; k < 2; k++) {
+    fill[k] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(fill[k], (struct sockaddr *)&sa, sizeof sa);
+    struct pollfd fp = {fill[k], POLLOUT, 0};
+    CHECK(poll(&fp, 1, 5000) == 1, "filler connection");
+  }
+  c = socket(AF_INET, SOCK_STREAM, 0);
+  struct timeval tv = {0, 200 * 1000};
+  CHECK(setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0, "SO_SNDTIMEO");
+  errno = 0;
+  r = connect(c, (struct sockaddr *)&sa, sizeof sa);
+  e = errno;
+  errno = 0;
+  int r2 = connect(c, (struct sockaddr *)&sa, sizeof sa);
+  printf("blocking connect, full accept queue, SO_SNDTIMEO expires: %d %s, again: %d %s\n", r,
+         en(e), r2, en(errno));
+  close(c);
+  close(fill[0]);
+  close(fill[1]);
   close(l);
 }
 
