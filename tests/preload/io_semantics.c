@@ -110,6 +110,17 @@ static void test_nonblock_views(void) {
   errno = 0;
   r = read(p[0], &c, 1);
   printf("pipe2(O_NONBLOCK): view %d/%d, read %zd %s\n", nb(p[0]), nb(p[1]), r, en(errno));
+  /* Writes into the full pipe: a partial count, then EAGAIN. */
+  static char chunk[100000];
+  size_t filled = 0;
+  ssize_t w;
+  int partial = 0;
+  while ((w = write(p[1], chunk, sizeof chunk)) > 0) {
+    filled += (size_t)w;
+    partial |= w < (ssize_t)sizeof chunk;
+  }
+  printf("pipe2(O_NONBLOCK) filled: %zu bytes, a partial write %d, then %zd %s\n", filled, partial,
+         w, en(errno));
   close(p[0]);
   close(p[1]);
 
