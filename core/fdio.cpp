@@ -809,9 +809,12 @@ long io_accept4(int fd, struct sockaddr* a, socklen_t* alen, int flags) {
 
 namespace {
 
-// Connect on a non-blocking socket of the program's that the kernel could
-// not finish at once: wait for writability, then read the outcome.
-long connect_wait(PollDesc* pd, FileRec* f, uint32_t snap) {
+// A blocking connect the kernel could not finish at once (a socket the
+// program sees blocking, O_NONBLOCK underneath): wait for writability, then
+// read the outcome. timeout_result: what the call returns when SO_SNDTIMEO
+// expires (EINPROGRESS for a new attempt, EALREADY when one was already
+// under way, as the kernel's connect).
+long connect_wait(PollDesc* pd, FileRec* f, uint32_t snap, long timeout_result) {
   int64_t timeo = f->sndtimeo.load(std::memory_order_relaxed);
   int64_t deadline = timeo ? sys::nanotime() + timeo : 0;
   bool restartable = timeo == 0;
@@ -823,7 +826,7 @@ long connect_wait(PollDesc* pd, FileRec* f, uint32_t snap) {
                            &err, h0);
     switch (w) {
       case WakeReason::Timeout:
-        return -EINPROGRESS;  // as a blocking connect whose SO_SNDTIMEO expired
+        return timeout_result;  // as a blocking connect whose SO_SNDTIMEO expired
       case WakeReason::Intr:
       case WakeReason::Handled: {
         bool rs = restart_after(w);
@@ -881,14 +884,32 @@ long io_connect(int fd, const struct sockaddr* a, socklen_t alen) {
       sys::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
       return r;
     }
-    if (r != -EINPROGRESS) return r;
-    struct pollfd p = {fd, POLLOUT, 0};
-    while (real::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    if (r != -EINPROGRESS && r != -EALREADY) return r;
+    // Wait as the kernel's blocking connect would: until the attempt ends
+    // or SO_SNDTIMEO expires (then EINPROGRESS, or EALREADY for an attempt
+    // that was already under way).
+    PollDesc* hint = fd_peek(fd);
+    FileRec* f = hint ? hint->file : nullptr;  // type-stable: a stale one only misreads a timeout
+    int64_t timeo = f ? f->sndtimeo.load(std::memory_order_relaxed) : 0;
+    int64_t deadline = timeo ? sys::nanotime() + timeo : 0;
+    for (;;) {
+      struct pollfd p = {fd, POLLOUT, 0};
+      int pr = real::poll(&p, 1, poll_ms(deadline));
+      if (pr == 0) return r;
+      if (pr < 0) {
+        if (errno == EINTR) continue;
+        return -errno;
+      }
+      int soerr = 0;
+      socklen_t len = sizeof soerr;
+      long g = sys::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+      if (g < 0) return g;
+      if (soerr) return -soerr;
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof ss;
+      g = sys::raw3(SYS_getpeername, fd, (long)&ss, (long)&sl);
+      if (g != -ENOTCONN) return g;
     }
-    int soerr = 0;
-    socklen_t len = sizeof soerr;
-    r = sys::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
-    return r < 0 ? r : -soerr;
   }
   cancel_point();
   int err;
@@ -913,7 +934,11 @@ long io_connect(int fd, const struct sockaddr* a, socklen_t alen) {
     if (r == -EAGAIN && (fl & kFileUnix))
       r = connect_unix_blocking(n, a, alen);
     else if (r == -EINPROGRESS)
-      r = connect_wait(pd, f, snap);
+      r = connect_wait(pd, f, snap, -EINPROGRESS);
+    else if (r == -EALREADY)
+      // An attempt already under way (an earlier connect was interrupted or
+      // timed out): a blocking connect waits for it like the first one.
+      r = connect_wait(pd, f, snap, -EALREADY);
   }
   pd_put(pd);
   if (r == -EINTR) cancel_point();  // an interrupted wait may be a cancellation

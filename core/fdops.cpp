@@ -35,10 +35,13 @@ uint32_t base_flags(bool user_nonblock, bool nb) {
          (nb ? (uint32_t)kFileNbUnder : 0u);
 }
 
+// A socket timeout in ns as fdio keeps it (0: none). The kernel turns a
+// negative one into a zero wait (the call fails with EAGAIN at once), kept
+// here as 1 ns, already expired when the call would park.
 int64_t tv_ns(const void* val, socklen_t len) {
   if (len < sizeof(struct timeval)) return -1;
   const struct timeval* tv = (const struct timeval*)val;
-  if (tv->tv_sec < 0) return 0;
+  if (tv->tv_sec < 0) return 1;
   return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
 }
 

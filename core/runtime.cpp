@@ -76,8 +76,13 @@ void* mstart(void* arg) {
   mp->pthread = (unsigned long)mp->g0.tp;
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
-  sys::rt_sigprocmask(SIG_SETMASK, &initial_sigmask, nullptr, 8);
-  mp->cur_sigmask = initial_sigmask;
+  // The creator's mask (signal_new_m_mask), not the process's initial one:
+  // signals the program has blocked since must not land on this M.
+  uint64_t inherited = 0;
+  sys::rt_sigprocmask(SIG_SETMASK, nullptr, &inherited, 8);
+  uint64_t k = signal_new_m_mask(inherited);
+  if (k != inherited) sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+  mp->cur_sigmask = k;
   P* pp = mp->nextp;
   mp->nextp = nullptr;
   acquirep(pp);

@@ -110,6 +110,19 @@ void retire_p(P* pp) {
   wakep();
 }
 
+void pidle_drop_retired(P* pp) {
+  sched.lock.lock();
+  for (P** link = &sched.pidle; *link; link = &(*link)->link) {
+    if (*link != pp) continue;
+    *link = pp->link;
+    pp->link = nullptr;
+    sched.npidle.fetch_sub(1, std::memory_order_seq_cst);
+    spare_put_locked(pp);
+    break;
+  }
+  sched.lock.unlock();
+}
+
 P* spare_get() {
   sched.lock.lock();
   P* pp = sched.pspare;

@@ -96,6 +96,12 @@ void mput(M* mp);
 void retire_p(P* pp);
 // A P for sysmon to put in place of a stalled one (spare list or new).
 P* spare_get();
+// Sysmon, after marking pp retired: if pp's M put it on the idle list just
+// before (it was not stuck after all), takes it off to the spare list.
+// Otherwise that idle P would be counted in npidle next to its replacement
+// (more idle Ps than gomaxprocs: no M would steal, nor watch other Ps'
+// timers) until some M picked it. Without locks.
+void pidle_drop_retired(P* pp);
 // Creates a kernel thread running the scheduler on pp. Without locks.
 void newm(P* pp, bool spinning);
 

@@ -378,6 +378,8 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
   return r;
 }
 
+uint64_t signal_new_m_mask(uint64_t inherited) { return kmask(inherited); }
+
 void signal_apply(M* mp, G* gp) {
   uint64_t k = kmask(gp->sigmask);
   if (mp->cur_sigmask != k) {

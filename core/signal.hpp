@@ -51,6 +51,13 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old);
 // differ from what it has. On g0, before running gp.
 void signal_apply(M* mp, G* gp);
 
+// The kernel mask a new M starts with, given the mask it inherited from
+// the thread that created it (the G that started it, or sysmon): that mask
+// with goshim's internal signals open. Like a new thread's, it keeps
+// blocked what the program blocks: an M that took a signal every G blocks
+// would hold it where the program's signalfd or sigwaitinfo cannot see it.
+uint64_t signal_new_m_mask(uint64_t inherited);
+
 // pthread_kill / pthread_sigqueue to a G. Returns 0 or an errno value.
 int signal_send(G* target, int sig, const union sigval* value);
 

@@ -121,6 +121,9 @@ void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
   pp->sm_pinned_told = false;
   if (nretiring < kMaxRetiring) retiring[nretiring++] = pp;
   timers_move(&pp->timers, &np->timers);
+  // pp's M may have woken up and put pp on the idle list before it was
+  // marked retired.
+  pidle_drop_retired(pp);
   sched.nstalls.fetch_add(1, std::memory_order_relaxed);
   if (sysmon_stall_hook) sysmon_stall_hook(mp, mp->curg, stalled);
   handoffp(np);

@@ -6,6 +6,9 @@
  *   obs_deadlock sleep     main joins a thread in sleep(3600)
  *   obs_deadlock child     main waits for a child that sleeps
  *   obs_deadlock sigwait   main waits for a signal
+ *   obs_deadlock read      main reads a pipe nobody writes to yet
+ *   obs_deadlock poll      main polls a socket with no timeout
+ *   obs_deadlock epoll     main waits in epoll_wait on its own epoll fd
  * Natively the first two hang forever; all of them are killed by the
  * test's timeout unless goshim reports a deadlock. */
 #include <arpa/inet.h>
@@ -15,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +103,23 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     int sig;
     sigwait(&set, &sig);
+  } else if (strcmp(what, "read") == 0) {
+    int p[2];
+    char c;
+    if (pipe(p) != 0) return 1;
+    read(p[0], &c, 1);
+  } else if (strcmp(what, "poll") == 0) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 1;
+    struct pollfd p = {sv[0], POLLIN, 0};
+    poll(&p, 1, -1);
+  } else if (strcmp(what, "epoll") == 0) {
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN};
+    epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev);
+    epoll_wait(ep, &ev, 1, -1);
   }
   return 0;
 }

@@ -50,6 +50,7 @@ int main(void) {
   pthread_create(&t[2], NULL, blocked_in_read, NULL);
   pthread_create(&t[3], NULL, blocked_in_sleep, NULL);
   usleep(300 * 1000); /* let all four reach their waits */
+  printf("reading fd %d\n", sv[1]);
   printf("ready\n");
   fflush(stdout);
   sigset_t set;

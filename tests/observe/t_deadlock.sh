@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The deadlock report fires when no goroutine can ever run again, and
 # never for a program that is merely idle (network input, a timer, a
-# child, a signal).
+# child, a signal; accept, read, poll, epoll_wait, sleep).
 . "$(dirname "$0")/lib.sh"
 
 for procs in 1 2; do
@@ -29,7 +29,7 @@ for procs in 1 2; do
   lacks "$T/err" 'deadlock!' "deadlock=0"
 
   # Idle, not dead: killed by the timeout after 3 s, no report.
-  for what in accept sleep child sigwait; do
+  for what in accept sleep child sigwait read poll epoll; do
     timeout -s KILL 3 env LD_PRELOAD="$LIB" GOSHIM_MAXPROCS=$procs "$BIN/obs_deadlock" $what \
       >"$T/out" 2>"$T/err"
     rc=$?

@@ -30,7 +30,9 @@ check_dump() {
   # One goroutine per state, its function in the backtrace just below.
   contains "$e" '^goroutine [0-9]+ \[mutex 0x[0-9a-f]+, [0-9]+ ms\]:' "a G waiting on a mutex"
   contains "$e" '^goroutine [0-9]+ \[cond 0x[0-9a-f]+, [0-9]+ ms\]:' "a G waiting on a condvar"
-  contains "$e" '^goroutine [0-9]+ \[IO wait \(read\), fd [0-9]+, [0-9]+ ms\]:' "a G waiting to read a socket"
+  local fd
+  fd=$(sed -n 's/^reading fd \([0-9]*\)$/\1/p' "$T/out")
+  contains "$e" "^goroutine [0-9]+ \\[IO wait \\(read\\), fd $fd, [0-9]+ ms\\]:" "a G waiting to read a socket (fd $fd)"
   contains "$e" '^goroutine [0-9]+ \[sleep, [0-9]+ ms, with timeout\]:' "a G in sleep()"
   contains "$e" '^goroutine 1 \[sigwait' "main in sigwait"
   for pair in 'mutex 0x:blocked_on_mutex' 'cond 0x:blocked_on_cond' \

@@ -1,9 +1,18 @@
-/* pthread_cancel of threads blocked in read, in pthread_cond_wait, in sleep
- * and in pthread_join; asynchronous cancellation of a loop; cleanup
+/* pthread_cancel of threads blocked in read, in the other blocking fd
+ * calls that are cancellation points (accept, recv, write to a full pipe,
+ * poll, select, epoll_wait), in pthread_cond_wait, in sleep and in
+ * pthread_join; asynchronous cancellation of a loop; cleanup
  * handlers run in reverse order; PTHREAD_CANCELED from join; cancellation
  * disabled is deferred until enabled. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +35,42 @@ static void *in_read(void *arg) {
   char c;
   started = 1;
   read(rp[0], &c, 1);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+/* The other fd waits: each marks the trail with its own letter. */
+static int lfd, sv[2], fullp[2], epfd;
+static void *in_fdwait(void *arg) {
+  char what = (char)(intptr_t)arg;
+  pthread_cleanup_push(note, arg);
+  char buf[64];
+  started = 1;
+  switch (what) {
+    case 'A': accept(lfd, NULL, NULL); break;
+    case 'R': recv(sv[0], buf, sizeof buf, 0); break;
+    case 'W': {
+      static char big[1 << 16];
+      for (;;) write(fullp[1], big, sizeof big);
+    }
+    case 'P': {
+      struct pollfd p = {sv[0], POLLIN, 0};
+      poll(&p, 1, -1);
+      break;
+    }
+    case 'S': {
+      fd_set r;
+      FD_ZERO(&r);
+      FD_SET(sv[0], &r);
+      select(sv[0] + 1, &r, NULL, NULL, NULL);
+      break;
+    }
+    case 'E': {
+      struct epoll_event ev;
+      epoll_wait(epfd, &ev, 1, -1);
+      break;
+    }
+  }
   pthread_cleanup_pop(0);
   return NULL;
 }
@@ -100,11 +145,11 @@ static void *deferred(void *arg) {
   return (void *)1;
 }
 
-static void cancel_and_check(void *(*fn)(void *), char mark) {
+static void cancel_and_check_arg(void *(*fn)(void *), char mark, void *arg) {
   started = 0;
   ntrail = 0;
   pthread_t t;
-  CHECK_EQ(pthread_create(&t, NULL, fn, NULL), 0);
+  CHECK_EQ(pthread_create(&t, NULL, fn, arg), 0);
   while (!started) sched_yield();
   struct timespec ts = {0, 20 * 1000 * 1000};
   nanosleep(&ts, NULL);
@@ -115,9 +160,27 @@ static void cancel_and_check(void *(*fn)(void *), char mark) {
   CHECK(ntrail >= 1 && trail[ntrail - 1] == mark, "%c: cleanup trail %.*s", mark, ntrail, trail);
 }
 
+static void cancel_and_check(void *(*fn)(void *), char mark) { cancel_and_check_arg(fn, mark, NULL); }
+
 int main(void) {
   CHECK_EQ(pipe(rp), 0);
   cancel_and_check(in_read, 'r');
+  lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_EQ(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+  CHECK_EQ(listen(lfd, 4), 0);
+  CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  CHECK_EQ(pipe(fullp), 0);
+  epfd = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN};
+  CHECK_EQ(epoll_ctl(epfd, EPOLL_CTL_ADD, sv[0], &ev), 0);
+  const char *fdwaits = "ARWPSE";
+  for (const char *w = fdwaits; *w; w++) cancel_and_check_arg(in_fdwait, *w, (void *)(intptr_t)*w);
+  /* The canceled waits left nothing behind: the fds still work. */
+  CHECK_EQ(write(sv[1], "x", 1), 1);
+  char x;
+  CHECK_EQ(read(sv[0], &x, 1), 1);
   cancel_and_check(in_cond, 'c');
   CHECK_EQ(pthread_mutex_trylock(&m), 0); /* the handler released it */
   pthread_mutex_unlock(&m);
@@ -149,6 +212,7 @@ int main(void) {
   CHECK_EQ(pthread_cancel(forever), 0);
   CHECK_EQ(pthread_join(forever, &r), 0);
   CHECK(r == PTHREAD_CANCELED, "pause: %p", r);
-  printf("cancellation in read, cond_wait, sleep, join, pause, async loop; handlers in order\n");
+  printf("cancellation in read, accept, recv, write, poll, select, epoll_wait, cond_wait, sleep, "
+         "join, pause, async loop; handlers in order\n");
   return 0;
 }

@@ -2,8 +2,14 @@
  * without SA_RESTART makes a blocked read/accept/recv return EINTR; with
  * SA_RESTART they restart (and a read then gets the data written later),
  * except socket calls with SO_RCVTIMEO; poll, select, epoll_wait and the
- * sleeps always return EINTR (sleeps with the time left); a write that was
+ * sleeps always return EINTR (relative sleeps on CLOCK_MONOTONIC and
+ * CLOCK_REALTIME with the time left, absolute ones leaving rem alone); a
+ * write that was
  * interrupted after some progress returns the partial count.
+ *
+ * A blocking connect (to a listener whose accept queue is full) returns
+ * EINTR, or goes on waiting with SA_RESTART; connect called again after
+ * EINTR waits for the attempt under way.
  *
  * Needs signal delivery to a thread blocked in I/O (pthread_kill to a
  * goroutine). */
@@ -41,13 +47,15 @@ static const char *en(long r, int e) {
   return e == EINTR ? "EINTR" : e == EAGAIN ? "EAGAIN" : strerror(e);
 }
 
-enum { READ, ACCEPT, RECV_TIMEO, POLL, SELECT, EPOLL, NANOSLEEP, CLOCK_NANOSLEEP, SLEEP, BIGWRITE };
+enum { READ, ACCEPT, RECV_TIMEO, POLL, SELECT, EPOLL, NANOSLEEP, CLOCK_NANOSLEEP, CLOCK_RT,
+       CLOCK_ABS, SLEEP, BIGWRITE, CONNECT };
 static const char *names[] = {"read", "accept", "recv+SO_RCVTIMEO", "poll", "select",
-                              "epoll_wait", "nanosleep", "clock_nanosleep", "sleep", "big write"};
+                              "epoll_wait", "nanosleep", "clock_nanosleep", "clock_nanosleep RT",
+                              "clock_nanosleep ABS", "sleep", "big write", "connect"};
 static int fd_a, fd_b;
 static struct sockaddr_in lsa;
-static long result;
-static int result_errno;
+static long result, result2;
+static int result_errno, result2_errno;
 static struct timespec rem;
 
 static void *blocker(void *arg) {
@@ -87,7 +95,39 @@ static void *blocker(void *arg) {
       errno = r;
       break;
     }
+    case CLOCK_RT: {
+      struct timespec ts = {5, 0};
+      int r = clock_nanosleep(CLOCK_REALTIME, 0, &ts, &rem);
+      result = r ? -1 : 0;
+      errno = r;
+      break;
+    }
+    case CLOCK_ABS: {
+      /* An absolute sleep is not resumable from rem: rem is left alone. */
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      ts.tv_sec += 5;
+      rem.tv_sec = 77;
+      rem.tv_nsec = 77;
+      int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, &rem);
+      result = r ? -1 : 0;
+      errno = r;
+      break;
+    }
     case SLEEP: result = sleep(5); break;
+    case CONNECT: {
+      /* The accept queue is full: the connect waits for a SYN
+       * retransmission. Interrupted, the attempt goes on; a second
+       * blocking connect waits for it to finish. */
+      result = connect(fd_b, (struct sockaddr *)&lsa, sizeof lsa);
+      result_errno = errno;
+      if (result < 0 && errno == EINTR) {
+        errno = 0;
+        result2 = connect(fd_b, (struct sockaddr *)&lsa, sizeof lsa);
+        result2_errno = errno;
+      }
+      return NULL;
+    }
     case BIGWRITE: {
       size_t n = 8 << 20;
       char *d = calloc(1, n);
@@ -102,7 +142,7 @@ static void *blocker(void *arg) {
 
 static void run(int what, int restart) {
   int p[2] = {-1, -1};
-  int l = -1, ep = -1, sv[2] = {-1, -1};
+  int l = -1, ep = -1, sv[2] = {-1, -1}, fill[2] = {-1, -1};
   switch (what) {
     case READ: case POLL: case SELECT:
       CHECK(pipe(p) == 0, "pipe");
@@ -117,6 +157,25 @@ static void run(int what, int restart) {
       socklen_t sl = sizeof lsa;
       getsockname(l, (struct sockaddr *)&lsa, &sl);
       fd_a = l;
+      break;
+    }
+    case CONNECT: {
+      l = socket(AF_INET, SOCK_STREAM, 0);
+      struct sockaddr_in sa = {.sin_family = AF_INET};
+      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      CHECK(bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1) == 0, "listen");
+      socklen_t sl = sizeof lsa;
+      getsockname(l, (struct sockaddr *)&lsa, &sl);
+      for (int k = 0; k < 2; k++) {
+        fill[k] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fill[k], (struct sockaddr *)&lsa, sizeof lsa);
+        struct pollfd fp = {fill[k], POLLOUT, 0};
+        CHECK(poll(&fp, 1, 5000) == 1, "filler connection");
+      }
+      fd_a = l;
+      fd_b = socket(AF_INET, SOCK_STREAM, 0);
+      result2 = -2;
+      result2_errno = 0;
       break;
     }
     case RECV_TIMEO: case BIGWRITE: {
@@ -155,14 +214,24 @@ static void run(int what, int restart) {
     c = socket(AF_INET, SOCK_STREAM, 0);
     CHECK(connect(c, (struct sockaddr *)&lsa, sizeof lsa) == 0, "connect");
   }
+  if (what == CONNECT) {
+    /* Room in the accept queue: the next SYN retransmission gets in. */
+    for (int k = 0; k < 2; k++) {
+      int a = accept(l, NULL, NULL);
+      CHECK(a >= 0, "accept");
+      close(a);
+    }
+  }
   pthread_join(t, NULL);
   printf("%-16s %-10s -> %s", names[what], restart ? "SA_RESTART" : "no restart",
          en(result, result_errno));
   if (what == READ && result >= 0) printf(" (%ld byte)", result);
-  if (what == NANOSLEEP || what == CLOCK_NANOSLEEP)
+  if (what == CLOCK_ABS) printf(", rem untouched %d", rem.tv_sec == 77 && rem.tv_nsec == 77);
+  if (what == NANOSLEEP || what == CLOCK_NANOSLEEP || what == CLOCK_RT)
     printf(", rem in (0,5s) %d", result != 0 && rem.tv_sec < 5 && (rem.tv_sec > 0 || rem.tv_nsec > 0));
   if (what == SLEEP) printf(", %ld s left", result);
   if (what == BIGWRITE) printf(", partial %d", result > 0 && result < (8 << 20));
+  if (what == CONNECT && result2 != -2) printf(", connect again -> %s", en(result2, result2_errno));
   printf(", handler ran %d\n", atomic_load(&handled));
   if (c >= 0) close(c);
   if (what == ACCEPT && result >= 0) close((int)result);
@@ -172,11 +241,16 @@ static void run(int what, int restart) {
   if (ep >= 0) close(ep);
   if (sv[0] >= 0) close(sv[0]);
   if (sv[1] >= 0) close(sv[1]);
+  if (what == CONNECT) {
+    close(fd_b);
+    close(fill[0]);
+    close(fill[1]);
+  }
 }
 
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  for (int what = READ; what <= BIGWRITE; what++) {
+  for (int what = READ; what <= CONNECT; what++) {
     run(what, 0);
     run(what, 1);
   }

@@ -1,9 +1,12 @@
 /* Blocking I/O semantics that a program can observe, checked against what
  * Linux does natively (the runner compares the output line by line):
- * O_NONBLOCK views (fcntl, FIONBIO, SOCK_NONBLOCK, pipe2, accept4, dup),
- * SO_RCVTIMEO/SO_SNDTIMEO, close of an fd another thread is blocked on,
- * half-close, peer reset, partial writes of large buffers, MSG_WAITALL,
- * connect outcomes, eventfd/timerfd, pread on a pipe, sendfile, splice.
+ * O_NONBLOCK views (fcntl, FIONBIO, SOCK_NONBLOCK, pipe2, accept4, dup,
+ * open), copies of an fd (dup, dup2, dup3, F_DUPFD) sharing the blocking
+ * mode, SO_RCVTIMEO/SO_SNDTIMEO (also negative, and shared by a dup), close
+ * of an fd another thread is blocked on (and reuse of its number),
+ * shutdown under blocked readers and writers, half-close, peer reset,
+ * partial writes of large buffers, MSG_WAITALL, connect outcomes,
+ * eventfd/timerfd, pread/pwrite on a pipe, sendfile, splice.
  * Synchronization is pipes, sleeps and atomics only. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +39,7 @@ static const char *en(int e) {
     case ECONNRESET: return "ECONNRESET";
     case ECONNREFUSED: return "ECONNREFUSED";
     case EINPROGRESS: return "EINPROGRESS";
+    case EALREADY: return "EALREADY";
     case ESPIPE: return "ESPIPE";
     case ENOTCONN: return "ENOTCONN";
     default: return strerror(e);
@@ -106,6 +110,17 @@ static void test_nonblock_views(void) {
   errno = 0;
   r = read(p[0], &c, 1);
   printf("pipe2(O_NONBLOCK): view %d/%d, read %zd %s\n", nb(p[0]), nb(p[1]), r, en(errno));
+  /* Writes into the full pipe: a partial count, then EAGAIN. */
+  static char chunk[100000];
+  size_t filled = 0;
+  ssize_t w;
+  int partial = 0;
+  while ((w = write(p[1], chunk, sizeof chunk)) > 0) {
+    filled += (size_t)w;
+    partial |= w < (ssize_t)sizeof chunk;
+  }
+  printf("pipe2(O_NONBLOCK) filled: %zu bytes, a partial write %d, then %zd %s\n", filled, partial,
+         w, en(errno));
   close(p[0]);
   close(p[1]);
 
@@ -195,6 +210,34 @@ static void test_timeouts(void) {
   close(sv[0]);
   close(sv[1]);
 
+  /* The timeout belongs to the open file: a dup shares it. */
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+  CHECK(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0, "SO_RCVTIMEO");
+  int d = dup(sv[0]);
+  errno = 0;
+  r = read(d, &c, 1);
+  printf("SO_RCVTIMEO set before dup, read on the dup: %zd %s\n", r, en(errno));
+  close(d);
+  d = socket(AF_UNIX, SOCK_STREAM, 0);
+  CHECK(dup2(sv[0], d) == d, "dup2");
+  errno = 0;
+  r = recv(d, &c, 1, 0);
+  printf("SO_RCVTIMEO set before dup2, recv on the copy: %zd %s\n", r, en(errno));
+  close(d);
+  close(sv[0]);
+  close(sv[1]);
+  /* A negative timeout: the kernel does not wait at all. */
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+  struct timeval neg = {-1, 0};
+  CHECK(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &neg, sizeof neg) == 0, "negative SO_RCVTIMEO");
+  alarm(20);  /* a wait here would never end */
+  errno = 0;
+  r = read(sv[0], &c, 1);
+  printf("negative SO_RCVTIMEO read: %zd %s\n", r, en(errno));
+  alarm(0);
+  close(sv[0]);
+  close(sv[1]);
+
   int port;
   int l = listener(&port);
   CHECK(setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0, "SO_RCVTIMEO listener");
@@ -254,6 +297,119 @@ static void close_while_blocked(const char *what, int use_socket, int use_poll) 
   close(p[1]);
 }
 
+/* ---- copies of an fd: dup, dup2, dup3, F_DUPFD, F_DUPFD_CLOEXEC -------------------------------
+ * A copy shares the open file description: its blocking mode (a blocking
+ * read on the copy waits for data, it does not fail with EAGAIN) and the
+ * O_NONBLOCK the program sets on either number. */
+
+static int dr_fd;
+static atomic_int dr_done;
+static ssize_t dr_ret;
+static int dr_errno;
+static char dr_c;
+static void *dr_reader(void *arg) {
+  errno = 0;
+  dr_ret = read(dr_fd, &dr_c, 1);
+  dr_errno = errno;
+  atomic_store(&dr_done, 1);
+  return NULL;
+}
+
+static void test_dups(void) {
+  const char *names[] = {"dup", "dup2", "dup3(O_CLOEXEC)", "F_DUPFD", "F_DUPFD_CLOEXEC"};
+  for (int k = 0; k < 5; k++) {
+    int p[2];
+    CHECK(pipe(p) == 0, "pipe");
+    int spare = k == 1 || k == 2 ? eventfd(0, 0) : -1;  /* a number to replace */
+    int c = -1;
+    switch (k) {
+      case 0: c = dup(p[0]); break;
+      case 1: c = dup2(p[0], spare); break;
+      case 2: c = dup3(p[0], spare, O_CLOEXEC); break;
+      case 3: c = fcntl(p[0], F_DUPFD, 50); break;
+      case 4: c = fcntl(p[0], F_DUPFD_CLOEXEC, 60); break;
+    }
+    CHECK(c >= 0, "%s: %s", names[k], strerror(errno));
+    dr_fd = c;
+    atomic_store(&dr_done, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, dr_reader, NULL);
+    msleep(50);
+    int waited = !atomic_load(&dr_done);
+    CHECK(write(p[1], "d", 1) == 1, "write");
+    pthread_join(t, NULL);
+    int fdfl = fcntl(c, F_GETFD);
+    fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+    int shared = nb(p[0]);
+    char x;
+    errno = 0;
+    ssize_t r = read(p[0], &x, 1);
+    printf("%s copy: blocking read waited %d, got %zd %s '%c', cloexec %d; O_NONBLOCK set on the "
+           "copy: original's view %d, read %zd %s\n",
+           names[k], waited, dr_ret, en(dr_ret < 0 ? dr_errno : 0), dr_ret == 1 ? dr_c : '-',
+           (fdfl & FD_CLOEXEC) != 0, shared, r, en(errno));
+    close(c);
+    close(p[0]);
+    close(p[1]);
+  }
+  errno = 0;
+  int r = dup3(0, 0, 0);
+  printf("dup3 onto itself: %d %s\n", r, en(errno));
+  errno = 0;
+  r = dup2(-1, 100);
+  printf("dup2 of a bad fd: %d %s\n", r, en(errno));
+}
+
+/* ---- close while a reader waits, then the number is reused -------------------------------------
+ * The blocked reader keeps the file it was reading (Linux): it neither sees
+ * the new file's data nor its events; the new file works normally. */
+
+static int rr_fd;
+static ssize_t rr_ret;
+static char rr_c;
+static atomic_int rr_done;
+static void *rr_reader(void *arg) {
+  rr_ret = read(rr_fd, &rr_c, 1);
+  atomic_store(&rr_done, 1);
+  return NULL;
+}
+
+static void test_close_reuse(void) {
+  int a[2], b[2];
+  CHECK(pipe(a) == 0, "pipe");
+  rr_fd = a[0];
+  atomic_store(&rr_done, 0);
+  pthread_t t;
+  pthread_create(&t, NULL, rr_reader, NULL);
+  msleep(100);
+  close(a[0]);
+  CHECK(pipe(b) == 0, "pipe");  /* the lowest free number: a[0]'s */
+  int reused = b[0] == rr_fd;
+  CHECK(write(b[1], "b", 1) == 1, "write");
+  msleep(100);
+  int stolen = atomic_load(&rr_done);
+  /* A new reader of the reused number waits on the new file. */
+  dr_fd = b[0];
+  atomic_store(&dr_done, 0);
+  pthread_t t2;
+  char x;
+  ssize_t r = read(b[0], &x, 1);
+  pthread_create(&t2, NULL, dr_reader, NULL);
+  msleep(50);
+  int waited = !atomic_load(&dr_done);
+  CHECK(write(b[1], "c", 1) == 1, "write");
+  pthread_join(t2, NULL);
+  CHECK(write(a[1], "a", 1) == 1, "write");
+  pthread_join(t, NULL);
+  printf("close under a blocked reader, number reused %d: new file's data taken by the old "
+         "reader %d; new file read %zd '%c', then a blocked read of it waited %d and got '%c'; "
+         "the old reader got %zd '%c'\n",
+         reused, stolen, r, x, waited, dr_c, rr_ret, rr_c);
+  close(a[1]);
+  close(b[0]);
+  close(b[1]);
+}
+
 /* ---- shutdown, half-close and reset ------------------------------------------------------------ */
 
 static int sd_fd;
@@ -261,6 +417,21 @@ static void *sd_reader(void *arg) {
   char c;
   cw_ret = read(sd_fd, &c, 1);
   cw_errno = errno;
+  return NULL;
+}
+
+static int sw_fd;
+static atomic_int sw_done;
+static ssize_t sw_ret;
+static int sw_errno;
+static void *sw_writer(void *arg) {
+  size_t n = 8 << 20;
+  char *b = calloc(1, n);
+  errno = 0;
+  sw_ret = write(sw_fd, b, n);
+  sw_errno = errno;
+  free(b);
+  atomic_store(&sw_done, 1);
   return NULL;
 }
 
@@ -310,6 +481,39 @@ static void test_shutdown(void) {
          en(cw_ret < 0 ? cw_errno : 0));
   close(c);
   close(s);
+
+  /* shutdown(SHUT_WR) of a socket another thread is blocked writing to
+   * (its send buffer full) ends that write with the partial count. */
+  for (int tcp = 0; tcp < 2; tcp++) {
+    if (tcp) {
+      tcp_pair(&c, &s);
+    } else {
+      CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+      c = sv[0];
+      s = sv[1];
+    }
+    sw_fd = c;
+    atomic_store(&sw_done, 0);
+    pthread_create(&t, NULL, sw_writer, NULL);
+    msleep(100);
+    int blocked = !atomic_load(&sw_done);
+    shutdown(c, SHUT_WR);
+    msleep(100);
+    int woken = atomic_load(&sw_done);
+    char dbuf[65536];
+    while (!atomic_load(&sw_done))  /* if it was not woken: let it finish */
+      if (recv(s, dbuf, sizeof dbuf, MSG_DONTWAIT) < 0) msleep(1);
+    pthread_join(t, NULL);
+    errno = 0;
+    ssize_t w2 = write(c, "x", 1);
+    printf("%s shutdown(SHUT_WR) under a blocked writer: blocked %d, woken %d, write %s %s; "
+           "then write %zd %s\n",
+           tcp ? "TCP" : "socketpair", blocked, woken,
+           sw_ret > 0 && sw_ret < (8 << 20) ? "partial" : sw_ret == (8 << 20) ? "all" : "-1",
+           en(sw_ret < 0 ? sw_errno : 0), w2, en(w2 < 0 ? errno : 0));
+    close(c);
+    close(s);
+  }
 
   /* shutdown of a listening socket wakes a blocked accept. */
   int port;
@@ -452,6 +656,19 @@ static void test_connect(void) {
   printf("blocking connect to a closed port: %d %s\n", r, en(errno));
   close(c);
 
+  c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  errno = 0;
+  r = connect(c, (struct sockaddr *)&sa, sizeof sa);
+  int e0 = errno;
+  struct pollfd p0 = {c, POLLOUT, 0};
+  int pr0 = poll(&p0, 1, 5000);
+  int soerr0 = -1;
+  socklen_t sl0 = sizeof soerr0;
+  getsockopt(c, SOL_SOCKET, SO_ERROR, &soerr0, &sl0);
+  printf("non-blocking connect to a closed port: %d %s, then poll %d revents %#x, SO_ERROR %s\n",
+         r, en(e0), pr0, p0.revents, en(soerr0));
+  close(c);
+
   l = listener(&port);
   sa.sin_port = htons(port);
   c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -466,6 +683,37 @@ static void test_connect(void) {
   printf("non-blocking connect: %d %s, then poll %d POLLOUT %d, SO_ERROR %d\n", r, en(e), pr,
          (p.revents & POLLOUT) != 0, soerr);
   close(c);
+  close(l);
+
+  /* A blocking connect whose SO_SNDTIMEO expires (the listener's accept
+   * queue is full, so the SYN goes unanswered): EINPROGRESS, the connection
+   * attempt going on in the background. */
+  l = socket(AF_INET, SOCK_STREAM, 0);
+  sa.sin_port = 0;
+  CHECK(bind(l, (struct sockaddr *)&sa, sizeof sa) == 0, "bind");
+  CHECK(listen(l, 1) == 0, "listen");
+  socklen_t al = sizeof sa;
+  getsockname(l, (struct sockaddr *)&sa, &al);
+  int fill[2];
+  for (int k = 0; k < 2; k++) {
+    fill[k] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(fill[k], (struct sockaddr *)&sa, sizeof sa);
+    struct pollfd fp = {fill[k], POLLOUT, 0};
+    CHECK(poll(&fp, 1, 5000) == 1, "filler connection");
+  }
+  c = socket(AF_INET, SOCK_STREAM, 0);
+  struct timeval tv = {0, 200 * 1000};
+  CHECK(setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0, "SO_SNDTIMEO");
+  errno = 0;
+  r = connect(c, (struct sockaddr *)&sa, sizeof sa);
+  e = errno;
+  errno = 0;
+  int r2 = connect(c, (struct sockaddr *)&sa, sizeof sa);
+  printf("blocking connect, full accept queue, SO_SNDTIMEO expires: %d %s, again: %d %s\n", r,
+         en(e), r2, en(errno));
+  close(c);
+  close(fill[0]);
+  close(fill[1]);
   close(l);
 }
 
@@ -506,6 +754,9 @@ static void test_misc(void) {
   errno = 0;
   r = preadv(p[0], &iov, 1, 0);
   printf("preadv on a pipe: %zd %s\n", r, en(errno));
+  errno = 0;
+  r = pwrite(p[1], "x", 1, 0);
+  printf("pwrite on a pipe: %zd %s\n", r, en(errno));
   close(p[0]);
   close(p[1]);
   errno = 0;
@@ -619,6 +870,24 @@ static void test_fifo(void) {
   close(fd);
   pthread_join(t, NULL);
   printf("FIFO: open waits for the other end, read %zd '%.5s'\n", fifo_got, fifo_buf);
+  /* O_NONBLOCK given to open: the program's own view, then cleared. */
+  fd = open(fifo_path, O_RDWR | O_NONBLOCK);
+  CHECK(fd >= 0, "fifo open O_RDWR|O_NONBLOCK");
+  char c;
+  errno = 0;
+  ssize_t r = read(fd, &c, 1);
+  printf("FIFO opened O_NONBLOCK: view %d, read %zd %s\n", nb(fd), r, en(errno));
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  dr_fd = fd;
+  atomic_store(&dr_done, 0);
+  pthread_create(&t, NULL, dr_reader, NULL);
+  msleep(50);
+  int waited = !atomic_load(&dr_done);
+  CHECK(write(fd, "f", 1) == 1, "fifo write");
+  pthread_join(t, NULL);
+  printf("FIFO after clearing O_NONBLOCK: view %d, blocking read waited %d, got %zd '%c'\n",
+         nb(fd), waited, dr_ret, dr_c);
+  close(fd);
   unlink(fifo_path);
 }
 
@@ -667,6 +936,8 @@ int main(void) {
   close_while_blocked("pipe read", 0, 0);
   close_while_blocked("socket read", 1, 0);
   close_while_blocked("pipe poll", 0, 1);
+  test_close_reuse();
+  test_dups();
   test_shutdown();
   test_large();
   test_waitall();

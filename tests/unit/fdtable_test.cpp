@@ -7,11 +7,17 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "core/fdio.hpp"
@@ -84,6 +90,79 @@ Test(fdtable, classifies_fds_it_did_not_create) {
   cr_assert_null(fd_get(-1, &err));
   cr_assert_eq(err, -EBADF);
   for (int x : {p[0], p[1], s, e, ep, fd}) close_fd(x);
+}
+
+// The other kinds: timerfd, signalfd, a tty (pty slave), a FIFO, and a
+// character device that is not a tty (other); each pollable but the
+// regular file.
+Test(fdtable, classifies_every_kind) {
+  int t = (int)sys::raw2(SYS_timerfd_create, CLOCK_MONOTONIC, 0);
+  cr_assert_eq(kind_of(t), FdKind::TimerFd);
+  sigset_t m;
+  sigemptyset(&m);
+  sigaddset(&m, SIGUSR2);
+  int sfd = (int)sys::raw4(SYS_signalfd4, -1, (long)&m, 8, 0);
+  cr_assert_eq(kind_of(sfd), FdKind::SignalFd);
+  int nul = open("/dev/null", O_RDWR);
+  cr_assert_eq(kind_of(nul), FdKind::Other);
+  char fifo[64];
+  snprintf(fifo, sizeof fifo, "/tmp/fdtable-fifo-%d", (int)getpid());
+  unlink(fifo);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  int ff = open(fifo, O_RDWR);
+  unlink(fifo);
+  cr_assert_eq(kind_of(ff), FdKind::Pipe);
+  for (int x : {t, sfd, nul, ff}) {
+    cr_assert(flags_of(x) & kFilePollable, "fd %d", x);
+    cr_assert(!(flags_of(x) & kFileOwned), "fd %d was not created by goshim", x);
+  }
+  int pm = posix_openpt(O_RDWR | O_NOCTTY);
+  if (pm >= 0 && grantpt(pm) == 0 && unlockpt(pm) == 0) {
+    int ps = open(ptsname(pm), O_RDWR | O_NOCTTY);
+    cr_assert_geq(ps, 0);
+    cr_assert_eq(kind_of(ps), FdKind::Tty);
+    cr_assert_eq(kind_of(pm), FdKind::Tty);
+    close_fd(ps);
+  }
+  if (pm >= 0) close_fd(pm);
+  for (int x : {t, sfd, nul, ff}) close_fd(x);
+}
+
+// Created through goshim: the kind is known without asking the kernel, the
+// file is goshim's to keep O_NONBLOCK underneath (owned), and the
+// program's O_NONBLOCK given at creation is its view.
+Test(fdtable, creation_records_kind_and_view) {
+  sigset_t m;
+  sigemptyset(&m);
+  sigaddset(&m, SIGUSR2);
+  struct {
+    long fd;
+    FdKind kind;
+    bool nb;
+  } made[] = {
+      {fdop_eventfd(0, EFD_NONBLOCK), FdKind::EventFd, true},
+      {fdop_timerfd_create(CLOCK_MONOTONIC, 0), FdKind::TimerFd, false},
+      {fdop_signalfd(-1, &m, SFD_NONBLOCK), FdKind::SignalFd, true},
+      {fdop_epoll_create1(0), FdKind::Epoll, false},
+      {fdop_socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0), FdKind::Socket, true},
+      {fdop_socket(AF_INET, SOCK_STREAM, 0), FdKind::Socket, false},
+  };
+  for (auto& x : made) {
+    cr_assert_geq(x.fd, 0);
+    cr_assert_eq(kind_of((int)x.fd), x.kind, "fd %ld", x.fd);
+    uint32_t f = flags_of((int)x.fd);
+    cr_assert(f & kFileOwned, "fd %ld", x.fd);
+    cr_assert(f & kFilePollable, "fd %ld", x.fd);
+    cr_assert_eq((f & kFileUserNonblock) != 0, x.nb, "fd %ld: the program's view", x.fd);
+    cr_assert_eq(fdop_fcntl((int)x.fd, F_GETFL, 0) & O_NONBLOCK ? 1 : 0, x.nb ? 1 : 0);
+  }
+  int p[2];
+  cr_assert_eq(fdop_pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+  cr_assert_eq(kind_of(p[0]), FdKind::Pipe);
+  cr_assert(flags_of(p[1]) & kFileUserNonblock);
+  for (auto& x : made) fdop_close((int)x.fd);
+  fdop_close(p[0]);
+  fdop_close(p[1]);
 }
 
 Test(fdtable, dup_shares_the_description_and_close_frees) {
