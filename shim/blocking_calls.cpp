@@ -48,10 +48,9 @@ F next(const char* name) {
     using fn_t = RET(*) PARAMS;                                                  \
     static fn_t real_fn;                                                         \
     if (__builtin_expect(!real_fn, 0)) real_fn = next<fn_t>(#NAME);              \
-    if ((BLOCKS) && shim::user_g()) {                                            \
-      BlockingCall bc(BlockKind::KIND, #NAME);                                   \
-      return real_fn ARGS;                                                       \
-    }                                                                            \
+    if ((BLOCKS) && shim::user_g())                                              \
+      return blocking_cancellable(BlockKind::KIND, #NAME,                       \
+                                  [&] { return real_fn ARGS; });                 \
     return real_fn ARGS;                                                         \
   }
 

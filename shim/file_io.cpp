@@ -31,11 +31,8 @@ inline int opened(int fd) {
 #define GOSHIM_OPEN(CALL)                                       \
   shim::ensure_real();                                          \
   if (shim::user_g()) {                                         \
-    int fd_;                                                    \
-    {                                                           \
-      BlockingCall bc(BlockKind::Short, "open");                \
-      fd_ = CALL;                                               \
-    }                                                           \
+    int fd_ = blocking_cancellable(BlockKind::Short, "open",    \
+                                   [&] { return CALL; });       \
     return opened(fd_);                                         \
   }                                                             \
   return opened(CALL)

@@ -66,8 +66,8 @@ GOSHIM_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespe
   if (!req || !ts_valid(req) || !sleep_deadline(clk, flags, req, &deadline)) {
     // Other clocks (CPU-time clocks, alarms), or bad arguments: the kernel
     // decides, as a blocking call.
-    BlockingCall bc(BlockKind::Long, "clock_nanosleep");
-    return real::clock_nanosleep(clk, flags, req, rem);
+    return blocking_cancellable(BlockKind::Long, "clock_nanosleep",
+                                [&] { return real::clock_nanosleep(clk, flags, req, rem); });
   }
   int64_t left = 0;
   int r = sleep_until(deadline, &left);

@@ -137,3 +137,9 @@ void exit_blocking() {
 }
 
 }  // namespace goshim
+
+// Cancellation unwinds through a blocking section (shim/blocking_unwind.c):
+// leave it first, so that cleanup handlers and the G's exit run with a P.
+extern "C" __attribute__((visibility("hidden"))) void goshim_exit_blocking_for_unwind() {
+  goshim::exit_blocking();
+}

@@ -39,4 +39,28 @@ class BlockingCall {
   BlockingCall& operator=(const BlockingCall&) = delete;
 };
 
+// glibc's cancellation unwinds the stack with _Unwind_ForcedUnwind, which
+// runs no destructor in goshim's C++ (built without exception tables): a
+// BlockingCall around a libc function that is a cancellation point
+// (waitpid, open, system, ...) would be left without exit_blocking, and the
+// G would run on without a P. blocking_cancellable runs fn in a blocking
+// section whose exit also runs when cancellation unwinds through it (a C
+// frame with a cleanup, shim/blocking_unwind.c).
+extern "C" void goshim_call_unwind_guarded(void (*fn)(void*), void* ctx);
+
+template <typename F>
+auto blocking_cancellable(BlockKind kind, const char* what, F&& fn) -> decltype(fn()) {
+  enter_blocking(kind, what);
+  if constexpr (__is_same(decltype(fn()), void)) {
+    goshim_call_unwind_guarded([](void* c) { (*(F*)c)(); }, &fn);
+    exit_blocking();
+  } else {
+    decltype(fn()) r;
+    auto body = [&] { r = fn(); };
+    goshim_call_unwind_guarded([](void* c) { (*(decltype(body)*)c)(); }, &body);
+    exit_blocking();
+    return r;
+  }
+}
+
 }  // namespace goshim

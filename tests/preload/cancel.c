@@ -1,6 +1,8 @@
 /* pthread_cancel of threads blocked in read, in the other blocking fd
  * calls that are cancellation points (accept, recv, write to a full pipe,
- * poll, select, epoll_wait), in pthread_cond_wait, in sleep and in
+ * poll, select, epoll_wait), in waitpid and in open of a FIFO (calls the
+ * kernel blocks in: glibc cancels them asynchronously, or at entry when
+ * the cancellation was already pending), in pthread_cond_wait, in sleep and in
  * pthread_join; asynchronous cancellation of a loop; cleanup
  * handlers run in reverse order; PTHREAD_CANCELED from join; cancellation
  * disabled is deferred until enabled. */
@@ -15,6 +17,10 @@
 #include <sys/socket.h>
 #include <stdint.h>
 #include <time.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 #include "common.h"
 
@@ -70,6 +76,29 @@ static void *in_fdwait(void *arg) {
       epoll_wait(epfd, &ev, 1, -1);
       break;
     }
+  }
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+/* Calls that block in the kernel. */
+static pid_t child;
+static char fifo[64];
+static volatile int may_enter;
+static void *in_kernel_call(void *arg) {
+  char what = (char)(intptr_t)arg;
+  if (what == 'x') pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+  pthread_cleanup_push(note, arg);
+  started = 1;
+  int st;
+  switch (what) {
+    case 'w': waitpid(child, &st, 0); break;
+    case 'o': open(fifo, O_RDONLY); break;
+    case 'x': /* the cancellation is pending when waitpid starts */
+      while (!may_enter) sched_yield();
+      pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+      waitpid(child, &st, 0);
+      break;
   }
   pthread_cleanup_pop(0);
   return NULL;
@@ -181,6 +210,35 @@ int main(void) {
   CHECK_EQ(write(sv[1], "x", 1), 1);
   char x;
   CHECK_EQ(read(sv[0], &x, 1), 1);
+  child = fork();
+  CHECK(child >= 0, "fork");
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  snprintf(fifo, sizeof fifo, "/tmp/cancel-fifo-%d", (int)getpid());
+  CHECK_EQ(mkfifo(fifo, 0600), 0);
+  cancel_and_check_arg(in_kernel_call, 'w', (void *)(intptr_t)'w');
+  cancel_and_check_arg(in_kernel_call, 'o', (void *)(intptr_t)'o');
+  {
+    started = 0;
+    ntrail = 0;
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, in_kernel_call, (void *)(intptr_t)'x'), 0);
+    while (!started) sched_yield();
+    CHECK_EQ(pthread_cancel(t), 0);
+    may_enter = 1;
+    void *r;
+    CHECK_EQ(pthread_join(t, &r), 0);
+    CHECK(r == PTHREAD_CANCELED && ntrail == 1 && trail[0] == 'x', "pending at waitpid: %p %.*s", r,
+          ntrail, trail);
+  }
+  unlink(fifo);
+  kill(child, SIGKILL);
+  int st;
+  CHECK_EQ(waitpid(child, &st, 0), child);
+  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child status %x", st);
+  /* The canceled calls left the scheduler whole: threads still run. */
   cancel_and_check(in_cond, 'c');
   CHECK_EQ(pthread_mutex_trylock(&m), 0); /* the handler released it */
   pthread_mutex_unlock(&m);
@@ -212,7 +270,8 @@ int main(void) {
   CHECK_EQ(pthread_cancel(forever), 0);
   CHECK_EQ(pthread_join(forever, &r), 0);
   CHECK(r == PTHREAD_CANCELED, "pause: %p", r);
-  printf("cancellation in read, accept, recv, write, poll, select, epoll_wait, cond_wait, sleep, "
+  printf("cancellation in read, accept, recv, write, poll, select, epoll_wait, waitpid, open, "
+         "cond_wait, sleep, "
          "join, pause, async loop; handlers in order\n");
   return 0;
 }
