@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <threads.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,4 +209,23 @@ GOSHIM_EXPORT int pthread_setspecific(pthread_key_t key, const void* value) {
   tsd_ever = true;
   if (value && !tls_g) arm_helper();  // a foreign kernel thread
   return 0;
+}
+
+// C11 thread-specific storage. glibc implements tss_* on its internal
+// __pthread_key_* functions, which would allocate from glibc's key table
+// while writing the same per-thread slots as the keys above: both kinds
+// share goshim's table instead (and tss destructors run at G exit).
+GOSHIM_EXPORT int tss_create(tss_t* key, tss_dtor_t destr) {
+  pthread_key_t k;
+  if (pthread_key_create(&k, destr) != 0) return thrd_error;
+  *key = (tss_t)k;
+  return thrd_success;
+}
+
+GOSHIM_EXPORT void tss_delete(tss_t key) { pthread_key_delete((pthread_key_t)key); }
+
+GOSHIM_EXPORT void* tss_get(tss_t key) { return pthread_getspecific((pthread_key_t)key); }
+
+GOSHIM_EXPORT int tss_set(tss_t key, void* value) {
+  return pthread_setspecific((pthread_key_t)key, value) == 0 ? thrd_success : thrd_error;
 }
