@@ -1,6 +1,8 @@
 // Process-wide credential changes (see setxid.hpp).
 #include "core/setxid.hpp"
 
+#include <sys/mman.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -135,28 +137,36 @@ long setxid_all(long nr, long a0, long a1, long a2) {
   c.failed.store(0);
   current = &c;
   // Signal every thread; list again until no new thread shows up (one
-  // created by a foreign thread meanwhile would otherwise be missed).
-  long done[1024];
-  int ndone = 0;
+  // created by a foreign thread meanwhile would otherwise be missed). The
+  // threads done so far: a bitmap over every possible tid (PID_MAX_LIMIT,
+  // 2^22 on 64-bit: 512 KiB of address space, touched only where tids
+  // are).
+  constexpr long kTidLimit = 1L << 22;
+  uint64_t* done = (uint64_t*)sys::mmap(nullptr, kTidLimit / 8, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (done == MAP_FAILED) {
+    broadcasting.store(false, std::memory_order_release);
+    fatal("a credential change succeeded in one thread and cannot reach the others (no memory)");
+  }
   bool more = true;
   long pid = sys::getpid();
   while (more) {
     more = false;
     c.pending.store(0);
     for_each_thread([&](long tid) {
-      for (int i = 0; i < ndone; i++)
-        if (done[i] == tid) return;
+      if (tid <= 0 || tid >= kTidLimit || (done[tid / 64] >> (tid % 64) & 1)) return;
       c.pending.fetch_add(1);
       if (sys::tgkill(pid, tid, kSigSetxid) != 0) {
         c.pending.fetch_sub(1);  // it exited meanwhile
         return;
       }
-      if (ndone < 1024) done[ndone++] = tid;
+      done[tid / 64] |= 1ull << (tid % 64);
       more = true;
     });
     int32_t p;
     while ((p = c.pending.load(std::memory_order_acquire)) != 0) sys::futex_wait(&c.pending, (uint32_t)p, nullptr);
   }
+  sys::munmap(done, kTidLimit / 8);
   current = nullptr;
   broadcasting.store(false, std::memory_order_release);
   if (c.failed.load()) fatal("a credential change succeeded in one thread and failed in another");

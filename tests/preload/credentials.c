@@ -1,10 +1,13 @@
 /* The setuid family from one thread while others run: every kernel thread
- * of the process (/proc/self/task/N/status) shows the new credentials.
+ * of the process (/proc/self/task/N/status) shows the new credentials,
+ * also with more than 1,024 kernel threads (C11 threads, which are kernel
+ * threads under goshim too).
  * Needs root; exits 0 with a note when not root. */
 #include <dirent.h>
 #include <grp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <threads.h>
 #include <unistd.h>
 #include "common.h"
 
@@ -22,7 +25,7 @@ static int mismatches(unsigned ruid, unsigned euid, unsigned egid, int ngroups) 
   int bad = 0, n = 0;
   while ((e = readdir(d))) {
     if (e->d_name[0] == '.') continue;
-    char path[128], line[256];
+    char path[300], line[256];
     snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
     FILE *f = fopen(path, "r");
     if (!f) continue;
@@ -45,6 +48,16 @@ static int mismatches(unsigned ruid, unsigned euid, unsigned egid, int ngroups) 
   return n > 0 ? bad : -1;
 }
 
+static mtx_t c11_mu;
+static cnd_t c11_cv;
+static int c11_stop;
+static int c11_wait(void *arg) {
+  mtx_lock(&c11_mu);
+  while (!c11_stop) cnd_wait(&c11_cv, &c11_mu);
+  mtx_unlock(&c11_mu);
+  return 0;
+}
+
 int main(void) {
   if (geteuid() != 0) {
     printf("not root: skipped\n");
@@ -52,6 +65,11 @@ int main(void) {
   }
   pthread_t t[8];
   for (int i = 0; i < 8; i++) CHECK_EQ(pthread_create(&t[i], NULL, spin, NULL), 0);
+  enum { NC11 = 1100 };
+  static thrd_t c11[NC11];
+  CHECK_EQ(mtx_init(&c11_mu, mtx_plain), thrd_success);
+  CHECK_EQ(cnd_init(&c11_cv), thrd_success);
+  for (int i = 0; i < NC11; i++) CHECK_EQ(thrd_create(&c11[i], c11_wait, NULL), thrd_success);
   for (int i = 0; i < 200; i++) sched_yield();
   gid_t groups[] = {1000, 1001};
   CHECK_EQ(setgroups(2, groups), 0);
@@ -70,6 +88,11 @@ int main(void) {
   CHECK_EQ(mismatches(1000, 1000, 0, 0), 0);
   stop = 1;
   for (int i = 0; i < 8; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+  mtx_lock(&c11_mu);
+  c11_stop = 1;
+  cnd_broadcast(&c11_cv);
+  mtx_unlock(&c11_mu);
+  for (int i = 0; i < NC11; i++) CHECK_EQ(thrd_join(c11[i], NULL), thrd_success);
   printf("credentials changed in every kernel thread\n");
   return 0;
 }
