@@ -27,17 +27,39 @@ std::atomic<bool> g_guard_madvise{true};
 struct FreeStack {
   FreeStack* next;
   Stack s;
+  int64_t freed_at;  // coarse monotonic ns when it entered the pool
 };
 
 constexpr int kClasses = 8;
+// Each class keeps warm stacks (newest first, so ordered by freed_at) and
+// cold ones, whose pages below the top one went back to the kernel.
 struct Class {
   size_t size = 0;  // usable bytes
   size_t guard = 0;
-  FreeStack* head = nullptr;
-  int32_t n = 0;
+  FreeStack* head = nullptr;  // warm
+  FreeStack* cold = nullptr;
+  int32_t n = 0;  // warm + cold
 };
+
+// Locks held: pool_lock. Pops a stack of class c (warm first).
+FreeStack* class_pop(Class* c) {
+  FreeStack* f = c->head;
+  if (f) {
+    c->head = f->next;
+  } else if ((f = c->cold)) {
+    c->cold = f->next;
+  }
+  if (f) c->n--;
+  return f;
+}
 Mutex pool_lock;  // rank: leaf
 Class classes[kClasses];
+
+// Pooled stacks idle for kScavengeAfterNs give their pages back (all but
+// the top one, which holds the pool's descriptor); sysmon looks every
+// kScavengePeriodNs.
+constexpr int64_t kScavengeAfterNs = 1000 * 1000 * 1000;
+constexpr int64_t kScavengePeriodNs = 100 * 1000 * 1000;
 
 size_t round_page(size_t n) { return (n + g_page - 1) & ~(g_page - 1); }
 
@@ -125,10 +147,9 @@ bool stack_alloc(P* pp, size_t size, size_t guard, Stack* out) {
       // Refill half the cache in one go.
       pool_lock.lock();
       if (Class* c = find_class(size, guard)) {
-        while (c->head && pp->nstackcache < P::kStackCache / 2) {
-          FreeStack* f = c->head;
-          c->head = f->next;
-          c->n--;
+        while (pp->nstackcache < P::kStackCache / 2) {
+          FreeStack* f = class_pop(c);
+          if (!f) break;
           pp->stackcache[pp->nstackcache++] = f->s;
         }
       }
@@ -142,11 +163,8 @@ bool stack_alloc(P* pp, size_t size, size_t guard, Stack* out) {
   }
   pool_lock.lock();
   for (Class& c : classes) {
-    if (c.size == size && c.guard == guard && c.head) {
-      FreeStack* f = c.head;
-      c.head = f->next;
-      c.n--;
-      *out = f->s;
+    if (c.size == size && c.guard == guard && (c.head || c.cold)) {
+      *out = class_pop(&c)->s;
       pool_lock.unlock();
       return true;
     }
@@ -183,15 +201,16 @@ static void pool_put_locked(const Stack& s) {
       slot = &c;
       break;
     }
-    if (!slot && c.head == nullptr) slot = &c;
+    if (!slot && c.n == 0) slot = &c;
   }
-  if (slot && (slot->size != size || slot->guard != s.guard) && slot->head == nullptr) {
+  if (slot && (slot->size != size || slot->guard != s.guard) && slot->n == 0) {
     slot->size = size;
     slot->guard = s.guard;
   }
   if (slot && slot->size == size && slot->guard == s.guard) {
     FreeStack* f = node_of(s);
     f->s = s;
+    f->freed_at = sys::coarsetime();
     f->next = slot->head;
     slot->head = f;
     slot->n++;
@@ -199,6 +218,46 @@ static void pool_put_locked(const Stack& s) {
   }
   // No class free for this size: give the memory back.
   sys::munmap((void*)s.map_lo, s.map_size);
+}
+
+void stack_scavenge(int64_t now) {
+  static int64_t last;
+  if (now - last < kScavengePeriodNs) return;
+  last = now;
+  constexpr int kBatch = 256;
+  FreeStack* batch[kBatch];
+  for (int ci = 0; ci < kClasses; ci++) {
+    int n = 0;
+    pool_lock.lock();
+    Class* c = &classes[ci];
+    // Warm stacks are newest first: if the first one has been idle long
+    // enough, so have all the others.
+    while (n < kBatch && c->head && now - c->head->freed_at >= kScavengeAfterNs) {
+      batch[n++] = c->head;
+      c->head = c->head->next;
+      c->n--;
+    }
+    pool_lock.unlock();
+    if (n == 0) continue;
+    // Out of the pool: nobody else can use these while their pages go.
+    for (int i = 0; i < n; i++) {
+      const Stack& s = batch[i]->s;
+      uintptr_t top = (s.hi - sizeof(FreeStack)) & ~(uintptr_t)(g_page - 1);
+      if (top > s.lo) sys::madvise((void*)s.lo, top - s.lo, MADV_DONTNEED);
+    }
+    pool_lock.lock();
+    for (int i = 0; i < n; i++) {
+      if (c->size != batch[i]->s.hi - batch[i]->s.lo || c->guard != batch[i]->s.guard) {
+        // The class was emptied and reused for another size meanwhile.
+        sys::munmap((void*)batch[i]->s.map_lo, batch[i]->s.map_size);
+        continue;
+      }
+      batch[i]->next = c->cold;
+      c->cold = batch[i];
+      c->n++;
+    }
+    pool_lock.unlock();
+  }
 }
 
 }  // namespace goshim

@@ -33,6 +33,10 @@ void stack_free(P* pp, const Stack& s);
 // In a fork child: forget the pooled stacks (fork.hpp).
 void stack_after_fork();
 
+// sysmon: returns the pages of stacks that have sat in the global pool for
+// a while to the kernel (DESIGN.md decision 3). Without P, no locks held.
+void stack_scavenge(int64_t now);
+
 // Whether guards use MADV_GUARD_INSTALL (true) or mprotect (false).
 bool stack_guard_is_madvise();
 

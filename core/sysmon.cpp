@@ -12,6 +12,7 @@
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
+#include "core/stack.hpp"
 #include "core/setxid.hpp"
 #include "core/signal.hpp"
 #include "core/timer.hpp"
@@ -328,6 +329,7 @@ void* sysmon_main(void*) {
       idle++;
     if (nretiring) watch_retiring(now);
     reap_idle_ms(now);
+    stack_scavenge(now);
     if (sysmon_tick_hook) sysmon_tick_hook(now);
   }
   return nullptr;
