@@ -317,6 +317,10 @@ struct P {
 
   uint64_t nparks = 0;  // Gs parked on this P (owner P only; statistics)
 
+  // The M in the blocking call this P waits on (set by enter_blocking; a
+  // hint for sysmon, which reads it while the P is in PStatus::Syscall).
+  std::atomic<M*> blocking_m{nullptr};
+
   // sysmon's view (sysmon.cpp); only sysmon touches these.
   uint32_t sm_schedtick = ~0u;  // ~0: not looked at yet
   int64_t sm_schedwhen = 0;
@@ -326,6 +330,7 @@ struct P {
   int64_t sm_stallwhen = 0;  // when that look was
   int64_t sm_slice_cpu = -1;  // its M's CPU time when sysmon first saw this slice
   int64_t sm_slice_when = 0;
+  int64_t sm_sys_cpu = -1;  // in a blocking call: its M's CPU time at the first look
   int64_t sm_pinned_since = 0;  // retired: when its M stopped making progress
   bool sm_pinned_told = false;  // retired: the pinning report was written
 };

@@ -228,9 +228,11 @@ uint32_t retake(int64_t now) {
         long_slice = now - pp->sm_schedwhen >= kForcePreemptNs;
       }
       uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
+      M* bm = pp->blocking_m.load(std::memory_order_relaxed);
       if (pp->sm_syscalltick != t) {
         pp->sm_syscalltick = t;
         pp->sm_syscallwhen = now;
+        pp->sm_sys_cpu = bm ? cputime_of(bm) : -1;
         if (!long_slice) continue;
       }
       // The same blocking call for at least one sysmon tick. Retake it if
@@ -239,6 +241,17 @@ uint32_t retake(int64_t now) {
           sched.nmspinning.load() + sched.npidle.load() > 0 &&
           pp->sm_syscallwhen + kSyscallRetakeNs > now)
         continue;
+      // Better than Go's retake: a call that keeps its kernel thread on the
+      // CPU (a copy from the page cache) frees no CPU for another thread;
+      // handing its P off would only add a thread competing for the CPUs.
+      // Retake a P whose M sleeps in the kernel (the disk, a lock), or one
+      // that has kept it for a whole time slice.
+      if (!long_slice && bm && pp->sm_sys_cpu >= 0 && now - pp->sm_syscallwhen < kSyscallRetakeNs) {
+        int64_t cpu = cputime_of(bm);
+        if (cpu >= 0 && ((cpu - pp->sm_sys_cpu) * 2 >= now - pp->sm_syscallwhen ||
+                         (cpu > pp->sm_sys_cpu && !asleep_in_kernel(bm))))
+          continue;
+      }
       PStatus exp = PStatus::Syscall;
       if (pp->status.compare_exchange_strong(exp, PStatus::Idle, std::memory_order_acq_rel)) {
         sched.nhandoff.fetch_add(1, std::memory_order_relaxed);
@@ -278,8 +291,10 @@ void reap_idle_ms(int64_t now) {
 
 // sysmon sleeps on this word so that a signal to route can wake it early.
 std::atomic<uint32_t> wake_word{0};
-// sysmon is in a backed-off sleep (longer than its 20 us period); a kick
-// ends it and restarts the short period.
+// sysmon is in a backed-off sleep (kNapUs or longer); a kick ends it. Not
+// for shorter sleeps: kicks at every blocking call would keep sysmon
+// spinning at its 20 us period, taking CPU from the Ms.
+constexpr int64_t kNapUs = 320;
 std::atomic<bool> napping{false};
 std::atomic<bool> kicked{false};
 
@@ -302,14 +317,13 @@ void* sysmon_main(void*) {
       delay_us *= 2;
     if (delay_us > 10000) delay_us = 10000;
     struct timespec ts = {0, (long)delay_us * 1000};
-    napping.store(delay_us > 20, std::memory_order_relaxed);
+    napping.store(delay_us >= kNapUs, std::memory_order_relaxed);
     if (wake_word.exchange(0, std::memory_order_acq_rel) == 0) sys::futex_wait(&wake_word, 0, &ts);
     wake_word.store(0, std::memory_order_relaxed);
     napping.store(false, std::memory_order_relaxed);
-    if (kicked.exchange(false, std::memory_order_relaxed)) {
-      idle = 0;
-      delay_us = 20;
-    }
+    // Kicked: look now, and again 20 us later (a blocking call is retaken
+    // when seen twice), then back off again unless there was work.
+    if (kicked.exchange(false, std::memory_order_relaxed)) delay_us = 10;
     int64_t now = sys::nanotime();
     signal_route();
 

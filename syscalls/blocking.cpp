@@ -52,6 +52,7 @@ void enter_blocking(BlockKind kind, const char* what) {
   mp->syscalltick.fetch_add(1, std::memory_order_relaxed);
   pp->syscalltick.fetch_add(1, std::memory_order_relaxed);
   // Detach the P but keep it reserved for this M (oldp).
+  pp->blocking_m.store(mp, std::memory_order_relaxed);
   pp->m = nullptr;
   mp->oldp = pp;
   mp->p = nullptr;
