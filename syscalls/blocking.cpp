@@ -141,6 +141,8 @@ void exit_blocking() {
 
 // Cancellation unwinds through a blocking section (shim/blocking_unwind.c):
 // leave it first, so that cleanup handlers and the G's exit run with a P.
+// (A cancellation delivered by signal may have left it already.)
 extern "C" __attribute__((visibility("hidden"))) void goshim_exit_blocking_for_unwind() {
-  goshim::exit_blocking();
+  goshim::G* gp = goshim::getg();
+  if (gp->status.load(std::memory_order_acquire) == goshim::GStatus::Syscall) goshim::exit_blocking();
 }
