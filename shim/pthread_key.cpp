@@ -207,7 +207,12 @@ GOSHIM_EXPORT int pthread_setspecific(pthread_key_t key, const void* value) {
   d->data = (void*)value;
   tsd_used = true;
   tsd_ever = true;
-  if (value && !tls_g) arm_helper();  // a foreign kernel thread
+  // A kernel thread that is not a goroutine: a foreign thread, or an M or
+  // sysmon on its own TCB (g0). Its values are destroyed when it exits
+  // (an M retired by sysmon ends with pthread_exit): without that, the
+  // allocator's per-thread cache stayed linked into its arena from a TCB
+  // that glibc then unmapped or reused for the next thread.
+  if (value && (!tls_g || tls_g->is_g0())) arm_helper();
   return 0;
 }
 
