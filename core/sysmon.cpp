@@ -235,6 +235,19 @@ uint32_t retake(int64_t now) {
         pp->sm_sys_cpu = bm ? cputime_of(bm) : -1;
         if (!long_slice) continue;
       }
+      // A G that has had the P for a whole slice through a series of short
+      // calls whose thread stays on the CPU (a loop reading from the page
+      // cache): it yields at its next interposed call and its M keeps the
+      // P. Handing the P off would add a thread competing for the CPUs
+      // while this one copies, and the M coming back from its call would
+      // find no P (a context switch per slice on every CPU). A single call
+      // that lasts a slice is still retaken below.
+      if (long_slice && bm && now - pp->sm_syscallwhen < kSyscallRetakeNs &&
+          !asleep_in_kernel(bm)) {
+        G* cur = bm->curg;
+        if (cur && !cur->is_g0()) cur->preempt.store(true, std::memory_order_release);
+        continue;
+      }
       // The same blocking call for at least one sysmon tick. Retake it if
       // anything waits, or if it lasts long (timers and netpoll need a P).
       if (runqempty(pp) && sched.runqsize.load(std::memory_order_relaxed) == 0 &&
@@ -297,6 +310,17 @@ std::atomic<uint32_t> wake_word{0};
 constexpr int64_t kNapUs = 320;
 std::atomic<bool> napping{false};
 std::atomic<bool> kicked{false};
+// Kicks that do not pay off (the looks that follow one retook no P) are
+// rate-limited: after each fruitless one the quiet time doubles, from
+// 40 us up to sysmon's longest nap (10 ms); a useful one lifts the limit.
+// A loop of page-cache reads, each entering a Short call with work
+// queued, kicked sysmon out of every nap, and the wake-ups took 10 % of
+// the CPUs from the readers.
+constexpr int64_t kKickQuietMinNs = 40000;
+constexpr int64_t kKickQuietMaxNs = 10000000;
+std::atomic<int64_t> kick_after{0};
+std::atomic<int64_t> kick_quiet{0};
+int kick_looks;  // sysmon only: looks left that may prove a kick useful
 
 void* sysmon_main(void*) {
   // Program handlers never run here (signal_route opens the signals goshim
@@ -323,7 +347,10 @@ void* sysmon_main(void*) {
     napping.store(false, std::memory_order_relaxed);
     // Kicked: look now, and again 20 us later (a blocking call is retaken
     // when seen twice), then back off again unless there was work.
-    if (kicked.exchange(false, std::memory_order_relaxed)) delay_us = 10;
+    if (kicked.exchange(false, std::memory_order_relaxed)) {
+      delay_us = 10;
+      kick_looks = 2;
+    }
     int64_t now = sys::nanotime();
     signal_route();
 
@@ -337,10 +364,23 @@ void* sysmon_main(void*) {
         idle = 0;
       }
     }
-    if (retake(now) != 0)
+    if (retake(now) != 0) {
       idle = 0;
-    else
+      if (kick_looks > 0) {
+        kick_looks = 0;
+        kick_quiet.store(0, std::memory_order_relaxed);
+        kick_after.store(0, std::memory_order_relaxed);
+      }
+    } else {
       idle++;
+      if (kick_looks > 0 && --kick_looks == 0) {
+        int64_t q = kick_quiet.load(std::memory_order_relaxed) * 2;
+        if (q < kKickQuietMinNs) q = kKickQuietMinNs;
+        if (q > kKickQuietMaxNs) q = kKickQuietMaxNs;
+        kick_quiet.store(q, std::memory_order_relaxed);
+        kick_after.store(now + q, std::memory_order_relaxed);
+      }
+    }
     if (nretiring) watch_retiring(now);
     reap_idle_ms(now);
     stack_scavenge(now);
@@ -353,6 +393,8 @@ void* sysmon_main(void*) {
 
 void sysmon_kick() {
   if (!napping.load(std::memory_order_relaxed)) return;
+  int64_t after = kick_after.load(std::memory_order_relaxed);
+  if (after && sys::nanotime() < after) return;
   kicked.store(true, std::memory_order_relaxed);
   napping.store(false, std::memory_order_relaxed);
   sysmon_wake();
