@@ -1,10 +1,12 @@
 /* The setuid family from one thread while others run: every kernel thread
  * of the process (/proc/self/task/N/status) shows the new credentials,
- * also with more than 1,024 kernel threads (C11 threads, which are kernel
- * threads under goshim too).
+ * also with more than 1,024 kernel threads (threads blocked in flock: under
+ * goshim each holds a kernel thread of its own), and with C11 threads.
  * Needs root; exits 0 with a note when not root. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <pthread.h>
 #include <sched.h>
 #include <threads.h>
@@ -58,6 +60,15 @@ static int c11_wait(void *arg) {
   return 0;
 }
 
+static char lock_path[64];
+static void *flocker(void *arg) {
+  int fd = open(lock_path, O_RDONLY);
+  CHECK(fd >= 0, "open %s", lock_path);
+  CHECK_EQ(flock(fd, LOCK_SH), 0); /* main holds it exclusively until the end */
+  close(fd);
+  return arg;
+}
+
 int main(void) {
   if (geteuid() != 0) {
     printf("not root: skipped\n");
@@ -65,12 +76,28 @@ int main(void) {
   }
   pthread_t t[8];
   for (int i = 0; i < 8; i++) CHECK_EQ(pthread_create(&t[i], NULL, spin, NULL), 0);
-  enum { NC11 = 1100 };
+  enum { NC11 = 100, NLOCK = 1100 };
   static thrd_t c11[NC11];
   CHECK_EQ(mtx_init(&c11_mu, mtx_plain), thrd_success);
   CHECK_EQ(cnd_init(&c11_cv), thrd_success);
   for (int i = 0; i < NC11; i++) CHECK_EQ(thrd_create(&c11[i], c11_wait, NULL), thrd_success);
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "/tmp/goshim-cred-%d", (int)getpid());
+  int lk = open(tmp, O_CREAT | O_RDWR | O_TRUNC, 0644);
+  CHECK(lk >= 0, "create %s", tmp);
+  unlink(tmp); /* the lockers open it again through /proc */
+  snprintf(lock_path, sizeof lock_path, "/proc/self/fd/%d", lk);
+  CHECK_EQ(flock(lk, LOCK_EX), 0);
+  static pthread_t lockers[NLOCK];
+  pthread_attr_t small;
+  pthread_attr_init(&small);
+  pthread_attr_setstacksize(&small, 64 * 1024);
+  for (int i = 0; i < NLOCK; i++) CHECK_EQ(pthread_create(&lockers[i], &small, flocker, NULL), 0);
   for (int i = 0; i < 200; i++) sched_yield();
+  /* Wait until more than 1,024 kernel threads exist (the lockers block in
+   * the kernel: under goshim each blocked call holds its own M). */
+  for (int i = 0; i < 2000 && kernel_threads() <= 1024; i++) usleep(10 * 1000);
+  CHECK(kernel_threads() > 1024, "%d kernel threads", kernel_threads());
   gid_t groups[] = {1000, 1001};
   CHECK_EQ(setgroups(2, groups), 0);
   CHECK_EQ(setresgid(1000, 1002, 1000), 0);
@@ -93,6 +120,9 @@ int main(void) {
   cnd_broadcast(&c11_cv);
   mtx_unlock(&c11_mu);
   for (int i = 0; i < NC11; i++) CHECK_EQ(thrd_join(c11[i], NULL), thrd_success);
+  CHECK_EQ(flock(lk, LOCK_UN), 0);
+  for (int i = 0; i < NLOCK; i++) CHECK_EQ(pthread_join(lockers[i], NULL), 0);
+  close(lk);
   printf("credentials changed in every kernel thread\n");
   return 0;
 }
