@@ -1,6 +1,7 @@
 // Runtime start-up, M creation and mstart.
 #include "core/runtime.hpp"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -96,9 +97,54 @@ M* allm_head() {
   return sched.allm;
 }
 
+namespace {
+
+// After a failure to create a kernel thread, none is tried again before
+// this time (sysmon would otherwise retry at every look).
+constexpr int64_t kNewmRetryNs = 10 * 1000000;
+std::atomic<int64_t> newm_retry_at{0};
+std::atomic<bool> newm_warned{false};
+
+// No kernel thread for pp (RLIMIT_NPROC, no memory): pp's queued Gs go to
+// the global queue and pp to the idle list, for the first M that comes
+// back from a blocking call or finds itself without work. The program
+// keeps running on the Ms it has, as it would if those were its threads;
+// it stalls only while every M is blocked.
+void newm_failed(P* pp, bool spinning, M* mp, int err) {
+  if (mp) {
+    mp->dead = true;
+    sched.lock.lock();
+    sched.mcount--;
+    sched.lock.unlock();
+  }
+  newm_retry_at.store(sys::nanotime() + kNewmRetryNs, std::memory_order_relaxed);
+  if (spinning) sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
+  GQueue q;
+  bool inherit;
+  while (G* gp = runqget(pp, &inherit)) q.push_back(gp);
+  sched.lock.lock();
+  if (!q.empty()) globrunqputbatch(q);
+  pidleput(pp);
+  sched.lock.unlock();
+  if (!newm_warned.exchange(true, std::memory_order_relaxed))
+    rawlog("goshim: warning: cannot create a kernel thread for an M (%s); goroutines wait "
+           "for the busy ones\n", err == EAGAIN ? "EAGAIN: RLIMIT_NPROC or kernel.threads-max"
+                                                  : "out of memory");
+}
+
+}  // namespace
+
+// Without a P, not on g0 necessarily; takes sched.lock only on failure.
 void newm(P* pp, bool spinning) {
+  if (sys::nanotime() < newm_retry_at.load(std::memory_order_relaxed)) {
+    newm_failed(pp, spinning, nullptr, EAGAIN);
+    return;
+  }
   M* mp = allocm();
-  if (!mp) fatal("cannot allocate an M");
+  if (!mp) {
+    newm_failed(pp, spinning, nullptr, ENOMEM);
+    return;
+  }
   mp->nextp = pp;
   mp->spinning = spinning;
   pthread_attr_t attr;
@@ -109,7 +155,10 @@ void newm(P* pp, bool spinning) {
   int err = real::pthread_create(&th, &attr, mstart, mp);
   setxid_thread_create_end();
   pthread_attr_destroy(&attr);
-  if (err != 0) fatalf("cannot create a kernel thread for an M (error %d)", err);
+  if (err != 0) {
+    mp->nextp = nullptr;
+    newm_failed(pp, spinning, mp, err);
+  }
 }
 
 static void print_stats_mn() { stats_print(true); }
