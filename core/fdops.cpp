@@ -196,6 +196,10 @@ long fdop_fcntl(int fd, int cmd, long arg) {
     case F_SETLKW:
     case F_OFD_SETLKW: {
       if (op_user_g()) {
+        // libc's fcntl: a cancellation point for these commands, as natively.
+        if (real::fcntl)
+          return errno_result(blocking_cancellable(BlockKind::Long, "fcntl(F_SETLKW)",
+                                                   [&] { return real::fcntl(fd, cmd, arg); }));
         BlockingCall bc(BlockKind::Long, "fcntl(F_SETLKW)");
         return sys::fcntl(fd, cmd, arg);
       }

@@ -84,6 +84,7 @@ static void *in_fdwait(void *arg) {
 /* Calls that block in the kernel. */
 static pid_t child;
 static char fifo[64];
+static int lockfd; /* locked by the child: F_SETLKW waits for it */
 static volatile int may_enter;
 static void *in_kernel_call(void *arg) {
   char what = (char)(intptr_t)arg;
@@ -94,6 +95,11 @@ static void *in_kernel_call(void *arg) {
   switch (what) {
     case 'w': waitpid(child, &st, 0); break;
     case 'o': open(fifo, O_RDONLY); break;
+    case 'l': {
+      struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+      fcntl(lockfd, F_SETLKW, &fl);
+      break;
+    }
     case 'x': /* the cancellation is pending when waitpid starts */
       while (!may_enter) sched_yield();
       pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
@@ -210,16 +216,27 @@ int main(void) {
   CHECK_EQ(write(sv[1], "x", 1), 1);
   char x;
   CHECK_EQ(read(sv[0], &x, 1), 1);
+  char lockpath[64];
+  snprintf(lockpath, sizeof lockpath, "/tmp/cancel-lock-%d", (int)getpid());
+  lockfd = open(lockpath, O_CREAT | O_RDWR | O_TRUNC, 0600);
+  CHECK(lockfd >= 0, "open %s", lockpath);
+  unlink(lockpath);
+  int lp[2];
+  CHECK_EQ(pipe(lp), 0);
   child = fork();
   CHECK(child >= 0, "fork");
   if (child == 0) {
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(lockfd, F_SETLK, &fl) != 0 || write(lp[1], "k", 1) != 1) _exit(1);
     pause();
     _exit(0);
   }
+  CHECK_EQ(read(lp[0], &x, 1), 1); /* the child holds the lock */
   snprintf(fifo, sizeof fifo, "/tmp/cancel-fifo-%d", (int)getpid());
   CHECK_EQ(mkfifo(fifo, 0600), 0);
   cancel_and_check_arg(in_kernel_call, 'w', (void *)(intptr_t)'w');
   cancel_and_check_arg(in_kernel_call, 'o', (void *)(intptr_t)'o');
+  cancel_and_check_arg(in_kernel_call, 'l', (void *)(intptr_t)'l');
   {
     started = 0;
     ntrail = 0;
@@ -270,7 +287,7 @@ int main(void) {
   CHECK_EQ(pthread_cancel(forever), 0);
   CHECK_EQ(pthread_join(forever, &r), 0);
   CHECK(r == PTHREAD_CANCELED, "pause: %p", r);
-  printf("cancellation in read, accept, recv, write, poll, select, epoll_wait, waitpid, open, "
+  printf("cancellation in read, accept, recv, write, poll, select, epoll_wait, waitpid, open, fcntl(F_SETLKW), "
          "cond_wait, sleep, "
          "join, pause, async loop; handlers in order\n");
   return 0;
