@@ -6,6 +6,7 @@
 // backtrace ("<stack changed>") instead of the process.
 #define UNW_LOCAL_ONLY
 #include "core/dump.hpp"
+#include "core/ownfd.hpp"
 
 #include <dlfcn.h>
 #include <libunwind.h>
@@ -397,6 +398,9 @@ void dump_init() {
   // do it now, not later inside a signal handler on a busy thread.
   // No cache: libunwind's cache lock would block every signal around each
   // step with sigprocmask (goshim's own, interposed).
+  // Its set-up makes a pipe (memory validation): goshim's own fd, not the
+  // program's (core/ownfd.hpp).
+  ownfd_capture_begin();
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
   unw_context_t ctx;
   unw_cursor_t c;
@@ -407,6 +411,7 @@ void dump_init() {
     unw_get_proc_name(&c, name, sizeof name, &off);
     unw_step(&c);
   }
+  ownfd_capture_end();
   dladdr_is_self((uintptr_t)&dump_init);
 }
 

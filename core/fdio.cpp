@@ -437,6 +437,10 @@ long fdio_kt(int fd, IoOp* op) {
   bool writes_peer = op->mode == kModeWrite && __atomic_load_n(&f->peer, __ATOMIC_ACQUIRE);
   int64_t timeo = timeout_of(f, op->mode);
   int64_t deadline = timeo ? sys::nanotime() + timeo : 0;
+  // As the kernel does for a blocking call: a program handler without
+  // SA_RESTART (or any handler, on a socket with a timeout) ends the wait
+  // with EINTR; goshim's own signals and SA_RESTART handlers restart it.
+  bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
   long out;
   for (;;) {
     int n = pd->fd.load(std::memory_order_acquire);
@@ -452,12 +456,19 @@ long fdio_kt(int fd, IoOp* op) {
       break;
     }
     struct pollfd p = {n, (short)(op->mode == kModeRead ? POLLIN : POLLOUT), 0};
+    uint32_t h0 = signal_thread_handled(nullptr);
     int pr = real::poll(&p, 1, poll_ms(deadline));
     if (pr == 0) {
       out = op->done ? (long)op->done : op->timeout_result;
       break;
     }
-    // EINTR: a handler ran on this kernel thread; retry (restart).
+    if (pr < 0 && errno == EINTR) {
+      bool rs;
+      if (signal_thread_handled(&rs) != h0 && !(rs && restartable)) {
+        out = op->done ? (long)op->done : -EINTR;
+        break;
+      }
+    }
   }
   pd_put(pd);
   return out;
@@ -1018,7 +1029,13 @@ long twofd(TwoFd* t) {
       long r = twofd_attempt(t);
       if (r != -EAGAIN) return r;
       struct pollfd p[2] = {{t->in, POLLIN, 0}, {t->out, POLLOUT, 0}};
-      real::poll(p, 2, 10);  // either end: re-check soon
+      uint32_t h0 = signal_thread_handled(nullptr);
+      // Either end: re-check soon. A handler without SA_RESTART ends the
+      // call with EINTR, as in the kernel's pipe wait.
+      if (real::poll(p, 2, 10) < 0 && errno == EINTR) {
+        bool rs;
+        if (signal_thread_handled(&rs) != h0 && !rs) return -EINTR;
+      }
     }
   }
   int err;

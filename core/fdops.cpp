@@ -13,6 +13,7 @@
 
 #include "core/fdtable.hpp"
 #include "core/netpoll.hpp"
+#include "core/ownfd.hpp"
 #include "core/real_io.hpp"
 #include "core/runtime.hpp"
 #include "syscalls/blocking.hpp"
@@ -82,8 +83,22 @@ long fdop_socketpair(int domain, int type, int proto, int sv[2]) {
 }
 
 long fdop_pipe2(int fds[2], int flags) {
-  bool nb = nb_now();
   int v[2];
+  if (__builtin_expect(ownfd_capturing(), 0)) {
+    // A library's pipe for goshim's own use (the unwinder's).
+    long r = sys::pipe2(v, flags);
+    if (r < 0) return r;
+    for (int i = 0; i < 2; i++) {
+      if (!(flags & O_CLOEXEC)) {
+        fds[i] = v[i];  // the library wants it inherited: leave it alone
+        continue;
+      }
+      fds[i] = ownfd_place(v[i]);
+      ownfd_add_fixed(fds[i]);
+    }
+    return 0;
+  }
+  bool nb = nb_now();
   long r = sys::pipe2(v, flags | (nb ? O_NONBLOCK : 0));
   if (r < 0) return r;
   uint32_t fl = base_flags(flags & O_NONBLOCK, nb);
@@ -139,6 +154,7 @@ static void dup_done(int oldfd, int newfd) {
 }
 
 long fdop_dup(int fd) {
+  if (ownfd_is(fd)) return -EBADF;  // not the program's
   long r = sys::dup(fd);
   if (r >= 0) dup_done(fd, (int)r);
   return r;
@@ -147,14 +163,17 @@ long fdop_dup(int fd) {
 long fdop_dup3(int oldfd, int newfd, int flags, bool is_dup2) {
   if (oldfd == newfd) {
     if (!is_dup2) return -EINVAL;
-    long r = sys::fcntl(oldfd, F_GETFD, 0);
+    long r = ownfd_is(oldfd) ? -EBADF : sys::fcntl(oldfd, F_GETFD, 0);
     return r < 0 ? r : newfd;
   }
   // Fail as the kernel does before retiring newfd's record: a bad oldfd
   // leaves newfd open.
-  long chk = sys::fcntl(oldfd, F_GETFD, 0);
+  long chk = ownfd_is(oldfd) ? -EBADF : sys::fcntl(oldfd, F_GETFD, 0);
   if (chk < 0) return chk;
   if (newfd < 0) return -EBADF;
+  // newfd may be one of goshim's own fds: it moves elsewhere first.
+  long v = ownfd_vacate(newfd);
+  if (v < 0) return v;
   PollDesc* old = fd_close_begin(newfd);  // dup3 closes newfd implicitly
   long r = sys::dup3(oldfd, newfd, flags);
   if (r >= 0) dup_done(oldfd, newfd);
@@ -165,6 +184,7 @@ long fdop_dup3(int oldfd, int newfd, int flags, bool is_dup2) {
 // ---- fcntl and ioctl --------------------------------------------------------------------------
 
 long fdop_fcntl(int fd, int cmd, long arg) {
+  if (ownfd_is(fd)) return -EBADF;  // not the program's
   switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC: {
@@ -240,7 +260,7 @@ long fdop_ioctl(int fd, unsigned long req, long arg) {
 // ---- close ----------------------------------------------------------------------------------
 
 long fdop_close(int fd) {
-  if (netpoll_owns_fd(fd)) return -EBADF;  // not the program's
+  if (ownfd_is(fd)) return -EBADF;  // not the program's
   PollDesc* pd = fd_close_begin(fd);
   long r;
   if (op_user_g()) {
@@ -265,6 +285,7 @@ long fdop_close_range(unsigned first, unsigned last, int flags) {
     // kernel closes the rest.
     for (int fd = fd_next_tracked((int)first); fd >= 0 && (unsigned)fd <= last;
          fd = fd_next_tracked(fd + 1)) {
+      if (ownfd_is(fd)) continue;
       PollDesc* pd = fd_close_begin(fd);
       if (pd) {
         sys::close(fd);
@@ -272,19 +293,21 @@ long fdop_close_range(unsigned first, unsigned last, int flags) {
       }
     }
   }
-  // The netpoller's own fds stay open: close the range around them.
-  int own[2];
-  netpoll_own_fds(own);
+  // goshim's own fds stay open: close the range around them.
+  int own[32];
+  int n = ownfd_in_range(first, last, own, 32);
   unsigned lo = first;
-  for (int o : own) {
-    if (o < 0 || (unsigned)o < lo || (unsigned)o > last) continue;
-    if ((unsigned)o > lo) {
-      long r = sys::raw3(SYS_close_range, lo, (unsigned)o - 1, flags);
+  for (int i = 0; i < n; i++) {
+    unsigned o = (unsigned)own[i];
+    if (o < lo) continue;  // a duplicate
+    if (o > lo) {
+      long r = sys::raw3(SYS_close_range, lo, o - 1, flags);
       if (r < 0) return r;
     }
-    lo = (unsigned)o + 1;
+    if (o == ~0u) return 0;
+    lo = o + 1;
   }
-  if (lo > last || lo == 0) return 0;
+  if (lo > last) return 0;
   return sys::raw3(SYS_close_range, lo, last, flags);
 }
 

@@ -29,6 +29,7 @@
 
 #include <new>
 
+#include "core/fork.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -304,6 +305,41 @@ PollDesc* new_desc(int fd, FileRec* f) {
 
 void chan_bump(FileRec* f) { file_chan_bump(f); }
 
+// exec: the fds fd_before_exec switched to blocking (fd_exec_failed undoes).
+constexpr int kExecFixMax = 256;
+int exec_fix[kExecFixMax];
+int exec_nfix = 0;
+
+// Opens fd's pipe again, through /proc/self/fd, as a new open file
+// description with the flags fl (F_GETFL) minus O_NONBLOCK. Returns the new
+// fd (O_CLOEXEC) or -errno. Packet-mode pipes (O_DIRECT) and O_ASYNC ones
+// are not reopened; neither is a write end without readers (ENXIO). No
+// allocation, no lock: used before exec.
+long pipe_reopen_blocking(int fd, long fl) {
+  if (fl & (O_DIRECT | O_ASYNC)) return -EINVAL;
+  char path[32] = "/proc/self/fd/";
+  char digits[12];
+  int nd = 0;
+  unsigned v = (unsigned)fd;
+  do {
+    digits[nd++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  size_t n = 14;
+  while (nd) path[n++] = digits[--nd];
+  path[n] = 0;
+  // O_NONBLOCK for the open itself: a FIFO open must not wait for a peer.
+  long nf = sys::openat(AT_FDCWD, path, (int)(fl & O_ACCMODE) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
+  if (nf < 0) return nf;
+  struct stat a, b;
+  if (sys::fstat(fd, &a) < 0 || sys::fstat((int)nf, &b) < 0 || a.st_ino != b.st_ino ||
+      a.st_dev != b.st_dev || sys::fcntl((int)nf, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+    sys::close((int)nf);
+    return -EINVAL;
+  }
+  return nf;
+}
+
 bool atfork_installed = false;
 std::atomic<int> atfork_once{0};
 
@@ -568,6 +604,23 @@ void fd_release_to_kernel(int fd) {
   uint32_t fl = f->flags.load(std::memory_order_acquire);
   if ((fl & kFileNbUnder) && !(fl & kFileUserNonblock)) {
     long k = sys::fcntl(fd, F_GETFL, 0);
+    if (k >= 0 && f->kind == FdKind::Pipe && fork_is_child()) {
+      // A fork child: the description is shared with the parent, which
+      // goes on relying on O_NONBLOCK. The pipe gets a blocking
+      // description of its own here instead, and the number a fresh
+      // record (classified on first use: not goshim's to switch).
+      long fdfl = sys::fcntl(fd, F_GETFD, 0);
+      long nf = fdfl >= 0 ? pipe_reopen_blocking(fd, k) : -1;
+      if (nf >= 0) {
+        pd_put(pd);
+        fd_taint(fd);
+        PollDesc* old = fd_close_begin(fd);
+        sys::dup3((int)nf, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+        fd_close_end(fd, old);
+        sys::close((int)nf);
+        return;
+      }
+    }
     if (k >= 0) sys::fcntl(fd, F_SETFL, k & ~O_NONBLOCK);
   }
   f->flags.fetch_and(~(kFileNbUnder | kFileOwned), std::memory_order_acq_rel);
@@ -633,7 +686,7 @@ void fd_fork_child() {
   }
 }
 
-void fd_prepare_exec() {
+void fd_prepare_spawn() {
   fd_note_fork();
   for (int c = 0; c < (kMaxFd >> kSlotBits); c++) {
     std::atomic<PollDesc*>* chunk = slot_chunks[c].load(std::memory_order_acquire);
@@ -647,6 +700,46 @@ void fd_prepare_exec() {
       fd_release_to_kernel(fd);
     }
   }
+}
+
+void fd_before_exec() {
+  exec_nfix = 0;
+  for (int c = 0; c < (kMaxFd >> kSlotBits); c++) {
+    std::atomic<PollDesc*>* chunk = slot_chunks[c].load(std::memory_order_acquire);
+    if (!chunk) continue;
+    for (int i = 0; i < kSlotChunk; i++) {
+      PollDesc* pd = chunk[i].load(std::memory_order_acquire);
+      if (!pd || pd == kClosing) continue;
+      FileRec* f = __atomic_load_n(&pd->file, __ATOMIC_ACQUIRE);  // type-stable memory
+      if (!f) continue;
+      uint32_t fl = f->flags.load(std::memory_order_acquire);
+      if (!(fl & kFileNbUnder) || (fl & kFileUserNonblock)) continue;
+      int fd = (c << kSlotBits) | i;
+      long fdfl = sys::fcntl(fd, F_GETFD, 0);
+      if (fdfl < 0 || (fdfl & FD_CLOEXEC)) continue;
+      long k = sys::fcntl(fd, F_GETFL, 0);
+      if (k < 0 || !(k & O_NONBLOCK)) continue;
+      long nf = f->kind == FdKind::Pipe ? pipe_reopen_blocking(fd, k) : -1;
+      if (nf >= 0) {
+        long r = sys::dup3((int)nf, fd, 0);
+        sys::close((int)nf);
+        if (r < 0) sys::fcntl(fd, F_SETFL, k & ~O_NONBLOCK);
+      } else {
+        sys::fcntl(fd, F_SETFL, k & ~O_NONBLOCK);  // shared with whoever shares it
+      }
+      if (exec_nfix < kExecFixMax) exec_fix[exec_nfix++] = fd;
+    }
+  }
+}
+
+void fd_exec_failed() {
+  // The numbers still name the same pipes and sockets; goshim's records
+  // expect O_NONBLOCK underneath again.
+  for (int i = 0; i < exec_nfix; i++) {
+    long k = sys::fcntl(exec_fix[i], F_GETFL, 0);
+    if (k >= 0) sys::fcntl(exec_fix[i], F_SETFL, k | O_NONBLOCK);
+  }
+  exec_nfix = 0;
 }
 
 int fd_next_tracked(int from) {

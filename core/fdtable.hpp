@@ -185,11 +185,22 @@ void fd_note_fork();
 // gets a fresh epoll instance) and drops references held by operations of
 // goroutines that do not exist here.
 void fd_fork_child();
-// Before exec (or posix_spawn) in this process: every file that stays open
-// across exec and that goshim keeps O_NONBLOCK underneath while the program
-// sees it blocking is switched back, so the new program sees what this one
-// saw. Call from the exec/spawn interposers.
-void fd_prepare_exec();
+// Before posix_spawn, system or popen (the parent goes on running while
+// the child shares its open file descriptions): every file that stays open
+// across exec is handed back to the kernel (fd_release_to_kernel), so the
+// new program sees what this one saw and goshim never sets O_NONBLOCK on it
+// again. Any thread, on the parent's side.
+void fd_prepare_spawn();
+// Just before an exec of this process (the exec interposers; usually a
+// fork child): every inheritable fd (not FD_CLOEXEC) whose file goshim
+// keeps O_NONBLOCK underneath while the program sees it blocking gets a
+// blocking file. A pipe gets a description of its own, reopened through
+// /proc/self/fd (the parent that shares the old one keeps its mode); other
+// files lose O_NONBLOCK on the shared description. No locks, no
+// allocation, no table change: signal-safe, usable in a vfork-like child.
+void fd_before_exec();
+// The exec failed: puts back what fd_before_exec changed.
+void fd_exec_failed();
 
 // Registers the fork handlers (once, any thread, no locks held).
 void fd_install_atfork();

@@ -70,6 +70,8 @@ void after_fork_child() { fork_child_reset(); }
 
 }  // namespace
 
+bool fork_is_child() { return reset_pid.load(std::memory_order_relaxed) != 0; }
+
 void register_fork_child_hook(void (*fn)()) {
   if (nhooks >= kMaxHooks) fatal("too many fork hooks");
   hooks[nhooks++] = fn;

@@ -28,4 +28,9 @@ void register_fork_child_hook(void (*fn)());
 // (the shim's fork wrapper runs the reset itself if glibc did not).
 void fork_child_reset();
 
+// Whether this process is the child of a fork of a goshim process (its
+// runtime was reset): its open file descriptions may be shared with the
+// parent. Any thread, signal-safe.
+bool fork_is_child();
+
 }  // namespace goshim

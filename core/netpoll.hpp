@@ -45,12 +45,8 @@ void netpoll_after_fork();
 
 // The epoll fd (for registering descriptors).
 int netpoll_epfd();
-// Whether fd is one of the netpoller's own (its epoll instance, its break
-// eventfd): the program never opened it, so closing it must fail as for an
-// fd that is not open.
-bool netpoll_owns_fd(int fd);
-// Those fds, lower first (-1 when absent).
-void netpoll_own_fds(int out[2]);
+// The netpoller's own fds (epoll instance, break eventfd) are registered
+// with core/ownfd.hpp: the program may take their numbers.
 
 // Backend registration. Return 0 or -errno (EPERM: the file cannot be polled).
 long netpoll_register(int fd, uint64_t tag);

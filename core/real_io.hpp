@@ -72,7 +72,13 @@ namespace goshim::real {
   X(int, __open64_2, (const char*, int))                                                        \
   X(int, __openat_2, (int, const char*, int))                                                   \
   X(int, __openat64_2, (int, const char*, int))                                                \
-  X(int, posix_spawn_file_actions_adddup2, (posix_spawn_file_actions_t*, int, int))
+  X(int, posix_spawn_file_actions_adddup2, (posix_spawn_file_actions_t*, int, int))             \
+  X(int, execve, (const char*, char* const*, char* const*))                                     \
+  X(int, execv, (const char*, char* const*))                                                    \
+  X(int, execvp, (const char*, char* const*))                                                   \
+  X(int, execvpe, (const char*, char* const*, char* const*))                                    \
+  X(int, fexecve, (int, char* const*, char* const*))                                            \
+  X(int, execveat, (int, const char*, char* const*, char* const*, int))
 
 #define GOSHIM_REAL_DECL(ret, name, args) extern ret(*name) args;
 GOSHIM_REAL_IO_FUNCS(GOSHIM_REAL_DECL)

@@ -34,6 +34,14 @@
 
 namespace goshim {
 
+// Program handlers run on a kernel thread that is not a goroutine's M
+// (a foreign thread), and whether the last one had SA_RESTART: the fd
+// layer's emulated blocking waits (poll, which never restarts) decide
+// between EINTR and a restart from them, as the kernel decides for a
+// blocking read. Per kernel thread; a foreign thread never runs a G.
+__thread uint32_t kt_nhandled __attribute__((tls_model("initial-exec"))) = 0;
+__thread bool kt_restart __attribute__((tls_model("initial-exec"))) = false;
+
 void sysmon_wake();  // sysmon.cpp
 
 namespace {
@@ -208,6 +216,9 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     saved = gp->sigmask;
     gp->sigmask |= prog_mask[sig].load(std::memory_order_relaxed) |
                    ((flags & SA_NODEFER) ? 0 : bit(sig));
+  } else {
+    kt_nhandled++;
+    kt_restart = flags & SA_RESTART;
   }
   if (flags & SA_SIGINFO)
     ((void (*)(int, siginfo_t*, void*))h)(sig, si, uc);
@@ -705,6 +716,16 @@ void signal_route() {
       interrupt_wait(target);
     }
   }
+}
+
+uint32_t signal_thread_handled(bool* restart) {
+  G* gp = tls_g;
+  if (gp && !gp->is_g0()) {
+    if (restart) *restart = gp->handled_restart;
+    return gp->nhandled;
+  }
+  if (restart) *restart = kt_restart;
+  return kt_nhandled;
 }
 
 void signal_note_interrupt(G* gp, int sig) { gp->intr_signal.store(sig, std::memory_order_release); }

@@ -87,6 +87,12 @@ bool signal_route_pending();
 // if the call should be restarted, i.e. the signal that interrupted it has
 // a handler installed with SA_RESTART. Consumes the interruption record.
 bool signal_should_restart(G* gp);
+// How many program handlers ran on the caller so far: on a goroutine its
+// G::nhandled, on any other thread (foreign, or g0) a per-kernel-thread
+// count; *restart (if not null) receives whether the last one had
+// SA_RESTART. Any thread. A wait emulated with a call the kernel never
+// restarts (poll) compares it across an EINTR to act as a blocking call.
+uint32_t signal_thread_handled(bool* restart);
 // Records that signal sig interrupts gp's wait (before interrupt_wait).
 void signal_note_interrupt(G* gp, int sig);
 

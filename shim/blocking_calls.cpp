@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/fdtable.hpp"
 #include "shim/shim.hpp"
 #include "syscalls/blocking.hpp"
 
@@ -43,11 +44,15 @@ F next(const char* name) {
 // Defines NAME(ARGS) calling the real NAME inside a blocking section of
 // kind KIND when the caller is a goroutine. BLOCKS is an expression over
 // the arguments telling whether this call may block at all.
-#define GOSHIM_BLOCKING(RET, NAME, KIND, BLOCKS, PARAMS, ARGS)                    \
+#define GOSHIM_BLOCKING(RET, NAME, KIND, BLOCKS, PARAMS, ARGS) \
+  GOSHIM_BLOCKING_PRE(RET, NAME, KIND, BLOCKS, PARAMS, ARGS, (void)0)
+// The same, running PRE (a statement) before the call.
+#define GOSHIM_BLOCKING_PRE(RET, NAME, KIND, BLOCKS, PARAMS, ARGS, PRE)         \
   GOSHIM_EXPORT RET NAME PARAMS {                                                \
     using fn_t = RET(*) PARAMS;                                                  \
     static fn_t real_fn;                                                         \
     if (__builtin_expect(!real_fn, 0)) real_fn = next<fn_t>(#NAME);              \
+    PRE;                                                                         \
     if ((BLOCKS) && shim::user_g())                                              \
       return blocking_cancellable(BlockKind::KIND, #NAME,                       \
                                   [&] { return real_fn ARGS; });                 \
@@ -66,18 +71,23 @@ GOSHIM_BLOCKING(pid_t, wait3, Long, !(options & WNOHANG),
 GOSHIM_BLOCKING(pid_t, wait4, Long, !(options & WNOHANG),
                 (pid_t pid, int* status, int options, struct rusage* ru),
                 (pid, status, options, ru))
-GOSHIM_BLOCKING(int, system, Long, command != nullptr, (const char* command), (command))
-GOSHIM_BLOCKING(FILE*, popen, Short, true, (const char* command, const char* type),
-                (command, type))
+// The child of system, popen and posix_spawn shares this process's open
+// file descriptions and runs another program: the inheritable files goshim
+// keeps O_NONBLOCK underneath go back to the kernel first (blocking, as the
+// program sees them), for good (core/fdtable.hpp, fd_prepare_spawn).
+GOSHIM_BLOCKING_PRE(int, system, Long, command != nullptr, (const char* command), (command),
+                    if (command) fd_prepare_spawn())
+GOSHIM_BLOCKING_PRE(FILE*, popen, Short, true, (const char* command, const char* type),
+                    (command, type), fd_prepare_spawn())
 GOSHIM_BLOCKING(int, pclose, Long, true, (FILE * stream), (stream))
-GOSHIM_BLOCKING(int, posix_spawn, Short, true,
-                (pid_t * pid, const char* path, const posix_spawn_file_actions_t* fa,
-                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]),
-                (pid, path, fa, attr, argv, envp))
-GOSHIM_BLOCKING(int, posix_spawnp, Short, true,
-                (pid_t * pid, const char* file, const posix_spawn_file_actions_t* fa,
-                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]),
-                (pid, file, fa, attr, argv, envp))
+GOSHIM_BLOCKING_PRE(int, posix_spawn, Short, true,
+                    (pid_t * pid, const char* path, const posix_spawn_file_actions_t* fa,
+                     const posix_spawnattr_t* attr, char* const argv[], char* const envp[]),
+                    (pid, path, fa, attr, argv, envp), fd_prepare_spawn())
+GOSHIM_BLOCKING_PRE(int, posix_spawnp, Short, true,
+                    (pid_t * pid, const char* file, const posix_spawn_file_actions_t* fa,
+                     const posix_spawnattr_t* attr, char* const argv[], char* const envp[]),
+                    (pid, file, fa, attr, argv, envp), fd_prepare_spawn())
 
 // ---- files: durability and locks ------------------------------------------------
 GOSHIM_BLOCKING(int, fsync, Short, true, (int fd), (fd))

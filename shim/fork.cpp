@@ -2,8 +2,10 @@
 // glibc's fork runs the pthread_atfork handlers, in its order, around the
 // clone; goshim's child handler (registered at start-up) resets the
 // runtime; this wrapper makes sure it ran (it does not for _Fork, which
-// runs no handlers). vfork, posix_spawn, system and popen need nothing:
-// their child only execs.
+// runs no handlers). vfork is this fork (shim/exec.cpp). posix_spawn,
+// system and popen run no code of the program in their child; their
+// parent side hands inheritable fds back to the kernel
+// (shim/blocking_calls.cpp).
 #include <dlfcn.h>
 #include <unistd.h>
 
