@@ -27,7 +27,7 @@ JEMALLOC_A := /usr/lib/$(ARCH)-linux-gnu/libjemalloc_pic.a
 JEMALLOC_STAMP := $(BUILD)/jemalloc/.stamp
 
 LIB_CXX := $(wildcard core/*.cpp shim/*.cpp syscalls/*.cpp arch/$(ARCH)/*.cpp)
-LIB_C   := $(wildcard shim/*.c)
+LIB_C   := $(wildcard shim/*.c syscalls/*.c)
 LIB_S   := $(wildcard arch/$(ARCH)/*.S)
 LIB_OBJ := $(LIB_CXX:%.cpp=$(BUILD)/obj/%.o) $(LIB_C:%.c=$(BUILD)/obj/%.o) \
            $(LIB_S:%.S=$(BUILD)/obj/%.o)

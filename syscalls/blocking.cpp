@@ -139,7 +139,7 @@ void exit_blocking() {
 
 }  // namespace goshim
 
-// Cancellation unwinds through a blocking section (shim/blocking_unwind.c):
+// Cancellation unwinds through a blocking section (syscalls/blocking_unwind.c):
 // leave it first, so that cleanup handlers and the G's exit run with a P.
 // (A cancellation delivered by signal may have left it already.)
 extern "C" __attribute__((visibility("hidden"))) void goshim_exit_blocking_for_unwind() {

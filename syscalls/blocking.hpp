@@ -45,7 +45,7 @@ class BlockingCall {
 // (waitpid, open, system, ...) would be left without exit_blocking, and the
 // G would run on without a P. blocking_cancellable runs fn in a blocking
 // section whose exit also runs when cancellation unwinds through it (a C
-// frame with a cleanup, shim/blocking_unwind.c).
+// frame with a cleanup, syscalls/blocking_unwind.c).
 extern "C" void goshim_call_unwind_guarded(void (*fn)(void*), void* ctx);
 
 template <typename F>
