@@ -380,6 +380,14 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
 
 uint64_t signal_new_m_mask(uint64_t inherited) { return kmask(inherited); }
 
+uint64_t signal_create_begin() {
+  uint64_t all = ~bit(kSigSetxid), saved = 0;
+  sys::rt_sigprocmask(SIG_SETMASK, &all, &saved, 8);
+  return saved;
+}
+
+void signal_create_end(uint64_t saved) { sys::rt_sigprocmask(SIG_SETMASK, &saved, nullptr, 8); }
+
 void signal_apply(M* mp, G* gp) {
   uint64_t k = kmask(gp->sigmask);
   if (mp->cur_sigmask != k) {

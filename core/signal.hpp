@@ -58,6 +58,16 @@ void signal_apply(M* mp, G* gp);
 // would hold it where the program's signalfd or sigwaitinfo cannot see it.
 uint64_t signal_new_m_mask(uint64_t inherited);
 
+// Around the creation of a kernel thread of goshim's (an M, sysmon): the
+// new thread must start with every signal blocked but SIGSETXID, because
+// until it has set tls_g a signal would run the program's handler there as
+// on a foreign thread (and a process signal pending while no thread could
+// take it is delivered to the first thread that opens it). Blocks them on
+// the calling thread (the new thread inherits that mask) and returns the
+// caller's mask, which signal_create_end puts back. Any thread.
+uint64_t signal_create_begin();
+void signal_create_end(uint64_t saved);
+
 // pthread_kill / pthread_sigqueue to a G. Returns 0 or an errno value.
 int signal_send(G* target, int sig, const union sigval* value);
 
