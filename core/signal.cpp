@@ -59,9 +59,108 @@ std::atomic<bool> kwrapped[65];    // the kernel runs signal_handler for it
 SpinLock action_lock;              // serializes signal_action (not taken by handlers)
 
 // Signals goshim holds for the process (delivered to g0, an idle M or
-// sysmon, or blocked by the G they hit), with the siginfo of the last one.
+// sysmon, or blocked by the G they hit). A bit of proc_pending says that
+// held[sig] has an instance for a G to claim; a G that claims it (its
+// sigpending_proc bit) takes the instance from held[sig] when it delivers
+// or sigwaits, and hands the bit back if more are queued.
 std::atomic<uint64_t> proc_pending{0};
-siginfo_t proc_info[65];
+
+// The held instances of one signal, oldest first: a bounded lock-free ring
+// (Vyukov's MPMC queue). Producers are signal handlers (defer), consumers
+// Gs and sysmon. Signal-safe: no lock, no allocation; a producer
+// interrupted between claiming a cell and publishing it (by a nested
+// handler, or descheduled) only makes consumers see the queue end there
+// until it publishes, and it sets the proc_pending bit itself afterwards:
+// nobody ever waits for another thread. A cell's stored sequence is
+// (Vyukov's sequence - its index), so that zero-initialized memory is an
+// empty queue.
+template <uint32_t Cap>
+struct HeldQueue {
+  static_assert((Cap & (Cap - 1)) == 0 && Cap >= 2, "a power of two");
+  std::atomic<uint32_t> enq{0};
+  std::atomic<uint32_t> deq{0};
+  struct Cell {
+    std::atomic<uint32_t> seq{0};
+    siginfo_t info;
+  } cells[Cap];
+
+  bool push(const siginfo_t* si) {
+    uint32_t pos = enq.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& c = cells[pos & (Cap - 1)];
+      uint32_t seq = c.seq.load(std::memory_order_acquire) + (pos & (Cap - 1));
+      int32_t d = (int32_t)(seq - pos);
+      if (d == 0) {
+        if (enq.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          c.info = *si;
+          c.seq.store(pos + 1 - (pos & (Cap - 1)), std::memory_order_release);
+          return true;
+        }
+      } else if (d < 0) {
+        return false;  // full
+      } else {
+        pos = enq.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  bool pop(siginfo_t* out) {
+    uint32_t pos = deq.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& c = cells[pos & (Cap - 1)];
+      uint32_t seq = c.seq.load(std::memory_order_acquire) + (pos & (Cap - 1));
+      int32_t d = (int32_t)(seq - (pos + 1));
+      if (d == 0) {
+        if (deq.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          *out = c.info;
+          c.seq.store(pos + Cap - (pos & (Cap - 1)), std::memory_order_release);
+          return true;
+        }
+      } else if (d < 0) {
+        return false;  // empty (or the next one is not published yet)
+      } else {
+        pos = deq.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  bool empty() {
+    uint32_t pos = deq.load(std::memory_order_acquire);
+    const Cell& c = cells[pos & (Cap - 1)];
+    return c.seq.load(std::memory_order_acquire) + (pos & (Cap - 1)) != pos + 1;
+  }
+  void reset() {
+    enq.store(0, std::memory_order_relaxed);
+    deq.store(0, std::memory_order_relaxed);
+    for (auto& c : cells) c.seq.store(0, std::memory_order_relaxed);
+  }
+};
+
+// As the kernel: a standard signal is pending once (a second one sent
+// while the first is pending is dropped, the first siginfo kept); every
+// real-time one queues, up to kHeldRt per signal held by goshim at once
+// (the kernel's own limit is RLIMIT_SIGPENDING). The rings live in .bss:
+// pages of cells never used are never touched.
+constexpr int kSigRtMin = 32;  // the kernel's SIGRTMIN (glibc keeps 32 and 33)
+constexpr uint32_t kHeldRt = 64;
+HeldQueue<2> held_std[kSigRtMin];            // 1..31
+HeldQueue<kHeldRt> held_rt[65 - kSigRtMin];  // 32..64
+
+// Signal-safe. Queues an instance of process signal sig; false if dropped.
+bool held_push(int sig, const siginfo_t* si) {
+  if (sig < kSigRtMin) {
+    if (!held_std[sig].empty()) return false;  // coalesces
+    return held_std[sig].push(si);
+  }
+  return held_rt[sig - kSigRtMin].push(si);
+}
+
+// Signal-safe. Takes the oldest held instance of sig.
+bool held_pop(int sig, siginfo_t* out) {
+  return sig < kSigRtMin ? held_std[sig].pop(out) : held_rt[sig - kSigRtMin].pop(out);
+}
+
+bool held_empty(int sig) {
+  return sig < kSigRtMin ? held_std[sig].empty() : held_rt[sig - kSigRtMin].empty();
+}
 // Some G got a pending signal while not running: sysmon looks for parked Gs
 // with deliverable signals and wakes them.
 std::atomic<bool> g_unrouted{false};
@@ -124,12 +223,34 @@ void tkill_info(siginfo_t* si, int sig) {
 
 // Signal-safe. Keeps a process signal for sysmon to route.
 void defer(int sig, const siginfo_t* si) {
-  if (si)
-    proc_info[sig] = *si;
-  else
-    tkill_info(&proc_info[sig], sig);
+  siginfo_t tmp;
+  if (!si) {
+    tkill_info(&tmp, sig);
+    si = &tmp;
+  }
+  held_push(sig, si);  // dropped: a standard signal already held, or a full queue
   proc_pending.fetch_or(bit(sig), std::memory_order_acq_rel);
   sysmon_wake();
+}
+
+// Signal-safe. gp claimed process signal sig (its sigpending_proc bit):
+// takes the oldest held instance. If more are held, the next one is
+// claimed again: by gp itself when again_self (it delivers them in order,
+// as the kernel would to the thread that unblocked them), else by whoever
+// sysmon routes it to. False if another G took the instance first.
+bool take_held(G* gp, int sig, siginfo_t* out, bool again_self) {
+  if (!held_pop(sig, out)) return false;
+  if (!held_empty(sig)) {
+    uint64_t b = bit(sig);
+    if (again_self) {
+      gp->sigpending_proc.fetch_or(b, std::memory_order_acq_rel);
+      gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+    } else {
+      proc_pending.fetch_or(b, std::memory_order_acq_rel);
+      sysmon_wake();
+    }
+  }
+  return true;
 }
 
 // Signal-safe. The program's default action for sig, on this thread.
@@ -261,8 +382,8 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
   } else {
     // Routed process signals carry their original siginfo.
     if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
-      siginfo_t orig = proc_info[sig];
-      run_program(sig, &orig, uctx, gp);
+      siginfo_t orig;
+      if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
     } else {
       run_program(sig, si, uctx, gp);
     }
@@ -426,24 +547,25 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // A signal some G blocks must be routed even when it hits a stale M.
   for (uint64_t nb = n & ~cur; nb; nb &= nb - 1) ensure_wrapped(__builtin_ctzll(nb) + 1);
   gp->sigmask = n;
+  // Newly unblocked: take process signals goshim holds and deliver what is
+  // due before the kernel mask opens, so that they come before the
+  // instances still queued in the kernel (which are newer), as natively.
+  uint64_t unblocked = cur & ~n;
+  if (unblocked) {
+    uint64_t take = proc_pending.load(std::memory_order_acquire) & unblocked;
+    if (take) {
+      uint64_t got = proc_pending.fetch_and(~take, std::memory_order_acq_rel) & take;
+      gp->sigpending_proc.fetch_or(got);
+      gp->sigpending.fetch_or(got);
+    }
+  }
+  if (signal_has_pending(gp)) signal_deliver(gp);
   M* mp = gp->m;
-  uint64_t k = kmask(n);
+  uint64_t k = kmask(gp->sigmask);
   if (mp && mp->cur_sigmask != k) {
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
     mp->cur_sigmask = k;
   }
-  // Newly unblocked: take process signals goshim holds, deliver what is due.
-  uint64_t unblocked = cur & ~n;
-  if (unblocked) {
-    uint64_t take = proc_pending.load(std::memory_order_acquire) & unblocked;
-    while (take) {
-      uint64_t got = proc_pending.fetch_and(~take, std::memory_order_acq_rel) & take;
-      gp->sigpending_proc.fetch_or(got);
-      gp->sigpending.fetch_or(got);
-      take = 0;
-    }
-  }
-  if (signal_has_pending(gp)) signal_deliver(gp);
   return 0;
 }
 
@@ -452,13 +574,13 @@ void signal_deliver(G* gp) {
   if (!mp || gp->insig) return;
   for (;;) {
     uint64_t due = gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask;
-    if (!due) return;
+    if (!due) break;
     int sig = __builtin_ctzll(due) + 1;
     uint64_t b = bit(sig);
     if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
     siginfo_t si;
     if (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      si = proc_info[sig];
+      if (!take_held(gp, sig, &si, true)) continue;  // another G took it
     } else {
       tkill_info(&si, sig);
       for (auto& q : gp->sigqueue_buf) {
@@ -487,11 +609,13 @@ void signal_deliver(G* gp) {
     }
     run_program(sig, &si, &uc, gp);
     mp = gp->m;  // a handler may park (it should not, but it may)
-    uint64_t k = kmask(gp->sigmask);
-    if (mp->cur_sigmask != k) {
-      sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-      mp->cur_sigmask = k;
-    }
+  }
+  // The G's own mask again, once nothing more is due: a signal still
+  // queued in the kernel comes after those goshim delivered here.
+  uint64_t k = kmask(gp->sigmask);
+  if (mp->cur_sigmask != k) {
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+    mp->cur_sigmask = k;
   }
 }
 
@@ -595,19 +719,20 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info) {
     uint64_t b = bit(sig);
     if (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
       bool proc = gp->sigpending_proc.fetch_and(~b) & b;
-      if (info) {
-        if (proc) {
-          *info = proc_info[sig];
-        } else {
-          tkill_info(info, sig);
-          for (auto& q : gp->sigqueue_buf)
-            if (q.sig == sig) {
-              info->si_code = SI_QUEUE;
-              info->si_value = q.value;
-              q.sig = 0;
-              break;
-            }
-        }
+      siginfo_t dummy;
+      if (proc && !take_held(gp, sig, info ? info : &dummy, false)) {
+        mine &= ~b;  // another G took it
+        continue;
+      }
+      if (info && !proc) {
+        tkill_info(info, sig);
+        for (auto& q : gp->sigqueue_buf)
+          if (q.sig == sig) {
+            info->si_code = SI_QUEUE;
+            info->si_value = q.value;
+            q.sig = 0;
+            break;
+          }
       }
       return sig;
     }
@@ -618,8 +743,8 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info) {
     int sig = __builtin_ctzll(procs) + 1;
     uint64_t b = bit(sig);
     if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      if (info) *info = proc_info[sig];
-      return sig;
+      siginfo_t dummy;
+      if (take_held(gp, sig, info ? info : &dummy, false)) return sig;
     }
     procs &= ~b;
   }
@@ -635,6 +760,22 @@ void signal_waiting(G* gp, uint64_t set) {
     waited_mask.fetch_or(set);
   }
   if (set != old) bump_masks();
+}
+
+void signal_after_fork(G* gp, M* mp) {
+  proc_pending.store(0, std::memory_order_relaxed);
+  for (auto& q : held_std) q.reset();
+  for (auto& q : held_rt) q.reset();
+  g_unrouted.store(false, std::memory_order_relaxed);
+  if (gp) {
+    gp->sigpending.store(0, std::memory_order_relaxed);
+    gp->sigpending_proc.store(0, std::memory_order_relaxed);
+    for (auto& q : gp->sigqueue_buf) q.sig = 0;
+    gp->intr_signal.store(0, std::memory_order_relaxed);
+  }
+  if (mp)
+    for (auto& f : mp->sigfwd) f.store(nullptr, std::memory_order_relaxed);
+  mask_gen.fetch_add(1, std::memory_order_relaxed);  // the new sysmon's mask
 }
 
 bool signal_route_pending() {

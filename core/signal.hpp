@@ -88,6 +88,11 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info);
 // pause): route matching process signals to its M. 0 when done.
 void signal_waiting(G* gp, uint64_t set);
 
+// In a forked child (the caller alone, before sysmon starts): as the
+// kernel clears a new process's pending signals, forgets those goshim held
+// for the parent and those pending on gp; sysmon recomputes its mask.
+void signal_after_fork(G* gp, M* mp);
+
 // sysmon: routes process-pending signals to goroutines. Without P.
 void signal_route();
 // Whether sysmon should wake early to route signals.
