@@ -299,10 +299,11 @@ void ensure_wrapped(int sig) {
   if (bit(sig) & internal_mask()) return;
   if (kwrapped[sig].load(std::memory_order_acquire)) return;
   action_lock.lock();
-  if (!kwrapped[sig].load(std::memory_order_relaxed) &&
-      prog_handler[sig].load(std::memory_order_relaxed) == kHandlerDfl)
-    install_wrapper(sig);
+  bool installed = !kwrapped[sig].load(std::memory_order_relaxed) &&
+                   prog_handler[sig].load(std::memory_order_relaxed) == kHandlerDfl &&
+                   install_wrapper(sig) == 0;
   action_lock.unlock();
+  if (installed) bump_masks();  // sysmon now takes it (signal_route)
 }
 
 // Runs the program's disposition for sig on the current thread (a G, or a
@@ -798,7 +799,15 @@ void signal_route() {
     }
     waited |= main_g()->sigwaiting.load(std::memory_order_relaxed);
     waited_mask.store(waited);
-    uint64_t open = (handled_mask.load() | waited) & ~internal_mask();
+    // Also the signals left at their default action that goshim wraps
+    // because some G blocks them: when the only Gs that leave one open are
+    // parked and every running M blocks it, sysmon must receive it and
+    // route it (its default action then runs on that G, as natively),
+    // instead of leaving it pending in the kernel where no thread takes it.
+    uint64_t wrapped = 0;
+    for (int s = 1; s <= 64; s++)
+      if (kwrapped[s].load(std::memory_order_relaxed)) wrapped |= bit(s);
+    uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
     uint64_t m = ~open & ~bit(kSigSetxid);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
   }
