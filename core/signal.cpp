@@ -341,6 +341,65 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   }
 }
 
+// Thread-directed signals queued on a G (G::sigslots). Producers are
+// senders on any thread, including signal handlers (pthread_kill is
+// async-signal-safe); the consumer is the G itself. Signal-safe: a slot is
+// claimed by a CAS 0 -> 1, filled, then published (2); the consumer takes
+// the full slot of the wanted signal with the oldest ticket and frees it.
+// A sender interrupted while filling a slot only hides that slot until it
+// publishes it (and sets the pending bit after that).
+std::atomic<uint32_t> sig_ticket{0};
+
+bool gq_push(G* gp, int sig, int code, const union sigval* value) {
+  for (auto& q : gp->sigslots) {
+    uint8_t z = 0;
+    if (q.state.load(std::memory_order_relaxed) != 0 ||
+        !q.state.compare_exchange_strong(z, 1, std::memory_order_acquire))
+      continue;
+    q.sig = (uint8_t)sig;
+    q.code = code;
+    q.value = value ? *value : sigval{};
+    q.ticket = sig_ticket.fetch_add(1, std::memory_order_relaxed);
+    q.state.store(2, std::memory_order_release);
+    return true;
+  }
+  return false;
+}
+
+G::SigSlot* gq_find(G* gp, int sig) {
+  G::SigSlot* best = nullptr;
+  for (auto& q : gp->sigslots)
+    if (q.state.load(std::memory_order_acquire) == 2 && q.sig == sig &&
+        (!best || (int32_t)(q.ticket - best->ticket) < 0))
+      best = &q;
+  return best;
+}
+
+// Takes the oldest queued instance of sig for gp (On gp, or Signal-safe on
+// its behalf): fills info and returns true, or false if none is queued.
+// If more are queued, sig stays pending on gp.
+bool gq_take(G* gp, int sig, siginfo_t* info) {
+  G::SigSlot* q = gq_find(gp, sig);
+  if (!q) return false;
+  tkill_info(info, sig);
+  info->si_code = q->code;
+  if (q->code == SI_QUEUE) info->si_value = q->value;
+  q->state.store(0, std::memory_order_release);
+  if (gq_find(gp, sig)) gp->sigpending.fetch_or(bit(sig), std::memory_order_acq_rel);
+  return true;
+}
+
+// The siginfo of a thread-directed signal sig that gp takes (its pending
+// bit already cleared): the queued instance, else (a standard signal sent
+// by pthread_kill) a plain SI_TKILL. False for a real-time signal with no
+// instance left (another taker had it).
+bool thread_info(G* gp, int sig, siginfo_t* info) {
+  if (gq_take(gp, sig, info)) return true;
+  if (sig >= kSigRtMin) return false;
+  tkill_info(info, sig);
+  return true;
+}
+
 // The single kernel handler for every signal goshim routes.
 void signal_handler(int sig, siginfo_t* si, void* uctx) {
   int saved_errno = errno;
@@ -383,6 +442,14 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
   } else {
     // Routed process signals carry their original siginfo.
     if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+      siginfo_t orig;
+      if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
+    } else if (!want && sig >= kSigRtMin && si && si->si_code != SI_TKILL && !held_empty(sig) &&
+               held_push(sig, si)) {
+      // A real-time process signal the kernel gave this G while goshim
+      // holds older instances of it (sysmon took them from the kernel
+      // first): it goes behind them and this G runs the oldest, so that
+      // they arrive in sending order.
       siginfo_t orig;
       if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
     } else {
@@ -582,16 +649,8 @@ void signal_deliver(G* gp) {
     siginfo_t si;
     if (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b) {
       if (!take_held(gp, sig, &si, true)) continue;  // another G took it
-    } else {
-      tkill_info(&si, sig);
-      for (auto& q : gp->sigqueue_buf) {
-        if (q.sig == sig) {
-          si.si_code = SI_QUEUE;
-          si.si_value = q.value;
-          q.sig = 0;
-          break;
-        }
-      }
+    } else if (!thread_info(gp, sig, &si)) {
+      continue;
     }
     // As the kernel would: the handler runs now, on this G, with its
     // sa_mask and the signal itself blocked (on the M too).
@@ -651,17 +710,14 @@ int signal_send(G* target, int sig, const union sigval* value) {
   if (sig == 0) return 0;
   if (sig == kSigCancel || sig == kSigSetxid) return EINVAL;
   uint64_t b = bit(sig);
-  if (value) {
-    bool queued = false;
-    for (auto& q : target->sigqueue_buf) {
-      if (q.sig == 0) {
-        q.value = *value;
-        q.sig = sig;
-        queued = true;
-        break;
-      }
-    }
-    if (!queued) return EAGAIN;
+  if (sig >= kSigRtMin) {
+    // Real-time: every instance queues (EAGAIN when the G's queue is full,
+    // as the kernel's at RLIMIT_SIGPENDING).
+    if (!gq_push(target, sig, value ? SI_QUEUE : SI_TKILL, value)) return EAGAIN;
+  } else if (value) {
+    // Standard: one pending instance; a second one is dropped.
+    if (target->sigpending.load(std::memory_order_acquire) & b) return 0;
+    if (!gq_push(target, sig, SI_QUEUE, value)) return EAGAIN;
   }
   G* self = tls_g;
   if (target->sigwaiting.load(std::memory_order_acquire) & b) {
@@ -679,18 +735,13 @@ int signal_send(G* target, int sig, const union sigval* value) {
   GStatus st = target->status.load(std::memory_order_acquire);
   if (st == GStatus::Running || st == GStatus::Syscall) {
     if (target->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      bool queued = false;
-      union sigval v;
-      if (value) {
-        for (auto& q : target->sigqueue_buf)
-          if (q.sig == sig) {
-            v = q.value;
-            q.sig = 0;
-            queued = true;
-            break;
-          }
-      }
-      if (!send_to_running(target, sig, queued ? &v : nullptr)) {
+      // The oldest queued instance goes to its M (the kernel queues
+      // real-time ones there in turn).
+      siginfo_t si;
+      if (!thread_info(target, sig, &si)) return 0;
+      bool queued = si.si_code == SI_QUEUE;
+      if (!send_to_running(target, sig, queued ? &si.si_value : nullptr)) {
+        if (queued || sig >= kSigRtMin) gq_push(target, sig, si.si_code, &si.si_value);
         target->sigpending.fetch_or(b, std::memory_order_acq_rel);
         g_unrouted.store(true, std::memory_order_release);
         sysmon_wake();
@@ -725,15 +776,9 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info) {
         mine &= ~b;  // another G took it
         continue;
       }
-      if (info && !proc) {
-        tkill_info(info, sig);
-        for (auto& q : gp->sigqueue_buf)
-          if (q.sig == sig) {
-            info->si_code = SI_QUEUE;
-            info->si_value = q.value;
-            q.sig = 0;
-            break;
-          }
+      if (!proc && !thread_info(gp, sig, info ? info : &dummy)) {
+        mine &= ~b;
+        continue;
       }
       return sig;
     }
@@ -771,7 +816,7 @@ void signal_after_fork(G* gp, M* mp) {
   if (gp) {
     gp->sigpending.store(0, std::memory_order_relaxed);
     gp->sigpending_proc.store(0, std::memory_order_relaxed);
-    for (auto& q : gp->sigqueue_buf) q.sig = 0;
+    for (auto& q : gp->sigslots) q.state.store(0, std::memory_order_relaxed);
     gp->intr_signal.store(0, std::memory_order_relaxed);
   }
   if (mp)

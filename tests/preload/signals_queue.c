@@ -6,7 +6,8 @@
  *     signal number and lower-numbered signals first;
  * both to an SA_SIGINFO handler (when main unblocks them) and to
  * sigwaitinfo in a dedicated thread (sent before it waits, and while it
- * waits, from this process and from another one). */
+ * waits, from this process and from another one). Thread-directed
+ * real-time signals (pthread_sigqueue, pthread_kill) queue the same way. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -32,6 +33,7 @@ static void record(const siginfo_t *si) {
   recs[i].sig = si->si_signo;
   recs[i].code = si->si_code;
   recs[i].value = si->si_code == SI_QUEUE ? si->si_value.sival_int : -1;
+  if (si->si_code == SI_TKILL) recs[i].from_child = 0;
   recs[i].from_child = si->si_pid == child_pid ? 1 : si->si_pid == getpid() ? 0 : -1;
 }
 
@@ -137,6 +139,26 @@ static void *waiter(void *arg) {
   return NULL;
 }
 
+static atomic_int td_go;
+static int td_wait;
+static void *td_thread(void *arg) {
+  while (!atomic_load(&td_go)) nap(1);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sigs[2]);
+  if (td_wait) {
+    for (int i = 0; i < 8; i++) {
+      siginfo_t si;
+      CHECK_EQ(sigwaitinfo(&one, &si), sigs[2]);
+      record(&si);
+    }
+  } else {
+    CHECK_EQ(pthread_sigmask(SIG_UNBLOCK, &one, NULL), 0);
+    CHECK_EQ(pthread_sigmask(SIG_BLOCK, &one, NULL), 0);
+  }
+  return NULL;
+}
+
 int main(void) {
   sigs[0] = SIGUSR1;
   sigs[1] = SIGUSR2;
@@ -217,6 +239,33 @@ int main(void) {
   CHECK_EQ(count[0], 10);
   CHECK_EQ(count[1], 10);
   printf("sigwaitinfo while waiting: 10 + 10 in order\n");
+
+  /* 4. Thread-directed: pthread_sigqueue and pthread_kill of a real-time
+     signal to a thread that blocks it queue too (each delivered, in
+     order), when it unblocks it and when it sigwaits for it. */
+  for (int use_wait = 0; use_wait <= 1; use_wait++) {
+    atomic_store(&nrec, 0);
+    atomic_store(&td_go, 0);
+    td_wait = use_wait;
+    pthread_t td;
+    CHECK_EQ(pthread_create(&td, NULL, td_thread, NULL), 0);
+    for (int i = 0; i < 6; i++) {
+      union sigval sv = {.sival_int = 300 + i};
+      CHECK_EQ(pthread_sigqueue(td, sigs[2], sv), 0);
+      if (i == 2 || i == 4) CHECK_EQ(pthread_kill(td, sigs[2]), 0);
+    }
+    atomic_store(&td_go, 1);
+    CHECK_EQ(pthread_join(td, NULL), 0);
+    int n = atomic_load(&nrec);
+    CHECK_EQ(n, 8);
+    printf("thread-directed (%s):", use_wait ? "sigwaitinfo" : "handler");
+    for (int i = 0; i < n; i++) {
+      CHECK_EQ(recs[i].sig, sigs[2]);
+      printf(" %s%d/%d", recs[i].code == SI_QUEUE ? "q" : recs[i].code == SI_TKILL ? "k" : "?", recs[i].code,
+             recs[i].value);
+    }
+    printf("\n");
+  }
 
   atomic_store(&stop, 1);
   CHECK_EQ(write(pfd[1], "x", 1), 1);
