@@ -56,6 +56,18 @@ std::atomic<int> prog_flags[65];
 std::atomic<uint64_t> prog_mask[65];
 std::atomic<bool> known[65];       // prog_* holds the program's disposition
 std::atomic<bool> kwrapped[65];    // the kernel runs signal_handler for it
+std::atomic<uint64_t> wrapped_bits{0};  // the same, as a set
+
+// Signal-safe.
+void set_wrapped(int sig, bool on) {
+  if (on) {
+    kwrapped[sig].store(true, std::memory_order_release);
+    wrapped_bits.fetch_or(1ull << (sig - 1), std::memory_order_relaxed);
+  } else {
+    kwrapped[sig].store(false, std::memory_order_relaxed);
+    wrapped_bits.fetch_and(~(1ull << (sig - 1)), std::memory_order_relaxed);
+  }
+}
 SpinLock action_lock;              // serializes signal_action (not taken by handlers)
 
 // Signals goshim holds for the process (delivered to g0, an idle M or
@@ -260,7 +272,7 @@ void die_default(int sig) {
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   real_sigaction(sig, &dfl, nullptr);
-  kwrapped[sig].store(false, std::memory_order_relaxed);
+  set_wrapped(sig, false);
   uint64_t b = bit(sig);
   sys::rt_sigprocmask(SIG_UNBLOCK, &b, nullptr, 8);
   sys::tgkill(sys::getpid(), sys::gettid(), sig);
@@ -283,7 +295,7 @@ int install_wrapper(int sig) {
   if (sig == config.preempt_signal) k.sa_flags = SA_SIGINFO | SA_RESTART;
   from_bits(prog_mask[sig].load(std::memory_order_relaxed), &k.sa_mask);
   int r = real_sigaction(sig, &k, nullptr);
-  if (r == 0) kwrapped[sig].store(true, std::memory_order_release);
+  if (r == 0) set_wrapped(sig, true);
   return r;
 }
 
@@ -320,7 +332,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     prog_handler[sig].store(kHandlerDfl, std::memory_order_release);
     prog_flags[sig].store(0, std::memory_order_relaxed);
     handled_mask.fetch_and(~bit(sig));
-    kwrapped[sig].store(false, std::memory_order_relaxed);  // the kernel reset it
+    set_wrapped(sig, false);  // the kernel reset it
   }
   uint64_t saved = 0;
   if (gp) {
@@ -558,7 +570,7 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
       r = install_wrapper(sig) == 0 ? 0 : -errno;
     } else {
       r = real_sigaction(sig, act, nullptr) == 0 ? 0 : -errno;
-      kwrapped[sig].store(false, std::memory_order_relaxed);
+      set_wrapped(sig, false);
     }
   }
   action_lock.unlock();
@@ -615,6 +627,10 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // A signal some G blocks must be routed even when it hits a stale M.
   for (uint64_t nb = n & ~cur; nb; nb &= nb - 1) ensure_wrapped(__builtin_ctzll(nb) + 1);
   gp->sigmask = n;
+  // sysmon opens a wrapped signal at its default action only while some G
+  // leaves it open (signal_route).
+  if ((cur ^ n) & wrapped_bits.load(std::memory_order_relaxed) & ~handled_mask.load(std::memory_order_relaxed))
+    bump_masks();
   // Newly unblocked: take process signals goshim holds and deliver what is
   // due before the kernel mask opens, so that they come before the
   // instances still queued in the kernel (which are newer), as natively.
@@ -835,23 +851,27 @@ void signal_route() {
   uint64_t gen = mask_gen.load(std::memory_order_acquire);
   if (gen != seen_gen) {
     seen_gen = gen;
-    uint64_t waited = 0;
-    // Recompute the waited set from the Gs that still wait.
+    uint64_t waited = 0, blocked_all = main_g()->sigmask;
+    // Recompute the waited set from the Gs that still wait, and the
+    // signals every live G blocks.
     size_t n = arena_nslots();
     for (size_t i = 0; i < n; i++) {
       G* g = arena_slot_g(i);
-      if (g->magic == kGMagic) waited |= g->sigwaiting.load(std::memory_order_relaxed);
+      if (g->magic != kGMagic) continue;
+      waited |= g->sigwaiting.load(std::memory_order_relaxed);
+      GStatus st = g->status.load(std::memory_order_relaxed);
+      if (st != GStatus::Idle && st != GStatus::Dead) blocked_all &= g->sigmask;
     }
     waited |= main_g()->sigwaiting.load(std::memory_order_relaxed);
     waited_mask.store(waited);
     // Also the signals left at their default action that goshim wraps
-    // because some G blocks them: when the only Gs that leave one open are
-    // parked and every running M blocks it, sysmon must receive it and
-    // route it (its default action then runs on that G, as natively),
-    // instead of leaving it pending in the kernel where no thread takes it.
-    uint64_t wrapped = 0;
-    for (int s = 1; s <= 64; s++)
-      if (kwrapped[s].load(std::memory_order_relaxed)) wrapped |= bit(s);
+    // because some G blocks them, if some G leaves them open: when the only
+    // such Gs are parked and every running M blocks it, sysmon must receive
+    // it and route it (its default action then runs on that G, as
+    // natively), instead of leaving it pending in the kernel where no
+    // thread takes it. One that every G blocks stays in the kernel, where
+    // the program's signalfd or a later unblocking finds it.
+    uint64_t wrapped = wrapped_bits.load(std::memory_order_relaxed) & ~blocked_all;
     uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
     uint64_t m = ~open & ~bit(kSigSetxid);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
