@@ -11,11 +11,16 @@
 //     is scheduled);
 //   - on a G that blocks it, if thread-directed (SI_TKILL): pending on that G;
 //   - on g0, an idle M or sysmon (which keeps the program's handled signals
-//     unblocked so that a signal never waits for a busy M): recorded as
-//     process-pending, and sysmon routes it to a G that does not block it:
-//     a sigwaiter, a running G (by forwarding the signal to its M), or a
-//     parked G, which it wakes with EINTR semantics. If every G blocks it,
-//     it stays pending until one unblocks it or sigwaits for it.
+//     unblocked so that a signal never waits for a busy M, and those left at
+//     their default action that some G blocks while another leaves them
+//     open): recorded as process-pending (queued with its siginfo: standard
+//     signals once, real-time ones every instance, as the kernel), and
+//     sysmon routes it to a G that does not block it: a sigwaiter, a
+//     running G (by forwarding the signal to its M), or a parked G, which
+//     it wakes with EINTR semantics. If every G blocks it, it stays pending
+//     until one unblocks it or sigwaits for it.
+//   - thread-directed signals to a G that blocks them stay pending on it;
+//     real-time instances queue there with their siginfo (G::sigslots).
 //
 // A G receives a signal pending on it at its next delivery point (return
 // from a park or yield, any interposed call) by sending it to its own M,
