@@ -13,6 +13,7 @@
 #include "core/sched.hpp"
 #include "core/sema.hpp"
 #include "core/setxid.hpp"
+#include "core/signal.hpp"
 #include "core/stack.hpp"
 #include "core/sysmon.hpp"
 #include "core/tls.hpp"
@@ -163,6 +164,7 @@ void fork_child_reset() {
     tls::set_tid(gp->tp, gp->vtid);
     gp->preempt.store(false, std::memory_order_relaxed);
   }
+  signal_after_fork(gp, mp);
 
   __libc_single_threaded = 0;
   for (int i = 0; i < nhooks; i++) hooks[i]();

@@ -207,10 +207,16 @@ struct G {
   std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
   uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend (stays 0)
   uint32_t nhandled = 0;                    // program handlers run on this G
-  struct {
-    int sig;
-    union sigval value;
-  } sigqueue_buf[4] = {};                   // pthread_sigqueue values not yet delivered
+  // Thread-directed signals not yet delivered, with what their siginfo
+  // needs: every real-time instance (they queue, as in the kernel) and a
+  // standard signal's pthread_sigqueue value. core/signal.cpp (GSigSlot).
+  struct SigSlot {
+    std::atomic<uint8_t> state{0};  // 0 free, 1 being written, 2 full
+    uint8_t sig = 0;
+    int32_t code = 0;               // SI_TKILL or SI_QUEUE
+    uint32_t ticket = 0;            // sending order
+    union sigval value = {};
+  } sigslots[8];
   stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   int insig = 0;  // depth of program signal handlers running on this G
@@ -271,6 +277,7 @@ struct M {
   clockid_t cpuclock = 0;
   unsigned long pthread = 0;  // the real pthread_t of this kernel thread
   uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
+  uint64_t start_sigmask = 0; // its creator's kernel mask (newm), for signal_new_m_mask
   std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
   void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)

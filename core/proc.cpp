@@ -317,7 +317,7 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->exit_called = false;
   gp->sigpending_proc.store(0, std::memory_order_relaxed);
   gp->sigwaiting.store(0, std::memory_order_relaxed);
-  for (auto& q : gp->sigqueue_buf) q.sig = 0;
+  for (auto& q : gp->sigslots) q.state.store(0, std::memory_order_relaxed);
   gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
   gp->insig = 0;
   gp->waitreason = WaitReason::None;

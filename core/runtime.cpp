@@ -77,12 +77,12 @@ void* mstart(void* arg) {
   mp->pthread = (unsigned long)mp->g0.tp;
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
-  // The creator's mask (signal_new_m_mask), not the process's initial one:
-  // signals the program has blocked since must not land on this M.
-  uint64_t inherited = 0;
-  sys::rt_sigprocmask(SIG_SETMASK, nullptr, &inherited, 8);
-  uint64_t k = signal_new_m_mask(inherited);
-  if (k != inherited) sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+  // The thread started with every signal blocked (signal_create_begin);
+  // now that tls_g says g0, it takes its creator's mask (signal_new_m_mask),
+  // not the process's initial one: signals the program has blocked since
+  // must not land on this M.
+  uint64_t k = signal_new_m_mask(mp->start_sigmask);
+  sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
   mp->cur_sigmask = k;
   P* pp = mp->nextp;
   mp->nextp = nullptr;
@@ -152,7 +152,9 @@ void newm(P* pp, bool spinning) {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t th;
   setxid_thread_create_begin();  // a credential broadcast must not miss it
+  mp->start_sigmask = signal_create_begin();
   int err = real::pthread_create(&th, &attr, mstart, mp);
+  signal_create_end(mp->start_sigmask);
   setxid_thread_create_end();
   pthread_attr_destroy(&attr);
   if (err != 0) {

@@ -64,12 +64,123 @@ std::atomic<int> prog_flags[65];
 std::atomic<uint64_t> prog_mask[65];
 std::atomic<bool> known[65];       // prog_* holds the program's disposition
 std::atomic<bool> kwrapped[65];    // the kernel runs signal_handler for it
+std::atomic<uint64_t> wrapped_bits{0};  // the same, as a set
+
+// Signal-safe.
+void set_wrapped(int sig, bool on) {
+  if (on) {
+    kwrapped[sig].store(true, std::memory_order_release);
+    wrapped_bits.fetch_or(1ull << (sig - 1), std::memory_order_relaxed);
+  } else {
+    kwrapped[sig].store(false, std::memory_order_relaxed);
+    wrapped_bits.fetch_and(~(1ull << (sig - 1)), std::memory_order_relaxed);
+  }
+}
 SpinLock action_lock;              // serializes signal_action (not taken by handlers)
 
 // Signals goshim holds for the process (delivered to g0, an idle M or
-// sysmon, or blocked by the G they hit), with the siginfo of the last one.
+// sysmon, or blocked by the G they hit). A bit of proc_pending says that
+// held[sig] has an instance for a G to claim; a G that claims it (its
+// sigpending_proc bit) takes the instance from held[sig] when it delivers
+// or sigwaits, and hands the bit back if more are queued.
 std::atomic<uint64_t> proc_pending{0};
-siginfo_t proc_info[65];
+
+// The held instances of one signal, oldest first: a bounded lock-free ring
+// (Vyukov's MPMC queue). Producers are signal handlers (defer), consumers
+// Gs and sysmon. Signal-safe: no lock, no allocation; a producer
+// interrupted between claiming a cell and publishing it (by a nested
+// handler, or descheduled) only makes consumers see the queue end there
+// until it publishes, and it sets the proc_pending bit itself afterwards:
+// nobody ever waits for another thread. A cell's stored sequence is
+// (Vyukov's sequence - its index), so that zero-initialized memory is an
+// empty queue.
+template <uint32_t Cap>
+struct HeldQueue {
+  static_assert((Cap & (Cap - 1)) == 0 && Cap >= 2, "a power of two");
+  std::atomic<uint32_t> enq{0};
+  std::atomic<uint32_t> deq{0};
+  struct Cell {
+    std::atomic<uint32_t> seq{0};
+    siginfo_t info;
+  } cells[Cap];
+
+  bool push(const siginfo_t* si) {
+    uint32_t pos = enq.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& c = cells[pos & (Cap - 1)];
+      uint32_t seq = c.seq.load(std::memory_order_acquire) + (pos & (Cap - 1));
+      int32_t d = (int32_t)(seq - pos);
+      if (d == 0) {
+        if (enq.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          c.info = *si;
+          c.seq.store(pos + 1 - (pos & (Cap - 1)), std::memory_order_release);
+          return true;
+        }
+      } else if (d < 0) {
+        return false;  // full
+      } else {
+        pos = enq.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  bool pop(siginfo_t* out) {
+    uint32_t pos = deq.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& c = cells[pos & (Cap - 1)];
+      uint32_t seq = c.seq.load(std::memory_order_acquire) + (pos & (Cap - 1));
+      int32_t d = (int32_t)(seq - (pos + 1));
+      if (d == 0) {
+        if (deq.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          *out = c.info;
+          c.seq.store(pos + Cap - (pos & (Cap - 1)), std::memory_order_release);
+          return true;
+        }
+      } else if (d < 0) {
+        return false;  // empty (or the next one is not published yet)
+      } else {
+        pos = deq.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  bool empty() {
+    uint32_t pos = deq.load(std::memory_order_acquire);
+    const Cell& c = cells[pos & (Cap - 1)];
+    return c.seq.load(std::memory_order_acquire) + (pos & (Cap - 1)) != pos + 1;
+  }
+  void reset() {
+    enq.store(0, std::memory_order_relaxed);
+    deq.store(0, std::memory_order_relaxed);
+    for (auto& c : cells) c.seq.store(0, std::memory_order_relaxed);
+  }
+};
+
+// As the kernel: a standard signal is pending once (a second one sent
+// while the first is pending is dropped, the first siginfo kept); every
+// real-time one queues, up to kHeldRt per signal held by goshim at once
+// (the kernel's own limit is RLIMIT_SIGPENDING). The rings live in .bss:
+// pages of cells never used are never touched.
+constexpr int kSigRtMin = 32;  // the kernel's SIGRTMIN (glibc keeps 32 and 33)
+constexpr uint32_t kHeldRt = 64;
+HeldQueue<2> held_std[kSigRtMin];            // 1..31
+HeldQueue<kHeldRt> held_rt[65 - kSigRtMin];  // 32..64
+
+// Signal-safe. Queues an instance of process signal sig; false if dropped.
+bool held_push(int sig, const siginfo_t* si) {
+  if (sig < kSigRtMin) {
+    if (!held_std[sig].empty()) return false;  // coalesces
+    return held_std[sig].push(si);
+  }
+  return held_rt[sig - kSigRtMin].push(si);
+}
+
+// Signal-safe. Takes the oldest held instance of sig.
+bool held_pop(int sig, siginfo_t* out) {
+  return sig < kSigRtMin ? held_std[sig].pop(out) : held_rt[sig - kSigRtMin].pop(out);
+}
+
+bool held_empty(int sig) {
+  return sig < kSigRtMin ? held_std[sig].empty() : held_rt[sig - kSigRtMin].empty();
+}
 // Some G got a pending signal while not running: sysmon looks for parked Gs
 // with deliverable signals and wakes them.
 std::atomic<bool> g_unrouted{false};
@@ -132,12 +243,34 @@ void tkill_info(siginfo_t* si, int sig) {
 
 // Signal-safe. Keeps a process signal for sysmon to route.
 void defer(int sig, const siginfo_t* si) {
-  if (si)
-    proc_info[sig] = *si;
-  else
-    tkill_info(&proc_info[sig], sig);
+  siginfo_t tmp;
+  if (!si) {
+    tkill_info(&tmp, sig);
+    si = &tmp;
+  }
+  held_push(sig, si);  // dropped: a standard signal already held, or a full queue
   proc_pending.fetch_or(bit(sig), std::memory_order_acq_rel);
   sysmon_wake();
+}
+
+// Signal-safe. gp claimed process signal sig (its sigpending_proc bit):
+// takes the oldest held instance. If more are held, the next one is
+// claimed again: by gp itself when again_self (it delivers them in order,
+// as the kernel would to the thread that unblocked them), else by whoever
+// sysmon routes it to. False if another G took the instance first.
+bool take_held(G* gp, int sig, siginfo_t* out, bool again_self) {
+  if (!held_pop(sig, out)) return false;
+  if (!held_empty(sig)) {
+    uint64_t b = bit(sig);
+    if (again_self) {
+      gp->sigpending_proc.fetch_or(b, std::memory_order_acq_rel);
+      gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+    } else {
+      proc_pending.fetch_or(b, std::memory_order_acq_rel);
+      sysmon_wake();
+    }
+  }
+  return true;
 }
 
 // Signal-safe. The program's default action for sig, on this thread.
@@ -147,7 +280,7 @@ void die_default(int sig) {
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   real_sigaction(sig, &dfl, nullptr);
-  kwrapped[sig].store(false, std::memory_order_relaxed);
+  set_wrapped(sig, false);
   uint64_t b = bit(sig);
   sys::rt_sigprocmask(SIG_UNBLOCK, &b, nullptr, 8);
   sys::tgkill(sys::getpid(), sys::gettid(), sig);
@@ -170,7 +303,7 @@ int install_wrapper(int sig) {
   if (sig == config.preempt_signal) k.sa_flags = SA_SIGINFO | SA_RESTART;
   from_bits(prog_mask[sig].load(std::memory_order_relaxed), &k.sa_mask);
   int r = real_sigaction(sig, &k, nullptr);
-  if (r == 0) kwrapped[sig].store(true, std::memory_order_release);
+  if (r == 0) set_wrapped(sig, true);
   return r;
 }
 
@@ -186,10 +319,11 @@ void ensure_wrapped(int sig) {
   if (bit(sig) & internal_mask()) return;
   if (kwrapped[sig].load(std::memory_order_acquire)) return;
   action_lock.lock();
-  if (!kwrapped[sig].load(std::memory_order_relaxed) &&
-      prog_handler[sig].load(std::memory_order_relaxed) == kHandlerDfl)
-    install_wrapper(sig);
+  bool installed = !kwrapped[sig].load(std::memory_order_relaxed) &&
+                   prog_handler[sig].load(std::memory_order_relaxed) == kHandlerDfl &&
+                   install_wrapper(sig) == 0;
   action_lock.unlock();
+  if (installed) bump_masks();  // sysmon now takes it (signal_route)
 }
 
 // Runs the program's disposition for sig on the current thread (a G, or a
@@ -206,7 +340,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     prog_handler[sig].store(kHandlerDfl, std::memory_order_release);
     prog_flags[sig].store(0, std::memory_order_relaxed);
     handled_mask.fetch_and(~bit(sig));
-    kwrapped[sig].store(false, std::memory_order_relaxed);  // the kernel reset it
+    set_wrapped(sig, false);  // the kernel reset it
   }
   uint64_t saved = 0;
   if (gp) {
@@ -228,6 +362,65 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     gp->sigmask = saved;
     gp->insig--;
   }
+}
+
+// Thread-directed signals queued on a G (G::sigslots). Producers are
+// senders on any thread, including signal handlers (pthread_kill is
+// async-signal-safe); the consumer is the G itself. Signal-safe: a slot is
+// claimed by a CAS 0 -> 1, filled, then published (2); the consumer takes
+// the full slot of the wanted signal with the oldest ticket and frees it.
+// A sender interrupted while filling a slot only hides that slot until it
+// publishes it (and sets the pending bit after that).
+std::atomic<uint32_t> sig_ticket{0};
+
+bool gq_push(G* gp, int sig, int code, const union sigval* value) {
+  for (auto& q : gp->sigslots) {
+    uint8_t z = 0;
+    if (q.state.load(std::memory_order_relaxed) != 0 ||
+        !q.state.compare_exchange_strong(z, 1, std::memory_order_acquire))
+      continue;
+    q.sig = (uint8_t)sig;
+    q.code = code;
+    q.value = value ? *value : sigval{};
+    q.ticket = sig_ticket.fetch_add(1, std::memory_order_relaxed);
+    q.state.store(2, std::memory_order_release);
+    return true;
+  }
+  return false;
+}
+
+G::SigSlot* gq_find(G* gp, int sig) {
+  G::SigSlot* best = nullptr;
+  for (auto& q : gp->sigslots)
+    if (q.state.load(std::memory_order_acquire) == 2 && q.sig == sig &&
+        (!best || (int32_t)(q.ticket - best->ticket) < 0))
+      best = &q;
+  return best;
+}
+
+// Takes the oldest queued instance of sig for gp (On gp, or Signal-safe on
+// its behalf): fills info and returns true, or false if none is queued.
+// If more are queued, sig stays pending on gp.
+bool gq_take(G* gp, int sig, siginfo_t* info) {
+  G::SigSlot* q = gq_find(gp, sig);
+  if (!q) return false;
+  tkill_info(info, sig);
+  info->si_code = q->code;
+  if (q->code == SI_QUEUE) info->si_value = q->value;
+  q->state.store(0, std::memory_order_release);
+  if (gq_find(gp, sig)) gp->sigpending.fetch_or(bit(sig), std::memory_order_acq_rel);
+  return true;
+}
+
+// The siginfo of a thread-directed signal sig that gp takes (its pending
+// bit already cleared): the queued instance, else (a standard signal sent
+// by pthread_kill) a plain SI_TKILL. False for a real-time signal with no
+// instance left (another taker had it).
+bool thread_info(G* gp, int sig, siginfo_t* info) {
+  if (gq_take(gp, sig, info)) return true;
+  if (sig >= kSigRtMin) return false;
+  tkill_info(info, sig);
+  return true;
 }
 
 // The single kernel handler for every signal goshim routes.
@@ -272,8 +465,16 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
   } else {
     // Routed process signals carry their original siginfo.
     if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
-      siginfo_t orig = proc_info[sig];
-      run_program(sig, &orig, uctx, gp);
+      siginfo_t orig;
+      if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
+    } else if (!want && sig >= kSigRtMin && si && si->si_code != SI_TKILL && !held_empty(sig) &&
+               held_push(sig, si)) {
+      // A real-time process signal the kernel gave this G while goshim
+      // holds older instances of it (sysmon took them from the kernel
+      // first): it goes behind them and this G runs the oldest, so that
+      // they arrive in sending order.
+      siginfo_t orig;
+      if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
     } else {
       run_program(sig, si, uctx, gp);
     }
@@ -380,7 +581,7 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
       r = install_wrapper(sig) == 0 ? 0 : -errno;
     } else {
       r = real_sigaction(sig, act, nullptr) == 0 ? 0 : -errno;
-      kwrapped[sig].store(false, std::memory_order_relaxed);
+      set_wrapped(sig, false);
     }
   }
   action_lock.unlock();
@@ -390,6 +591,14 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
 }
 
 uint64_t signal_new_m_mask(uint64_t inherited) { return kmask(inherited); }
+
+uint64_t signal_create_begin() {
+  uint64_t all = ~bit(kSigSetxid), saved = 0;
+  sys::rt_sigprocmask(SIG_SETMASK, &all, &saved, 8);
+  return saved;
+}
+
+void signal_create_end(uint64_t saved) { sys::rt_sigprocmask(SIG_SETMASK, &saved, nullptr, 8); }
 
 void signal_apply(M* mp, G* gp) {
   uint64_t k = kmask(gp->sigmask);
@@ -429,24 +638,29 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // A signal some G blocks must be routed even when it hits a stale M.
   for (uint64_t nb = n & ~cur; nb; nb &= nb - 1) ensure_wrapped(__builtin_ctzll(nb) + 1);
   gp->sigmask = n;
+  // sysmon opens a wrapped signal at its default action only while some G
+  // leaves it open (signal_route).
+  if ((cur ^ n) & wrapped_bits.load(std::memory_order_relaxed) & ~handled_mask.load(std::memory_order_relaxed))
+    bump_masks();
+  // Newly unblocked: take process signals goshim holds and deliver what is
+  // due before the kernel mask opens, so that they come before the
+  // instances still queued in the kernel (which are newer), as natively.
+  uint64_t unblocked = cur & ~n;
+  if (unblocked) {
+    uint64_t take = proc_pending.load(std::memory_order_acquire) & unblocked;
+    if (take) {
+      uint64_t got = proc_pending.fetch_and(~take, std::memory_order_acq_rel) & take;
+      gp->sigpending_proc.fetch_or(got);
+      gp->sigpending.fetch_or(got);
+    }
+  }
+  if (signal_has_pending(gp)) signal_deliver(gp);
   M* mp = gp->m;
-  uint64_t k = kmask(n);
+  uint64_t k = kmask(gp->sigmask);
   if (mp && mp->cur_sigmask != k) {
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
     mp->cur_sigmask = k;
   }
-  // Newly unblocked: take process signals goshim holds, deliver what is due.
-  uint64_t unblocked = cur & ~n;
-  if (unblocked) {
-    uint64_t take = proc_pending.load(std::memory_order_acquire) & unblocked;
-    while (take) {
-      uint64_t got = proc_pending.fetch_and(~take, std::memory_order_acq_rel) & take;
-      gp->sigpending_proc.fetch_or(got);
-      gp->sigpending.fetch_or(got);
-      take = 0;
-    }
-  }
-  if (signal_has_pending(gp)) signal_deliver(gp);
   return 0;
 }
 
@@ -455,23 +669,15 @@ void signal_deliver(G* gp) {
   if (!mp || gp->insig) return;
   for (;;) {
     uint64_t due = gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask;
-    if (!due) return;
+    if (!due) break;
     int sig = __builtin_ctzll(due) + 1;
     uint64_t b = bit(sig);
     if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
     siginfo_t si;
     if (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      si = proc_info[sig];
-    } else {
-      tkill_info(&si, sig);
-      for (auto& q : gp->sigqueue_buf) {
-        if (q.sig == sig) {
-          si.si_code = SI_QUEUE;
-          si.si_value = q.value;
-          q.sig = 0;
-          break;
-        }
-      }
+      if (!take_held(gp, sig, &si, true)) continue;  // another G took it
+    } else if (!thread_info(gp, sig, &si)) {
+      continue;
     }
     // As the kernel would: the handler runs now, on this G, with its
     // sa_mask and the signal itself blocked (on the M too).
@@ -490,11 +696,13 @@ void signal_deliver(G* gp) {
     }
     run_program(sig, &si, &uc, gp);
     mp = gp->m;  // a handler may park (it should not, but it may)
-    uint64_t k = kmask(gp->sigmask);
-    if (mp->cur_sigmask != k) {
-      sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-      mp->cur_sigmask = k;
-    }
+  }
+  // The G's own mask again, once nothing more is due: a signal still
+  // queued in the kernel comes after those goshim delivered here.
+  uint64_t k = kmask(gp->sigmask);
+  if (mp->cur_sigmask != k) {
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+    mp->cur_sigmask = k;
   }
 }
 
@@ -529,17 +737,14 @@ int signal_send(G* target, int sig, const union sigval* value) {
   if (sig == 0) return 0;
   if (sig == kSigCancel || sig == kSigSetxid) return EINVAL;
   uint64_t b = bit(sig);
-  if (value) {
-    bool queued = false;
-    for (auto& q : target->sigqueue_buf) {
-      if (q.sig == 0) {
-        q.value = *value;
-        q.sig = sig;
-        queued = true;
-        break;
-      }
-    }
-    if (!queued) return EAGAIN;
+  if (sig >= kSigRtMin) {
+    // Real-time: every instance queues (EAGAIN when the G's queue is full,
+    // as the kernel's at RLIMIT_SIGPENDING).
+    if (!gq_push(target, sig, value ? SI_QUEUE : SI_TKILL, value)) return EAGAIN;
+  } else if (value) {
+    // Standard: one pending instance; a second one is dropped.
+    if (target->sigpending.load(std::memory_order_acquire) & b) return 0;
+    if (!gq_push(target, sig, SI_QUEUE, value)) return EAGAIN;
   }
   G* self = tls_g;
   if (target->sigwaiting.load(std::memory_order_acquire) & b) {
@@ -557,18 +762,13 @@ int signal_send(G* target, int sig, const union sigval* value) {
   GStatus st = target->status.load(std::memory_order_acquire);
   if (st == GStatus::Running || st == GStatus::Syscall) {
     if (target->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      bool queued = false;
-      union sigval v;
-      if (value) {
-        for (auto& q : target->sigqueue_buf)
-          if (q.sig == sig) {
-            v = q.value;
-            q.sig = 0;
-            queued = true;
-            break;
-          }
-      }
-      if (!send_to_running(target, sig, queued ? &v : nullptr)) {
+      // The oldest queued instance goes to its M (the kernel queues
+      // real-time ones there in turn).
+      siginfo_t si;
+      if (!thread_info(target, sig, &si)) return 0;
+      bool queued = si.si_code == SI_QUEUE;
+      if (!send_to_running(target, sig, queued ? &si.si_value : nullptr)) {
+        if (queued || sig >= kSigRtMin) gq_push(target, sig, si.si_code, &si.si_value);
         target->sigpending.fetch_or(b, std::memory_order_acq_rel);
         g_unrouted.store(true, std::memory_order_release);
         sysmon_wake();
@@ -598,19 +798,14 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info) {
     uint64_t b = bit(sig);
     if (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
       bool proc = gp->sigpending_proc.fetch_and(~b) & b;
-      if (info) {
-        if (proc) {
-          *info = proc_info[sig];
-        } else {
-          tkill_info(info, sig);
-          for (auto& q : gp->sigqueue_buf)
-            if (q.sig == sig) {
-              info->si_code = SI_QUEUE;
-              info->si_value = q.value;
-              q.sig = 0;
-              break;
-            }
-        }
+      siginfo_t dummy;
+      if (proc && !take_held(gp, sig, info ? info : &dummy, false)) {
+        mine &= ~b;  // another G took it
+        continue;
+      }
+      if (!proc && !thread_info(gp, sig, info ? info : &dummy)) {
+        mine &= ~b;
+        continue;
       }
       return sig;
     }
@@ -621,8 +816,8 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info) {
     int sig = __builtin_ctzll(procs) + 1;
     uint64_t b = bit(sig);
     if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      if (info) *info = proc_info[sig];
-      return sig;
+      siginfo_t dummy;
+      if (take_held(gp, sig, info ? info : &dummy, false)) return sig;
     }
     procs &= ~b;
   }
@@ -640,6 +835,22 @@ void signal_waiting(G* gp, uint64_t set) {
   if (set != old) bump_masks();
 }
 
+void signal_after_fork(G* gp, M* mp) {
+  proc_pending.store(0, std::memory_order_relaxed);
+  for (auto& q : held_std) q.reset();
+  for (auto& q : held_rt) q.reset();
+  g_unrouted.store(false, std::memory_order_relaxed);
+  if (gp) {
+    gp->sigpending.store(0, std::memory_order_relaxed);
+    gp->sigpending_proc.store(0, std::memory_order_relaxed);
+    for (auto& q : gp->sigslots) q.state.store(0, std::memory_order_relaxed);
+    gp->intr_signal.store(0, std::memory_order_relaxed);
+  }
+  if (mp)
+    for (auto& f : mp->sigfwd) f.store(nullptr, std::memory_order_relaxed);
+  mask_gen.fetch_add(1, std::memory_order_relaxed);  // the new sysmon's mask
+}
+
 bool signal_route_pending() {
   return proc_pending.load(std::memory_order_relaxed) != 0 || g_unrouted.load(std::memory_order_relaxed);
 }
@@ -651,16 +862,28 @@ void signal_route() {
   uint64_t gen = mask_gen.load(std::memory_order_acquire);
   if (gen != seen_gen) {
     seen_gen = gen;
-    uint64_t waited = 0;
-    // Recompute the waited set from the Gs that still wait.
+    uint64_t waited = 0, blocked_all = main_g()->sigmask;
+    // Recompute the waited set from the Gs that still wait, and the
+    // signals every live G blocks.
     size_t n = arena_nslots();
     for (size_t i = 0; i < n; i++) {
       G* g = arena_slot_g(i);
-      if (g->magic == kGMagic) waited |= g->sigwaiting.load(std::memory_order_relaxed);
+      if (g->magic != kGMagic) continue;
+      waited |= g->sigwaiting.load(std::memory_order_relaxed);
+      GStatus st = g->status.load(std::memory_order_relaxed);
+      if (st != GStatus::Idle && st != GStatus::Dead) blocked_all &= g->sigmask;
     }
     waited |= main_g()->sigwaiting.load(std::memory_order_relaxed);
     waited_mask.store(waited);
-    uint64_t open = (handled_mask.load() | waited) & ~internal_mask();
+    // Also the signals left at their default action that goshim wraps
+    // because some G blocks them, if some G leaves them open: when the only
+    // such Gs are parked and every running M blocks it, sysmon must receive
+    // it and route it (its default action then runs on that G, as
+    // natively), instead of leaving it pending in the kernel where no
+    // thread takes it. One that every G blocks stays in the kernel, where
+    // the program's signalfd or a later unblocking finds it.
+    uint64_t wrapped = wrapped_bits.load(std::memory_order_relaxed) & ~blocked_all;
+    uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
     uint64_t m = ~open & ~bit(kSigSetxid);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
   }

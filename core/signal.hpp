@@ -11,11 +11,16 @@
 //     is scheduled);
 //   - on a G that blocks it, if thread-directed (SI_TKILL): pending on that G;
 //   - on g0, an idle M or sysmon (which keeps the program's handled signals
-//     unblocked so that a signal never waits for a busy M): recorded as
-//     process-pending, and sysmon routes it to a G that does not block it:
-//     a sigwaiter, a running G (by forwarding the signal to its M), or a
-//     parked G, which it wakes with EINTR semantics. If every G blocks it,
-//     it stays pending until one unblocks it or sigwaits for it.
+//     unblocked so that a signal never waits for a busy M, and those left at
+//     their default action that some G blocks while another leaves them
+//     open): recorded as process-pending (queued with its siginfo: standard
+//     signals once, real-time ones every instance, as the kernel), and
+//     sysmon routes it to a G that does not block it: a sigwaiter, a
+//     running G (by forwarding the signal to its M), or a parked G, which
+//     it wakes with EINTR semantics. If every G blocks it, it stays pending
+//     until one unblocks it or sigwaits for it.
+//   - thread-directed signals to a G that blocks them stay pending on it;
+//     real-time instances queue there with their siginfo (G::sigslots).
 //
 // A G receives a signal pending on it at its next delivery point (return
 // from a park or yield, any interposed call) by sending it to its own M,
@@ -58,6 +63,16 @@ void signal_apply(M* mp, G* gp);
 // would hold it where the program's signalfd or sigwaitinfo cannot see it.
 uint64_t signal_new_m_mask(uint64_t inherited);
 
+// Around the creation of a kernel thread of goshim's (an M, sysmon): the
+// new thread must start with every signal blocked but SIGSETXID, because
+// until it has set tls_g a signal would run the program's handler there as
+// on a foreign thread (and a process signal pending while no thread could
+// take it is delivered to the first thread that opens it). Blocks them on
+// the calling thread (the new thread inherits that mask) and returns the
+// caller's mask, which signal_create_end puts back. Any thread.
+uint64_t signal_create_begin();
+void signal_create_end(uint64_t saved);
+
 // pthread_kill / pthread_sigqueue to a G. Returns 0 or an errno value.
 int signal_send(G* target, int sig, const union sigval* value);
 
@@ -77,6 +92,11 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info);
 // gp is about to wait for set in the kernel (sigwait family, sigsuspend,
 // pause): route matching process signals to its M. 0 when done.
 void signal_waiting(G* gp, uint64_t set);
+
+// In a forked child (the caller alone, before sysmon starts): as the
+// kernel clears a new process's pending signals, forgets those goshim held
+// for the parent and those pending on gp; sysmon recomputes its mask.
+void signal_after_fork(G* gp, M* mp);
 
 // sysmon: routes process-pending signals to goroutines. Without P.
 void signal_route();

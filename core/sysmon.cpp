@@ -324,9 +324,9 @@ int kick_looks;  // sysmon only: looks left that may prove a kick useful
 
 void* sysmon_main(void*) {
   // Program handlers never run here (signal_route opens the signals goshim
-  // routes); the credential broadcast (33) must.
-  uint64_t all = ~0ull & ~(1ull << (33 - 1));
-  sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);
+  // routes); the credential broadcast (33) must. The thread starts with
+  // this mask (signal_create_begin), so that no signal finds it before
+  // tls_g says it is sysmon.
   tls_g = sysmon_g();
   // The kernel's default timer slack (50 us) would stretch every 20 us
   // sleep to about 70-120 us: the hand-off of a P stuck in a blocking call
@@ -422,7 +422,9 @@ void sysmon_start() {
   pthread_attr_setstacksize(&attr, 256 * 1024);
   pthread_t th;
   setxid_thread_create_begin();
+  uint64_t saved = signal_create_begin();  // sysmon_main sets tls_g first
   int err = real::pthread_create(&th, &attr, sysmon_main, nullptr);
+  signal_create_end(saved);
   setxid_thread_create_end();
   pthread_attr_destroy(&attr);
   if (err != 0) fatalf("cannot start sysmon (error %d)", err);

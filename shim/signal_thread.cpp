@@ -27,6 +27,13 @@ uint64_t bits(const sigset_t* s) {
   return v;
 }
 
+// As glibc's sigtimedwait: the kernel's SI_TKILL (tkill, tgkill: raise,
+// pthread_kill) is reported as SI_USER.
+int fold_tkill(int sig, siginfo_t* info) {
+  if (sig > 0 && info && info->si_code == SI_TKILL) info->si_code = SI_USER;
+  return sig;
+}
+
 // sigwait family on a goroutine: take a pending signal of set, else park
 // until one is routed here, a handler runs (EINTR for the info variants)
 // or the deadline passes. Returns the signal, or -errno.
@@ -35,13 +42,13 @@ int wait_for(G* gp, uint64_t set, siginfo_t* info, int64_t deadline, bool eintr)
   for (;;) {
     cancel_point();
     int sig = signal_take(gp, set, info);
-    if (sig) return sig;
+    if (sig) return fold_tkill(sig, info);
     uint32_t handled = gp->nhandled;
     signal_waiting(gp, set);
     int r = sema_wait(&gp->sigwait_word, 0, deadline, WaitReason::SigWait);
     signal_waiting(gp, 0);
     sig = signal_take(gp, set, info);
-    if (sig) return sig;
+    if (sig) return fold_tkill(sig, info);
     if (r == ETIMEDOUT) return -EAGAIN;
     if (eintr && gp->nhandled != handled) return -EINTR;
   }
