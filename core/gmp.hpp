@@ -278,7 +278,7 @@ struct M {
   unsigned long pthread = 0;  // the real pthread_t of this kernel thread
   uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
   uint64_t start_sigmask = 0; // its creator's kernel mask (newm), for signal_new_m_mask
-  std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G
+  std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G (bit 0: a routed process signal)
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
   void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)
   // Gs parked in netpoll, as counted on this M: +1 when one parks here, -1

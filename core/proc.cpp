@@ -358,6 +358,7 @@ void thread_exit_landed() {
     if (!fn) break;
     fn(gp);
   }
+  signal_g_exit(gp);
   if (sched.ngoroutines.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     // The last thread ended: the process exits with status 0, running
     // atexit handlers on this thread, as glibc's start_thread does.

@@ -444,7 +444,19 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
     return;
   }
   M* mp = gp->m;
-  G* want = mp ? mp->sigfwd[sig].exchange(nullptr, std::memory_order_acq_rel) : nullptr;
+  // sigfwd: the G this signal was forwarded to, tagged (bit 0) when it
+  // forwards a process signal routed by sysmon (its siginfo is in held[]).
+  // Only a signal this process sent to a thread (tgkill, rt_tgsigqueueinfo)
+  // can be the forward: a process signal the kernel hands this thread
+  // meanwhile must not consume the mark (the forward, arriving after it,
+  // would then pass for the program's own tkill).
+  bool maybe_fwd = !si || (si->si_pid == (pid_t)sys::getpid() &&
+                           (si->si_code == SI_TKILL || si->si_code == SI_QUEUE));
+  uintptr_t fwd = mp && maybe_fwd
+                      ? (uintptr_t)mp->sigfwd[sig].exchange(nullptr, std::memory_order_acq_rel)
+                      : 0;
+  G* want = (G*)(fwd & ~(uintptr_t)1);
+  bool proc_fwd = fwd & 1;
   uint64_t b = bit(sig);
   if (want && want != gp) {
     // Sent to this M for a G that left it before the signal arrived: it is
@@ -458,15 +470,26 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
     else
       defer(sig, si);  // g0, an idle M or sysmon: route it to a G
   } else if (!synchronous(sig, si) && (gp->sigmask & b)) {
-    if (want || (si && si->si_code == SI_TKILL))
+    if (proc_fwd) {
+      // Still claimed by gp: delivered when it unblocks it; else gp took
+      // the instance another way (it unblocked the signal) or gave it back
+      // at its exit: this forward has nothing left to carry.
+      if (gp->sigpending_proc.load(std::memory_order_acquire) & b)
+        gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+    } else if (want || (si && si->si_code == SI_TKILL)) {
       gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // thread-directed: waits for it
-    else
+    } else {
       defer(sig, si);
+    }
   } else {
     // Routed process signals carry their original siginfo.
     if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
       siginfo_t orig;
       if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
+    } else if (proc_fwd) {
+      // The forward of a process signal gp already took another way (it
+      // unblocked the signal and delivered the held instance itself): its
+      // plain tgkill must not run as a signal of its own with SI_TKILL.
     } else if (!want && sig >= kSigRtMin && si && si->si_code != SI_TKILL && !held_empty(sig) &&
                held_push(sig, si)) {
       // A real-time process signal the kernel gave this G while goshim
@@ -708,10 +731,12 @@ void signal_deliver(G* gp) {
 
 // Interrupts target where it runs (user code or a blocking call), as the
 // kernel would a thread: the signal goes to its M, marked for target.
-static bool send_to_running(G* target, int sig, const union sigval* value) {
+// proc: a process signal routed by sysmon (the handler takes its siginfo
+// from held[]; the tgkill itself carries none).
+static bool send_to_running(G* target, int sig, const union sigval* value, bool proc) {
   M* mp = target->m;
   if (!mp || mp->tid <= 0) return false;
-  mp->sigfwd[sig].store(target, std::memory_order_release);
+  mp->sigfwd[sig].store((G*)((uintptr_t)target | (proc ? 1 : 0)), std::memory_order_release);
   long r;
   if (value) {
     siginfo_t si;
@@ -767,7 +792,7 @@ int signal_send(G* target, int sig, const union sigval* value) {
       siginfo_t si;
       if (!thread_info(target, sig, &si)) return 0;
       bool queued = si.si_code == SI_QUEUE;
-      if (!send_to_running(target, sig, queued ? &si.si_value : nullptr)) {
+      if (!send_to_running(target, sig, queued ? &si.si_value : nullptr, false)) {
         if (queued || sig >= kSigRtMin) gq_push(target, sig, si.si_code, &si.si_value);
         target->sigpending.fetch_or(b, std::memory_order_acq_rel);
         g_unrouted.store(true, std::memory_order_release);
@@ -833,6 +858,21 @@ void signal_waiting(G* gp, uint64_t set) {
     waited_mask.fetch_or(set);
   }
   if (set != old) bump_masks();
+}
+
+// On gp, at its exit (after its destructors). As the kernel does with a
+// process-directed signal pending when the thread it picked exits, the
+// process signals routed to gp and not delivered yet go back to the
+// process (their instances are still in held[]), for sysmon to route to
+// another G; gp itself is no longer a candidate.
+void signal_g_exit(G* gp) {
+  // Dekker with signal_route: it sets sigpending_proc, then reads sigmask.
+  __atomic_store_n(&gp->sigmask, ~0ull, __ATOMIC_SEQ_CST);
+  uint64_t left = gp->sigpending_proc.exchange(0, std::memory_order_seq_cst);
+  if (!left) return;
+  gp->sigpending.fetch_and(~left, std::memory_order_acq_rel);
+  proc_pending.fetch_or(left, std::memory_order_acq_rel);
+  sysmon_wake();
 }
 
 void signal_after_fork(G* gp, M* mp) {
@@ -930,9 +970,26 @@ void signal_route() {
     for (size_t i = 0; i < n && !waiter; i++) consider(arena_slot_g(i));
     G* target = waiter ? waiter : running ? running : parked;
     if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
+    if (target == running && !waiter) {
+      // A forward of sig still in flight to that M: the next instance waits
+      // for sysmon's next look. (Overwriting sigfwd made the handler take
+      // the second tgkill for the program's own, and run it with SI_TKILL,
+      // the original siginfo lost.)
+      M* tm = target->m;
+      if (tm && tm->sigfwd[sig].load(std::memory_order_acquire) != nullptr) continue;
+    }
     if (!(proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
-    target->sigpending_proc.fetch_or(b);
-    if (target == running && !waiter && send_to_running(target, sig, nullptr)) continue;
+    target->sigpending_proc.fetch_or(b, std::memory_order_seq_cst);
+    if (target != waiter && (__atomic_load_n(&target->sigmask, __ATOMIC_SEQ_CST) & b)) {
+      // target began to exit (signal_g_exit) since it was chosen: the
+      // claim goes back to the process unless the exit already took it.
+      if (target->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b) {
+        proc_pending.fetch_or(b, std::memory_order_acq_rel);
+        g_unrouted.store(true, std::memory_order_release);
+      }
+      continue;
+    }
+    if (target == running && !waiter && send_to_running(target, sig, nullptr, true)) continue;
     target->sigpending.fetch_or(b);
     if (target->status.load() == GStatus::Waiting) {
       signal_note_interrupt(target, sig);

@@ -93,6 +93,10 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info);
 // pause): route matching process signals to its M. 0 when done.
 void signal_waiting(G* gp, uint64_t set);
 
+// On gp at its exit: process signals routed to it and not delivered go
+// back to the process.
+void signal_g_exit(G* gp);
+
 // In a forked child (the caller alone, before sysmon starts): as the
 // kernel clears a new process's pending signals, forgets those goshim held
 // for the parent and those pending on gp; sysmon recomputes its mask.
