@@ -317,17 +317,8 @@ int exec_nfix = 0;
 // allocation, no lock: used before exec.
 long pipe_reopen_blocking(int fd, long fl) {
   if (fl & (O_DIRECT | O_ASYNC)) return -EINVAL;
-  char path[32] = "/proc/self/fd/";
-  char digits[12];
-  int nd = 0;
-  unsigned v = (unsigned)fd;
-  do {
-    digits[nd++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  size_t n = 14;
-  while (nd) path[n++] = digits[--nd];
-  path[n] = 0;
+  char path[32];
+  sys::proc_fd_path(fd, path);
   // O_NONBLOCK for the open itself: a FIFO open must not wait for a peer.
   long nf = sys::openat(AT_FDCWD, path, (int)(fl & O_ACCMODE) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0);
   if (nf < 0) return nf;
@@ -686,50 +677,54 @@ void fd_fork_child() {
   }
 }
 
-void fd_prepare_spawn() {
-  fd_note_fork();
+// Calls fn(fd, pd) for every live record that wanted(pd) accepts (checked
+// first: it costs no system call) and whose fd a child would inherit (not
+// FD_CLOEXEC). No allocation, no lock (fd_before_exec runs before exec in
+// fork children).
+template <typename W, typename F>
+void each_inheritable(W wanted, F fn) {
   for (int c = 0; c < (kMaxFd >> kSlotBits); c++) {
     std::atomic<PollDesc*>* chunk = slot_chunks[c].load(std::memory_order_acquire);
     if (!chunk) continue;
     for (int i = 0; i < kSlotChunk; i++) {
       PollDesc* pd = chunk[i].load(std::memory_order_acquire);
-      if (!pd || pd == kClosing) continue;
+      if (!pd || pd == kClosing || !wanted(pd)) continue;
       int fd = (c << kSlotBits) | i;
       long fdfl = sys::fcntl(fd, F_GETFD, 0);
       if (fdfl < 0 || (fdfl & FD_CLOEXEC)) continue;
-      fd_release_to_kernel(fd);
+      fn(fd, pd);
     }
   }
 }
 
+void fd_prepare_spawn() {
+  fd_note_fork();
+  each_inheritable([](PollDesc*) { return true; }, [](int fd, PollDesc*) { fd_release_to_kernel(fd); });
+}
+
 void fd_before_exec() {
   exec_nfix = 0;
-  for (int c = 0; c < (kMaxFd >> kSlotBits); c++) {
-    std::atomic<PollDesc*>* chunk = slot_chunks[c].load(std::memory_order_acquire);
-    if (!chunk) continue;
-    for (int i = 0; i < kSlotChunk; i++) {
-      PollDesc* pd = chunk[i].load(std::memory_order_acquire);
-      if (!pd || pd == kClosing) continue;
-      FileRec* f = __atomic_load_n(&pd->file, __ATOMIC_ACQUIRE);  // type-stable memory
-      if (!f) continue;
-      uint32_t fl = f->flags.load(std::memory_order_acquire);
-      if (!(fl & kFileNbUnder) || (fl & kFileUserNonblock)) continue;
-      int fd = (c << kSlotBits) | i;
-      long fdfl = sys::fcntl(fd, F_GETFD, 0);
-      if (fdfl < 0 || (fdfl & FD_CLOEXEC)) continue;
-      long k = sys::fcntl(fd, F_GETFL, 0);
-      if (k < 0 || !(k & O_NONBLOCK)) continue;
-      long nf = f->kind == FdKind::Pipe ? pipe_reopen_blocking(fd, k) : -1;
-      if (nf >= 0) {
-        long r = sys::dup3((int)nf, fd, 0);
-        sys::close((int)nf);
-        if (r < 0) sys::fcntl(fd, F_SETFL, k & ~O_NONBLOCK);
-      } else {
-        sys::fcntl(fd, F_SETFL, k & ~O_NONBLOCK);  // shared with whoever shares it
-      }
-      if (exec_nfix < kExecFixMax) exec_fix[exec_nfix++] = fd;
+  // Files goshim switched to O_NONBLOCK behind the program's back.
+  auto switched = [](PollDesc* pd) {
+    FileRec* f = __atomic_load_n(&pd->file, __ATOMIC_ACQUIRE);  // type-stable memory
+    if (!f) return false;
+    uint32_t fl = f->flags.load(std::memory_order_acquire);
+    return (fl & kFileNbUnder) && !(fl & kFileUserNonblock);
+  };
+  each_inheritable(switched, [](int fd, PollDesc* pd) {
+    FileRec* f = __atomic_load_n(&pd->file, __ATOMIC_ACQUIRE);
+    long k = sys::fcntl(fd, F_GETFL, 0);
+    if (k < 0 || !(k & O_NONBLOCK)) return;
+    long nf = f->kind == FdKind::Pipe ? pipe_reopen_blocking(fd, k) : -1;
+    if (nf >= 0) {
+      long r = sys::dup3((int)nf, fd, 0);
+      sys::close((int)nf);
+      if (r < 0) sys::fcntl(fd, F_SETFL, k & ~O_NONBLOCK);
+    } else {
+      sys::fcntl(fd, F_SETFL, k & ~O_NONBLOCK);  // shared with whoever shares it
     }
-  }
+    if (exec_nfix < kExecFixMax) exec_fix[exec_nfix++] = fd;
+  });
 }
 
 void fd_exec_failed() {

@@ -111,18 +111,14 @@ std::atomic<bool> newm_warned{false};
 // keeps running on the Ms it has, as it would if those were its threads;
 // it stalls only while every M is blocked.
 void newm_failed(P* pp, bool spinning, M* mp, int err) {
-  if (mp) {
-    mp->dead = true;
-    sched.lock.lock();
-    sched.mcount--;
-    sched.lock.unlock();
-  }
+  if (mp) mp->dead = true;
   newm_retry_at.store(sys::nanotime() + kNewmRetryNs, std::memory_order_relaxed);
   if (spinning) sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
   GQueue q;
   bool inherit;
   while (G* gp = runqget(pp, &inherit)) q.push_back(gp);
   sched.lock.lock();
+  if (mp) sched.mcount--;
   if (!q.empty()) globrunqputbatch(q);
   pidleput(pp);
   sched.lock.unlock();

@@ -450,8 +450,8 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
   // can be the forward: a process signal the kernel hands this thread
   // meanwhile must not consume the mark (the forward, arriving after it,
   // would then pass for the program's own tkill).
-  bool maybe_fwd = !si || (si->si_pid == (pid_t)sys::getpid() &&
-                           (si->si_code == SI_TKILL || si->si_code == SI_QUEUE));
+  bool maybe_fwd = !si || ((si->si_code == SI_TKILL || si->si_code == SI_QUEUE) &&
+                           si->si_pid == (pid_t)sys::getpid());
   uintptr_t fwd = mp && maybe_fwd
                       ? (uintptr_t)mp->sigfwd[sig].exchange(nullptr, std::memory_order_acq_rel)
                       : 0;

@@ -92,8 +92,10 @@ long pselect6(int n, void* r, void* w, void* e, const struct timespec* ts, const
 long epoll_pwait(int epfd, struct epoll_event* ev, int max, int ms, const void* sigmask) {
   return raw6(SYS_epoll_pwait, epfd, (long)ev, max, ms, (long)sigmask, 8);
 }
-long readlink_fd(int fd, char* buf, size_t size) {
-  char path[40] = "/proc/self/fd/";
+void proc_fd_path(int fd, char (&path)[32]) {
+  static const char kPrefix[] = "/proc/self/fd/";
+  size_t n = 0;
+  for (; kPrefix[n]; n++) path[n] = kPrefix[n];
   char digits[12];
   int nd = 0;
   unsigned v = (unsigned)fd;
@@ -101,9 +103,13 @@ long readlink_fd(int fd, char* buf, size_t size) {
     digits[nd++] = (char)('0' + v % 10);
     v /= 10;
   } while (v);
-  int n = 14;
   while (nd) path[n++] = digits[--nd];
   path[n] = 0;
+}
+
+long readlink_fd(int fd, char* buf, size_t size) {
+  char path[32];
+  proc_fd_path(fd, path);
   return raw4(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf, (long)size);
 }
 

@@ -53,6 +53,8 @@ long fstat(int fd, struct stat* st);
 long ppoll(struct pollfd* fds, unsigned long n, const struct timespec* ts, const void* sigmask);
 long pselect6(int n, void* r, void* w, void* e, const struct timespec* ts, const void* sig);
 long epoll_pwait(int epfd, struct epoll_event* ev, int max, int ms, const void* sigmask);
+// "/proc/self/fd/N" (no allocation, no libc: usable before exec).
+void proc_fd_path(int fd, char (&path)[32]);
 long readlink_fd(int fd, char* buf, size_t size);  // readlink("/proc/self/fd/N")
 
 }  // namespace goshim::sys
