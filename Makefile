@@ -80,7 +80,7 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	  -Wl,-z,noexecstack -Wl,--no-undefined \
 	  -Wl,--no-as-needed -lgcc_s -lunwind -ldl -lpthread -lm -lc
 
-$(LAUNCHER): launcher/goshim.cpp
+$(LAUNCHER): launcher/goshim.cpp core/size.hpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O2 -g -Wall -Wextra -I. -o $@ $<
 

@@ -9,6 +9,7 @@
 
 #include "core/gmp.hpp"
 #include "core/rawlog.hpp"
+#include "core/size.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -212,20 +213,6 @@ void parse_debug(const char* s) {
 
 }  // namespace
 
-bool parse_size(const char* s, size_t* out) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s) return false;
-  unsigned long long mul = 1;
-  if (*end == 'k' || *end == 'K') mul = 1024, end++;
-  else if (*end == 'm' || *end == 'M') mul = 1024 * 1024, end++;
-  else if (*end == 'g' || *end == 'G') mul = 1024ull * 1024 * 1024, end++;
-  if (*end == 'b' || *end == 'B') end++;
-  if (*end != 0 || v == 0 || v > (1ull << 40) / mul) return false;
-  *out = (size_t)(v * mul);
-  return true;
-}
 
 int default_procs() {
   int n = affinity_cpus();
@@ -248,7 +235,7 @@ void config_init() {
   }
   if ((s = getenv("GOSHIM_STACK")) && *s) {
     size_t v;
-    if (parse_size(s, &v) && v >= 16384)
+    if (parse_stack_size(s, &v))
       config.stack_size = v;
     else
       rawlog("goshim: GOSHIM_STACK=%s is not a size of at least 16k; using the default\n", s);

@@ -48,7 +48,5 @@ int affinity_cpus();
 // filesystem's mount point (a test passes fake ones).
 int cgroup_cpus_at(const char* proc_cgroup, const char* root);
 
-// Parses "123", "64k", "8m", "1g". Returns false on a bad value.
-bool parse_size(const char* s, size_t* out);
 
 }  // namespace goshim
