@@ -12,7 +12,10 @@
 #     expect  exit:N (exit status N) or signal:N (killed by signal N)
 #     native  same  run natively too; stdout must be identical
 #             run   run natively too; must pass, stdout may differ
-#             skip  goshim only (native cannot, e.g. 100,000 live threads)
+#             run:VAR=VAL[,VAR=VAL...]  run natively with these variables
+#                   (a smaller load the kernel can carry); must pass, stdout
+#                   may differ
+#             skip  goshim only (native cannot at all)
 # Under goshim the runner also sets MAX_KERNEL_THREADS=procs+4, which the
 # programs check while their threads are alive (common.h).
 # A program that cannot test what it claims here (not root, no pty, ...)
@@ -71,7 +74,7 @@ run_one() {
   t0=$(date +%s.%N)
   case $mode in
     native)
-      (env "${unset_goshim[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null
+      (env "${unset_goshim[@]}" "${native_env[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null
        exit $?) 2>/dev/null
       rc=$? ;;
     pd)
@@ -133,6 +136,8 @@ while read -r name tmo expect native args; do
   # shellcheck disable=SC2086
   set -- $args
   native_ok=0
+  native_env=()
+  case $native in run:*) IFS=, read -r -a native_env <<<"${native#run:}" ;; esac
   if [ "$native" != skip ]; then
     run_one "$name" native "$tmo" "$expect" "$@" && native_ok=1
   fi
