@@ -1026,9 +1026,13 @@ int signal_altstack(G* gp, const stack_t* ss, stack_t* old) {
   }
   if (!ss) return 0;
   if (on) return EPERM;
-  if (ss->ss_flags & ~(SS_DISABLE | SS_AUTODISARM)) return EINVAL;
+  // As the kernel: the mode is 0, SS_ONSTACK (old sigstack callers pass
+  // it; it means 0) or SS_DISABLE, plus SS_AUTODISARM.
+  int mode = ss->ss_flags & ~(int)SS_AUTODISARM;
+  if (mode != 0 && mode != SS_ONSTACK && mode != SS_DISABLE) return EINVAL;
   if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size < MINSIGSTKSZ) return ENOMEM;
   gp->altstack = *ss;
+  gp->altstack.ss_flags = ss->ss_flags & (int)SS_AUTODISARM;
   if (ss->ss_flags & SS_DISABLE) gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
   if (gp->m) signal_apply(gp->m, gp);
   return 0;
