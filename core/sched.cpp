@@ -18,6 +18,7 @@
 // where the submitter found no idle P while a non-spinning M is about to
 // release its P.
 #include "core/sched.hpp"
+#include "core/signal.hpp"
 
 #include <sys/mman.h>
 
@@ -239,6 +240,7 @@ void stopm() {
   mput(mp);
   sched.lock.unlock();
   mp->blocked = true;
+  signal_m_sleep(mp);
   mp->park.sleep();
   mp->park.clear();
   mp->blocked = false;
@@ -500,6 +502,7 @@ top:
       }
       GQueue q;
       mp->blocked = true;
+      if (delay != 0) signal_m_sleep(mp);
       netpoll(delay, q);
       mp->blocked = false;
       now = sys::nanotime();
