@@ -20,7 +20,9 @@
 //     it wakes with EINTR semantics. If every G blocks it, it stays pending
 //     until one unblocks it or sigwaits for it.
 //   - thread-directed signals to a G that blocks them stay pending on it;
-//     real-time instances queue there with their siginfo (G::sigslots).
+//     real-time instances queue there with their siginfo (the process's
+//     pool of queued instances, limited by RLIMIT_SIGPENDING as the
+//     kernel's queue).
 //
 // A G receives a signal pending on it at its next delivery point (return
 // from a park or yield, any interposed call) by sending it to its own M,
