@@ -143,9 +143,12 @@ static void process_held(void) {
 }
 
 int main(void) {
+  /* First, while main is the only thread (no other thread that leaves the
+   * signal open can have taken one out of order). */
+  process_held();
+  nrec = 0;
   raised_many();
   nrec = 0;
   queued_to_thread();
-  process_held();
   return 0;
 }
