@@ -206,7 +206,7 @@ struct G {
   std::atomic<uint64_t> sigpending_proc{0}; // of those: routed process signals (their siginfo is global)
   std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
   std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
-  uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend (stays 0)
+  uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend; +1 per wake
   uint32_t nhandled = 0;                    // program handlers run on this G
   stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait

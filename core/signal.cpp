@@ -936,13 +936,15 @@ int signal_send(G* target, int sig, const union sigval* value) {
     if (!gq_push(target, sig, SI_QUEUE, value)) return EAGAIN;
   }
   G* self = tls_g;
-  if (target->sigwaiting.load(std::memory_order_acquire) & b) {
-    target->sigpending.fetch_or(b, std::memory_order_acq_rel);
+  // Pending first, then the waited set (Dekker with wait_for and suspend
+  // in the shim: they publish the set, then look for pending signals):
+  // either the waiter finds the bit or this sees it waiting and wakes it.
+  target->sigpending.fetch_or(b, std::memory_order_seq_cst);
+  if (target->sigwaiting.load(std::memory_order_seq_cst) & b) {
     signal_note_interrupt(target, sig);
-    interrupt_wait(target);
+    signal_wake_waiter(target);
     return 0;
   }
-  target->sigpending.fetch_or(b, std::memory_order_acq_rel);
   if (target->sigmask & b) return 0;  // delivered when it unblocks it
   if (target == self) {
     signal_deliver(self);
@@ -981,7 +983,7 @@ void signal_pending_set(G* gp, sigset_t* out) {
 }
 
 int signal_take(G* gp, uint64_t set, siginfo_t* info) {
-  uint64_t mine = gp->sigpending.load(std::memory_order_acquire) & set;
+  uint64_t mine = gp->sigpending.load(std::memory_order_seq_cst) & set;
   while (mine) {
     int sig = __builtin_ctzll(mine) + 1;
     uint64_t b = bit(sig);
@@ -1013,8 +1015,13 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info) {
   return 0;
 }
 
+void signal_wake_waiter(G* gp) {
+  __atomic_fetch_add(&gp->sigwait_word, 1, __ATOMIC_SEQ_CST);
+  sema_wake(&gp->sigwait_word, 1);
+}
+
 void signal_waiting(G* gp, uint64_t set) {
-  uint64_t old = gp->sigwaiting.exchange(set, std::memory_order_acq_rel);
+  uint64_t old = gp->sigwaiting.exchange(set, std::memory_order_seq_cst);
   if (set) {
     // Signals nobody else may take (blocked everywhere, default action):
     // goshim must see them to hand them over.
@@ -1235,7 +1242,13 @@ void signal_route() {
     }
     if (target == running && !waiter && send_to_running(target, sig, nullptr, true)) continue;
     target->sigpending.fetch_or(b);
-    if (target->status.load() == GStatus::Waiting) {
+    if (target == waiter) {
+      // Whether it is parked yet or not: it may be between publishing its
+      // set and parking (preempted there, or its thread descheduled), and
+      // then an interrupt finds no wait and it sleeps with the signal.
+      signal_note_interrupt(target, sig);
+      signal_wake_waiter(target);
+    } else if (target->status.load() == GStatus::Waiting) {
       signal_note_interrupt(target, sig);
       interrupt_wait(target);
     }

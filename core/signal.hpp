@@ -100,6 +100,11 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info);
 // gp is about to wait for set in the kernel (sigwait family, sigsuspend,
 // pause): route matching process signals to its M. 0 when done.
 void signal_waiting(G* gp, uint64_t set);
+// A signal of the set gp waits for was made pending on it: ends its wait on
+// G::sigwait_word, or the one it is about to begin (the waiter reads the
+// word before it publishes its set and looks for pending signals, and
+// parks only if the word has not changed since). Takes sema locks.
+void signal_wake_waiter(G* gp);
 
 // On gp at its exit: process signals routed to it and not delivered go
 // back to the process.

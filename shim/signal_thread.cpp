@@ -37,17 +37,26 @@ int fold_tkill(int sig, siginfo_t* info) {
 // sigwait family on a goroutine: take a pending signal of set, else park
 // until one is routed here, a handler runs (EINTR for the info variants)
 // or the deadline passes. Returns the signal, or -errno.
+//
+// No lost wake-up: the word is read first, then the set is published
+// (signal_waiting), then pending signals are looked at. A signal made
+// pending on gp after that look was made pending by a sender or sysmon
+// that then saw the set and bumped the word (signal_wake_waiter), so the
+// park returns at once or is ended; one made pending before it is found.
 int wait_for(G* gp, uint64_t set, siginfo_t* info, int64_t deadline, bool eintr) {
   set &= ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
   for (;;) {
     cancel_point();
-    int sig = signal_take(gp, set, info);
-    if (sig) return fold_tkill(sig, info);
+    uint32_t seq = __atomic_load_n(&gp->sigwait_word, __ATOMIC_SEQ_CST);
     uint32_t handled = gp->nhandled;
+    int sig = signal_take(gp, set, info);  // already pending: no need to publish
+    if (sig) return fold_tkill(sig, info);
     signal_waiting(gp, set);
-    int r = sema_wait(&gp->sigwait_word, 0, deadline, WaitReason::SigWait);
-    signal_waiting(gp, 0);
     sig = signal_take(gp, set, info);
+    int r = 0;
+    if (!sig) r = sema_wait(&gp->sigwait_word, seq, deadline, WaitReason::SigWait);
+    signal_waiting(gp, 0);
+    if (!sig) sig = signal_take(gp, set, info);
     if (sig) return fold_tkill(sig, info);
     if (r == ETIMEDOUT) return -EAGAIN;
     if (eintr && gp->nhandled != handled) return -EINTR;
@@ -55,6 +64,9 @@ int wait_for(G* gp, uint64_t set, siginfo_t* info, int64_t deadline, bool eintr)
 }
 
 // sigsuspend on a goroutine: mask replaced by mask until a handler runs.
+// The same protocol as wait_for: what is routed here while the set is
+// published is delivered after the wait (park delivers it when the wait
+// parked; not when it returned at once).
 int suspend(G* gp, uint64_t mask) {
   sigset_t m, old;
   sigemptyset(&m);
@@ -63,9 +75,11 @@ int suspend(G* gp, uint64_t mask) {
   signal_setmask(gp, SIG_SETMASK, &m, &old);  // delivers what it unblocks
   while (gp->nhandled == handled) {
     cancel_point();
+    uint32_t seq = __atomic_load_n(&gp->sigwait_word, __ATOMIC_SEQ_CST);
     signal_waiting(gp, ~gp->sigmask);
-    sema_wait(&gp->sigwait_word, 0, 0, WaitReason::SigWait);
+    if (!signal_has_pending(gp)) sema_wait(&gp->sigwait_word, seq, 0, WaitReason::SigWait);
     signal_waiting(gp, 0);
+    if (signal_has_pending(gp)) signal_deliver(gp);
   }
   signal_setmask(gp, SIG_SETMASK, &old, nullptr);
   errno = EINTR;
