@@ -565,7 +565,8 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx);
 void signal_handler(int sig, siginfo_t* si, void* uctx) {
   G* gp = tls_g;
   bool count = gp && sig != config.preempt_signal && !synchronous(sig, si) &&
-               (gp->is_g0() || (gp->sigmask & bit(sig)));
+               (gp->is_g0() || (gp->sigmask & bit(sig)) ||
+                (gp->sigwaiting.load(std::memory_order_relaxed) & bit(sig)));
   if (count) deferring.fetch_add(1, std::memory_order_seq_cst);
   signal_handler_body(sig, si, uctx);
   if (count) deferring.fetch_sub(1, std::memory_order_seq_cst);
@@ -619,6 +620,16 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
       die_default(sig);  // a fault in the scheduler itself
     else
       defer(sig, si);  // g0, an idle M or sysmon: route it to a G
+  } else if (!want && !synchronous(sig, si) && !(gp->sigmask & b) &&
+             (gp->sigwaiting.load(std::memory_order_relaxed) & b) && si &&
+             si->si_code != SI_TKILL) {
+    // The kernel gave a process signal to the M of a G entering sigsuspend
+    // (its set published, the G perhaps already past its last check and
+    // about to park): running the handler here would let it park with the
+    // handler already run and sleep forever. Held instead: sysmon routes
+    // it to the waiting G, which delivers it after its wait (wait_for's
+    // and suspend's protocol with signal_wake_waiter).
+    defer(sig, si);
   } else if (!synchronous(sig, si) && (gp->sigmask & b)) {
     if (proc_fwd) {
       // Still claimed by gp: delivered when it unblocks it; else gp took

@@ -77,7 +77,11 @@ int suspend(G* gp, uint64_t mask) {
     cancel_point();
     uint32_t seq = __atomic_load_n(&gp->sigwait_word, __ATOMIC_SEQ_CST);
     signal_waiting(gp, ~gp->sigmask);
-    if (!signal_has_pending(gp)) sema_wait(&gp->sigwait_word, seq, 0, WaitReason::SigWait);
+    // A handler the kernel ran here before the set was published counts;
+    // a process signal it gives this M after that is held and routed back
+    // here through sysmon (signal_handler), which bumps the word.
+    if (!signal_has_pending(gp) && __atomic_load_n(&gp->nhandled, __ATOMIC_RELAXED) == handled)
+      sema_wait(&gp->sigwait_word, seq, 0, WaitReason::SigWait);
     signal_waiting(gp, 0);
     if (signal_has_pending(gp)) signal_deliver(gp);
   }
