@@ -245,7 +245,9 @@ bool is_goshim_tp(pthread_t t) {
   return off % slot_size == 0 && off / slot_size < arena_nslots();
 }
 
-G* g_from_pthread(pthread_t t) {
+namespace {
+// The goroutine slot t names (live or not), or null.
+G* slot_from_pthread(pthread_t t) {
   uintptr_t tp = (uintptr_t)t;
   if (tp == 0) return nullptr;
   if (tp == g1.tp && g1.magic == kGMagic) return &g1;
@@ -255,9 +257,28 @@ G* g_from_pthread(pthread_t t) {
   size_t idx = off / slot_size;
   if (idx >= arena_nslots()) return nullptr;
   G* gp = slot_g(idx);
-  if (gp->magic != kGMagic) return nullptr;
-  if (gp->status.load(std::memory_order_acquire) == GStatus::Idle) return nullptr;
+  return gp->magic == kGMagic ? gp : nullptr;
+}
+}  // namespace
+
+G* g_from_pthread(pthread_t t) {
+  G* gp = slot_from_pthread(t);
+  if (!gp || gp->status.load(std::memory_order_acquire) == GStatus::Idle) return nullptr;
   return gp;
+}
+
+bool thread_exited(G* gp) {
+  GStatus st = gp->status.load(std::memory_order_acquire);
+  return st == GStatus::Dead || st == GStatus::Idle ||
+         (gp->join_state.load(std::memory_order_acquire) & kJoinExited);
+}
+
+int gone_thread_error(pthread_t t) {
+  G* gp = slot_from_pthread(t);
+  if (gp && gp->status.load(std::memory_order_acquire) == GStatus::Idle &&
+      (gp->join_state.load(std::memory_order_acquire) & kJoinDetached))
+    return EINVAL;
+  return ESRCH;
 }
 
 // ---- create ------------------------------------------------------------------

@@ -32,7 +32,7 @@ bool valid_timespec(const struct timespec* ts) {
 
 int join_common(pthread_t t, void** ret, int64_t deadline) {
   G* target = g_from_pthread(t);
-  if (!target) return ESRCH;
+  if (!target) return gone_thread_error(t);
   return thread_join(target, ret, deadline);
 }
 
@@ -70,7 +70,12 @@ GOSHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void** ret) {
     shim::ensure_real();
     return real::pthread_tryjoin_np(t, ret);
   }
-  return join_common(t, ret, -1);
+  // glibc answers EBUSY whenever the descriptor's tid is not 0: the
+  // thread runs (the caller itself included) or was joined (tid -1).
+  G* target = g_from_pthread(t);
+  if (!target) return gone_thread_error(t) == EINVAL ? EINVAL : EBUSY;
+  if (!thread_exited(target)) return EBUSY;
+  return thread_join(target, ret, -1);
 }
 
 GOSHIM_EXPORT int pthread_timedjoin_np(pthread_t t, void** ret, const struct timespec* abstime) {
@@ -111,7 +116,7 @@ GOSHIM_EXPORT int pthread_detach(pthread_t t) {
     return real::pthread_detach(t);
   }
   G* target = g_from_pthread(t);
-  if (!target) return ESRCH;
+  if (!target) return gone_thread_error(t);
   return thread_detach(target);
 }
 
