@@ -6,6 +6,7 @@
 
 #include <new>
 
+#include "core/cputime.hpp"
 #include "core/netpoll.hpp"
 #include "core/preempt.hpp"
 #include "core/proc.hpp"
@@ -163,6 +164,7 @@ void fork_child_reset() {
   if (gp) {
     tls::set_tid(gp->tp, gp->vtid);
     gp->preempt.store(false, std::memory_order_relaxed);
+    cputime_reset(gp, true);  // the child's thread starts with no CPU time
   }
   signal_after_fork(gp, mp);
 

@@ -173,6 +173,11 @@ struct G {
   void* retval = nullptr;
   // Join protocol (proc.cpp): kJoin* bits; the word is also a sema address.
   std::atomic<uint32_t> join_state{0};
+  // CPU time (core/cputime.hpp): ns used in finished runs, and its M's
+  // thread CPU clock when the current run began (-1: not running, or not
+  // accounted).
+  std::atomic<int64_t> cpu_ns{0};
+  std::atomic<int64_t> cpu_mark{-1};
   std::atomic<G*> joiner{nullptr};
   uint64_t creator_goid = 0;
   uint32_t fp_mxcsr = 0;   // initial floating-point control state

@@ -13,6 +13,7 @@
 // the G through the lock unlockf releases, so a waker never resumes a G
 // whose registers are still being saved.
 #include "arch/arch.hpp"
+#include "core/cputime.hpp"
 #include "core/gmp.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
@@ -72,6 +73,7 @@ const char* wait_reason_name(WaitReason r) {
   M* mp = getg()->m;
   mp->curg = gp;
   gp->m = mp;
+  cputime_in(gp);
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
   if (!inherit_time) mp->p->schedtick++;
@@ -88,6 +90,7 @@ static void park_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
+  cputime_out(gp);
   // [S] the G is parked once this store is visible; its registers are saved.
   gp->status.store(GStatus::Waiting, std::memory_order_release);
   mp->curg = nullptr;
@@ -129,6 +132,7 @@ static void park_switch_post(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   G* next = getg();
+  cputime_out(gp);  // before gp is published: a waker may run it elsewhere at once
   gp->status.store(GStatus::Waiting, std::memory_order_release);  // [S] as in park_g0
   gp->m = nullptr;
   mp->p->nparks++;
@@ -149,6 +153,7 @@ static void park_switch_post(void* arg) {
   }
   mp->curg = next;
   next->m = mp;
+  cputime_in(next);
   next->status.store(GStatus::Running, std::memory_order_relaxed);
   next->preempt.store(false, std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
@@ -245,6 +250,7 @@ static void gosched_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);
+  cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -257,6 +263,7 @@ static void gosched_global_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
+  cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;

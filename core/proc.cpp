@@ -23,6 +23,7 @@
 #include <new>
 
 #include "arch/arch.hpp"
+#include "core/cputime.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
@@ -153,6 +154,7 @@ void goexit_g0(void* arg) {
   M* mp = gp->m;
   P* pp = mp->p;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Exit);
+  cputime_out(gp);
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->status.store(GStatus::Dead, std::memory_order_release);
@@ -325,6 +327,7 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->retval = nullptr;
   gp->join_state.store(a.detached ? (uint32_t)kJoinDetached : 0u, std::memory_order_relaxed);
   gp->joiner.store(nullptr, std::memory_order_relaxed);
+  cputime_reset(gp, false);
   gp->goid = sched.goidgen.fetch_add(1, std::memory_order_relaxed) + 1;
   gp->creator_goid = cur ? cur->goid : 0;
   gp->started = false;

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "core/cputime.hpp"
 #include "core/proc.hpp"
 #include "core/sched.hpp"
 #include "shim/shim.hpp"
@@ -88,15 +89,12 @@ GOSHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t* clk) {
   }
   G* gp = g_from_pthread(t);
   if (!gp) return ESRCH;
-  if (gp == shim::user_g()) {
-    // The calling goroutine: the CPU clock of the kernel thread running it
-    // (goroutines have no kernel CPU clock of their own; see LD_PRELOAD.md).
-    *clk = CLOCK_THREAD_CPUTIME_ID;
-    return 0;
-  }
-  M* mp = gp->m;
-  pid_t tid = mp ? mp->tid : (pid_t)sys::getpid();
-  *clk = (clockid_t)((~(unsigned)tid << 3) | 6);  // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)
+  // The goroutine's own CPU clock, as glibc encodes a thread's
+  // (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)) with its virtual tid;
+  // clock_gettime serves it (shim/cpuclock.cpp). Asking starts the
+  // accounting (core/cputime.hpp).
+  cputime_enable(shim::user_g());
+  *clk = (clockid_t)((~(unsigned)gp->vtid << 3) | 6);
   return 0;
 }
 

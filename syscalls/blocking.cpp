@@ -16,6 +16,7 @@
 #include <errno.h>
 
 #include "arch/arch.hpp"
+#include "core/cputime.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -81,6 +82,7 @@ void enter_blocking(BlockKind kind, const char* what) {
 static void exitsyscall_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
