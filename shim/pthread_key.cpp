@@ -149,8 +149,8 @@ inline void destroy_one(KeyData* d, unsigned key) {
 }
 
 // Runs the destructors of the calling thread's values (glibc's
-// __nptl_deallocate_tsd) and frees its second-level blocks. Program keys
-// first, in index order, then goshim's own (the allocator's last).
+// __nptl_deallocate_tsd) and frees its second-level blocks. goshim's own
+// keys (the allocator's) first, then the program's in index order.
 void run_destructors(uintptr_t tp) {
   if (!layout_ready.load(std::memory_order_acquire) || !tsd_ever) return;
   KeyData** l1 = level1(tp);
@@ -159,15 +159,16 @@ void run_destructors(uintptr_t tp) {
   do {
     tsd_used = false;
     again = false;
+    bool twin = helper_state.load(std::memory_order_acquire) == 2;
+    for (unsigned i = 0; i < kInternalKeys; i++) destroy_one(&internal_vals[i], kKeysMax + i);
     for (unsigned i = 0; i < k1stSize; i++) {
       KeyData* l2 = i == 0 ? first_block(tp) : l1[i];
-      if (!l2) continue;
       for (unsigned j = 0; j < k2ndSize; j++) {
         unsigned key = i * k2ndSize + j;
-        destroy_one(key == helper_key && helper_state.load() == 2 ? &helper_twin : &l2[j], key);
+        if (twin && key == helper_key) destroy_one(&helper_twin, key);
+        else if (l2) destroy_one(&l2[j], key);
       }
     }
-    for (unsigned i = 0; i < kInternalKeys; i++) destroy_one(&internal_vals[i], kKeysMax + i);
     again = tsd_used;
   } while (again && ++round < kDestructorIterations);
   memset(first_block(tp), 0, k2ndSize * sizeof(KeyData));
