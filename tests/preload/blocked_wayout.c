@@ -75,8 +75,15 @@ static int all_sleeping(pid_t pid) {
 static void let_it_block(int ctl, pid_t pid) {
   char c;
   CHECK_EQ(read(ctl, &c, 1), 1);
-  for (int i = 0; i < 10000 && !all_sleeping(pid); i++) usleep(1000);
-  CHECK(all_sleeping(pid), "process %d never blocked", (int)pid);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int asleep;
+  while (!(asleep = all_sleeping(pid))) {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (t.tv_sec - t0.tv_sec > 20) break;
+    usleep(1000);
+  }
+  CHECK(asleep, "process %d never blocked", (int)pid);
   usleep(1000 * 1000);
 }
 
