@@ -15,7 +15,7 @@
 #   grep      ripgrep -j8 and git grep --threads 8 over 4,000 files
 #   compress  pigz -p8, zstd -T8, xz -T8, lbzip2 -n8: compress under goshim
 #             and decompress natively, and the other way round
-#   mariadb   a private mariadbd (unix socket only) under goshim, 300
+#   mariadb   a private mariadbd (unix socket only) under goshim, 200
 #             connections of transfers (build/.../db_client), CHECK TABLE
 #   cxx       tests/programs/src/threads_cxx.cpp (C++20 threads/sync)
 #   rust      tests/programs/src/threads_rust.rs (std::thread/sync)
@@ -63,7 +63,10 @@ pass=0
 fail=0
 skip=0
 failed=()
-MODES=(native p1 p2 default)
+# PROGRAMS_MODES="native p2" runs some modes only (the native one is
+# always run first: it is the reference).
+read -r -a MODES <<<"${PROGRAMS_MODES:-native p1 p2 default}"
+[ "${MODES[0]}" = native ] || MODES=(native "${MODES[@]}")
 
 # menv MODE: the environment of a run, for env(1).
 menv() {
@@ -132,6 +135,15 @@ check_tasks() {
   return 1
 }
 
+# cpu_note PID WHAT: notes the CPU time PID used (a diagnosis aid).
+cpu_note() {
+  local st
+  st=$(cut -d')' -f2- "/proc/$1/stat" 2>/dev/null) || return 0
+  # shellcheck disable=SC2086
+  set -- $st
+  echo "$mode: $2 used $(awk -v u="${12}" -v s="${13}" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", (u+s)/hz}') s of CPU" >>"$D/tasks"
+}
+
 need() {
   local t
   for t in "$@"; do
@@ -169,6 +181,7 @@ case_http() {
   timeout -s KILL 150 "$bin/http_client" run "$(cat "$D/port")" "$bgchild" "$work/http_files" \
     "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
   kill -0 "$bgchild" 2>/dev/null || why "the server died before the end"
+  cpu_note "$bgchild" python3
   stop_bg
   [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
   if [ -s "$D/server.err" ]; then
@@ -284,7 +297,7 @@ case_compress() {
 }
 
 # ---- mariadb ---------------------------------------------------------------
-DB_CONNS=300 DB_TXNS=12
+DB_CONNS=200 DB_TXNS=8
 DB_OPTS=(--no-defaults --user=root --skip-networking --skip-name-resolve
          --innodb-buffer-pool-size=16M --innodb-log-file-size=8M
          --innodb-flush-log-at-trx-commit=2 --max-connections=600)
@@ -317,6 +330,7 @@ case_mariadb() {
   timeout -s KILL 180 "$bin/db_client" "$sock" "$bgchild" "$DB_CONNS" "$DB_TXNS" \
     >"$D/out" 2>"$D/client.err" || { rc=$?; why "db_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"; }
   check_tasks "$mode" "$(sed -n 's/^TASKS //p' "$D/client.err")" "$DB_CONNS" || rc=1
+  cpu_note "$bgchild" mariadbd
   # A clean shutdown, and mariadbd's own exit status.
   if timeout -s KILL 60 mariadb-admin --socket="$sock" shutdown >/dev/null 2>"$D/admin.err"; then
     local st=0
@@ -398,6 +412,7 @@ for name in "${CASES[@]}"; do
       printf 'FAIL %-10s %-8s %s\n' "$name" "$mode" "$dt"
       [ -f "$D/why" ] || echo "(no reason recorded)" >"$D/why"
       sed 's/^/    | /' "$D/why" | head -n 20
+      [ -f "$D/tasks" ] && sed 's/^/    | /' "$D/tasks"
       fail=$((fail + 1))
       failed+=("$name/$mode")
     fi

@@ -25,12 +25,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define NACCOUNTS 64
+#define NACCOUNTS 256
 #define START_BALANCE 100000
 
 static const char *sock;
 static int nconn, ntxn;
 static pthread_barrier_t connected, go;
+static _Atomic long deadlocks, lock_timeouts;
 
 static void fatal(MYSQL *m, const char *what) {
   fprintf(stderr, "db_client: %s: %s (%u)\n", what, m ? mysql_error(m) : "", m ? mysql_errno(m) : 0);
@@ -40,7 +41,7 @@ static void fatal(MYSQL *m, const char *what) {
 static MYSQL *open_conn(void) {
   MYSQL *m = mysql_init(NULL);
   if (!m) fatal(NULL, "mysql_init");
-  unsigned int tmo = 120;
+  unsigned int tmo = 200;
   mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &tmo);
   mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &tmo);
   if (!mysql_real_connect(m, NULL, "root", NULL, NULL, 0, sock, 0)) fatal(m, "connect");
@@ -101,6 +102,8 @@ static void *worker(void *arg) {
       if (!err) break;
       snprintf(sql, sizeof sql, "transaction %d/%d", id, s);
       if ((err != 1213 && err != 1205) || attempt > 1000) fatal(m, sql);
+      if (err == 1213) deadlocks++;
+      else lock_timeouts++;
       if (mysql_query(m, "ROLLBACK")) fatal(m, "ROLLBACK");
     }
     if (s % 4 == 3) {
@@ -113,11 +116,13 @@ static void *worker(void *arg) {
         if (mysql_query(m, "START TRANSACTION")) fatal(m, "START TRANSACTION");
         int err = 0;
         sum = n = -1;
-        if (mysql_query(m, "SELECT SUM(balance), COUNT(*) FROM accounts LOCK IN SHARE MODE")) {
+        MYSQL_RES *r = NULL;
+        if (mysql_query(m, "SELECT SUM(balance), COUNT(*) FROM accounts LOCK IN SHARE MODE") ||
+            !(r = mysql_store_result(m))) {
           err = (int)mysql_errno(m);
+          if (!err) fatal(m, "SELECT SUM");
         } else {
-          MYSQL_RES *r = mysql_store_result(m);
-          MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+          MYSQL_ROW row = mysql_fetch_row(r);
           if (!row || !row[0] || !row[1]) fatal(m, "SELECT SUM");
           sum = atoll(row[0]);
           n = atoll(row[1]);
@@ -126,6 +131,8 @@ static void *worker(void *arg) {
         if (!err && mysql_query(m, "COMMIT")) err = (int)mysql_errno(m);
         if (!err) break;
         if ((err != 1213 && err != 1205) || attempt > 1000) fatal(m, "locking read");
+        if (err == 1213) deadlocks++;
+        else lock_timeouts++;
         if (mysql_query(m, "ROLLBACK")) fatal(m, "ROLLBACK");
       }
       if (sum != (long long)NACCOUNTS * START_BALANCE || n != NACCOUNTS) {
@@ -186,6 +193,8 @@ int main(int argc, char **argv) {
   fprintf(stderr, "TASKS %d\n", tasks);
   pthread_barrier_wait(&go);
   for (int i = 0; i < nconn; i++) pthread_join(th[i], NULL);
+  // Retries depend on timing: stderr only.
+  fprintf(stderr, "RETRIES deadlock %ld, lock wait timeout %ld\n", deadlocks, lock_timeouts);
 
   int bad = 0;
   long long rows = q1(m, "SELECT COUNT(*) FROM log"), total = q1(m, "SELECT SUM(balance) FROM accounts");
