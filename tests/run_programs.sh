@@ -137,11 +137,11 @@ check_tasks() {
 
 # cpu_note PID WHAT: notes the CPU time PID used (a diagnosis aid).
 cpu_note() {
-  local st
+  local st what=$2
   st=$(cut -d')' -f2- "/proc/$1/stat" 2>/dev/null) || return 0
   # shellcheck disable=SC2086
   set -- $st
-  echo "$mode: $2 used $(awk -v u="${12}" -v s="${13}" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", (u+s)/hz}') s of CPU" >>"$D/tasks"
+  echo "$mode: $what used $(awk -v u="${12}" -v s="${13}" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", (u+s)/hz}') s of CPU" >>"$D/tasks"
 }
 
 need() {
@@ -297,7 +297,7 @@ case_compress() {
 }
 
 # ---- mariadb ---------------------------------------------------------------
-DB_CONNS=200 DB_TXNS=8
+DB_CONNS=200 DB_TXNS=4
 DB_OPTS=(--no-defaults --user=root --skip-networking --skip-name-resolve
          --innodb-buffer-pool-size=16M --innodb-log-file-size=8M
          --innodb-flush-log-at-trx-commit=2 --max-connections=600)

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define NACCOUNTS 256
+#define NACCOUNTS 1024
 #define START_BALANCE 100000
 
 static const char *sock;
