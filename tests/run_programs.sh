@@ -311,7 +311,7 @@ case_mariadb() {
   [ -d "$work/mariadb/mysql" ] || { why "mariadb-install-db failed: $(tail -n 3 "$work/mariadb-install.log")"; return 1; }
   cp -a "$work/mariadb" "$D/data"
   local sock=$D/sock
-  if ! start_bg "$mode" 240 "$D/server.out" "$D/server.err" mariadbd "${DB_OPTS[@]}" \
+  if ! start_bg "$mode" 150 "$D/server.out" "$D/server.err" mariadbd "${DB_OPTS[@]}" \
     --datadir="$D/data" --socket="$sock" --pid-file="$D/pid" --log-error="$D/error.log"; then
     why "mariadbd did not start"
     return 1
@@ -327,12 +327,19 @@ case_mariadb() {
     stop_bg
     return 1
   fi
-  timeout -s KILL 180 "$bin/db_client" "$sock" "$bgchild" "$DB_CONNS" "$DB_TXNS" \
-    >"$D/out" 2>"$D/client.err" || { rc=$?; why "db_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"; }
+  local t0=$SECONDS
+  timeout -s KILL 100 "$bin/db_client" "$sock" "$bgchild" "$DB_CONNS" "$DB_TXNS" \
+    >"$D/out" 2>"$D/client.err" || rc=$?
+  if [ $rc = 137 ]; then
+    why "db_client timed out after 100 s (natively: $(cat "$work/mariadb.native/time" 2>/dev/null))"
+  elif [ $rc != 0 ]; then
+    why "db_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+  fi
+  echo "$((SECONDS - t0)) s" >"$D/time"
   check_tasks "$mode" "$(sed -n 's/^TASKS //p' "$D/client.err")" "$DB_CONNS" || rc=1
   cpu_note "$bgchild" mariadbd
   # A clean shutdown, and mariadbd's own exit status.
-  if timeout -s KILL 60 mariadb-admin --socket="$sock" shutdown >/dev/null 2>"$D/admin.err"; then
+  if timeout -s KILL 30 mariadb-admin --socket="$sock" shutdown >/dev/null 2>"$D/admin.err"; then
     local st=0
     wait "$bg" || st=$?
     bgchild=""

@@ -41,7 +41,7 @@ static void fatal(MYSQL *m, const char *what) {
 static MYSQL *open_conn(void) {
   MYSQL *m = mysql_init(NULL);
   if (!m) fatal(NULL, "mysql_init");
-  unsigned int tmo = 200;
+  unsigned int tmo = 120;
   mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &tmo);
   mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &tmo);
   if (!mysql_real_connect(m, NULL, "root", NULL, NULL, 0, sock, 0)) fatal(m, "connect");
