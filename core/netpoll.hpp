@@ -148,6 +148,7 @@ struct PollDesc {
   PollWaiter* wq_head = nullptr;
   PollWaiter* wq_tail = nullptr;
   std::atomic<int32_t> nhandoff{0};  // parked readers that take a direct handoff
+  std::atomic<int32_t> inuse{0};     // holders in a system call on the program's number
   PollDesc* freelink = nullptr;      // arena free list
 };
 
