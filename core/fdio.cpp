@@ -830,8 +830,12 @@ long io_accept4(int fd, struct sockaddr* a, socklen_t* alen, int flags) {
   op.alenp = alen;
   op.flags = flags;
   op.attempt = [](IoOp* o, int f) {
+    // A new socket is O_NONBLOCK from here until fd_new records it.
     o->raw_used = true;
-    return sys::accept4(f, o->addr, o->alenp, o->flags | SOCK_NONBLOCK);
+    fd_creating_begin();
+    long r = sys::accept4(f, o->addr, o->alenp, o->flags | SOCK_NONBLOCK);
+    if (r < 0) fd_creating_end();
+    return r;
   };
   op.passthru = [](IoOp* o, int f) {
     o->raw_used = false;
@@ -848,6 +852,7 @@ long io_accept4(int fd, struct sockaddr* a, socklen_t* alen, int flags) {
     if (flags & SOCK_NONBLOCK) fl |= kFileUserNonblock;
     if (op.raw_used) fl |= kFileNbUnder;
     FileRec* nf = fd_new((int)r, FdKind::Socket, fl);
+    if (op.raw_used) fd_creating_end();
     if (nf && lf) {
       nf->rcvtimeo.store(lf->rcvtimeo.load(std::memory_order_relaxed), std::memory_order_relaxed);
       nf->sndtimeo.store(lf->sndtimeo.load(std::memory_order_relaxed), std::memory_order_relaxed);

@@ -52,6 +52,7 @@ int64_t tv_ns(const void* val, socklen_t len) {
 
 long fdop_socket(int domain, int type, int proto) {
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::socket(domain, type | (nb ? SOCK_NONBLOCK : 0), proto);
   if (r < 0) return r;
   uint32_t fl = base_flags(type & SOCK_NONBLOCK, nb);
@@ -63,6 +64,7 @@ long fdop_socket(int domain, int type, int proto) {
 
 long fdop_socketpair(int domain, int type, int proto, int sv[2]) {
   bool nb = nb_now();
+  FdCreating creating(nb);
   int v[2];
   long r = sys::socketpair(domain, type | (nb ? SOCK_NONBLOCK : 0), proto, v);
   if (r < 0) return r;
@@ -99,6 +101,7 @@ long fdop_pipe2(int fds[2], int flags) {
     return 0;
   }
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::pipe2(v, flags | (nb ? O_NONBLOCK : 0));
   if (r < 0) return r;
   uint32_t fl = base_flags(flags & O_NONBLOCK, nb);
@@ -115,6 +118,7 @@ long fdop_pipe2(int fds[2], int flags) {
 
 long fdop_eventfd(unsigned initval, int flags) {
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::eventfd2(initval, flags | (nb ? EFD_NONBLOCK : 0));
   if (r >= 0) fd_new((int)r, FdKind::EventFd, base_flags(flags & EFD_NONBLOCK, nb));
   return r;
@@ -122,6 +126,7 @@ long fdop_eventfd(unsigned initval, int flags) {
 
 long fdop_timerfd_create(int clk, int flags) {
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::raw2(SYS_timerfd_create, clk, flags | (nb ? TFD_NONBLOCK : 0));
   if (r >= 0) fd_new((int)r, FdKind::TimerFd, base_flags(flags & TFD_NONBLOCK, nb));
   return r;
@@ -130,6 +135,7 @@ long fdop_timerfd_create(int clk, int flags) {
 long fdop_signalfd(int fd, const sigset_t* mask, int flags) {
   if (fd != -1) return sys::raw4(SYS_signalfd4, fd, (long)mask, 8, flags);  // changes the mask only
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::raw4(SYS_signalfd4, -1, (long)mask, 8, flags | (nb ? SFD_NONBLOCK : 0));
   if (r >= 0) fd_new((int)r, FdKind::SignalFd, base_flags(flags & SFD_NONBLOCK, nb));
   return r;

@@ -42,6 +42,7 @@
 namespace goshim {
 
 std::atomic<uint32_t> g_fork_epoch{1};
+std::atomic<int32_t> g_fd_creating{0};
 
 namespace {
 
@@ -178,6 +179,29 @@ Slot* slot_of(int fd, bool create) {
 
 // The live descriptor a slot state names (st >= 2).
 PollDesc* pd_of(uint32_t st);
+
+// A reference being taken on a descriptor found in a slot is tentative
+// until the slot is checked again: if a close began in between, the taker
+// drops it. Close must not count such a reference as an operation in
+// flight (it would keep the file open under a hidden number for nobody:
+// a pipe would accept a write no reader will ever see), so it waits for
+// the tentative ones to settle (a few instructions, never a wait) before
+// it counts references.
+struct TentRef {
+  PollDesc* pd;
+  explicit TentRef(PollDesc* p) : pd(p) { pd->tent.fetch_add(1, std::memory_order_seq_cst); }
+  ~TentRef() { pd->tent.fetch_sub(1, std::memory_order_release); }
+  TentRef(const TentRef&) = delete;
+  TentRef& operator=(const TentRef&) = delete;
+};
+
+// Lets another thread finish a short step close is waiting for.
+void close_spin() {
+  if (fd_user_g())
+    gosched();
+  else
+    sys::sched_yield();
+}
 
 bool ref_inc_not_zero(PollDesc* pd) {
   int32_t r = pd->refs.load(std::memory_order_relaxed);
@@ -388,6 +412,20 @@ const char* fd_kind_name(FdKind k) {
 
 namespace {
 
+// A lookup found fd's slot "closing": the number is closed, or still the
+// old file (the kernel's close has not run yet: using it would read a file
+// goshim keeps O_NONBLOCK underneath as the program's blocking one), or
+// already a new file the kernel handed out behind goshim's back. A
+// goroutine waits for the close to finish (yielding: the closer may need
+// this processor), then looks again, as a call made after the close. Off
+// a goroutine (a signal handler may have interrupted the closer itself)
+// the caller gets kFdUntracked and asks the kernel.
+bool closing_wait() {
+  if (!fd_user_g()) return false;
+  gosched();
+  return true;
+}
+
 // fd_get, also returning the slot word the descriptor was found under.
 PollDesc* get_word(int fd, int* err, uint64_t* word) {
   if (fd < 0) {
@@ -399,14 +437,12 @@ PollDesc* get_word(int fd, int* err, uint64_t* word) {
     return nullptr;
   }
   Slot* s = slot_of(fd, true);
+  int creating_waits = 0;
   for (;;) {
     uint64_t w = s->load(std::memory_order_acquire);
     uint32_t st = st_of(w);
     if (st == kClosing) {
-      // A close of the number is under way: the kernel may already have
-      // given it to a new file (created behind goshim's back, or whose
-      // creator has not recorded it yet). Nothing about it is known:
-      // the caller asks the kernel.
+      if (closing_wait()) continue;
       *err = kFdUntracked;
       return nullptr;
     }
@@ -416,6 +452,18 @@ PollDesc* get_word(int fd, int* err, uint64_t* word) {
       if (!f) {
         *err = (int)e;
         return nullptr;
+      }
+      if ((f->flags.load(std::memory_order_relaxed) & kFileUserNonblock) &&
+          g_fd_creating.load(std::memory_order_seq_cst) != 0 &&
+          (fd_user_g() || creating_waits++ < 1000)) {
+        // Maybe a file goshim is creating, not yet recorded: its
+        // O_NONBLOCK is goshim's, not the program's (fd_creating_begin).
+        // Creators never wait between their system call and their record,
+        // so this ends; off a goroutine (perhaps a signal handler that
+        // interrupted the creator) only a bounded number of times.
+        file_put(f);
+        close_spin();
+        continue;
       }
       PollDesc* fresh = new_desc(fd, f);
       // Recorded only if nothing happened to the number since w was read
@@ -428,6 +476,7 @@ PollDesc* get_word(int fd, int* err, uint64_t* word) {
       continue;
     }
     PollDesc* pd = pd_of(st);
+    TentRef t(pd);
     if (!ref_inc_not_zero(pd)) continue;  // being freed: reload
     if (s->load(std::memory_order_seq_cst) != w) {
       pd_put(pd);
@@ -451,6 +500,7 @@ PollDesc* fd_lookup(int fd, uint32_t* seq, int* err) {
     uint64_t w = s ? s->load(std::memory_order_acquire) : 0;
     uint32_t st = st_of(w);
     if (st == kClosing) {
+      if (closing_wait()) continue;
       *err = kFdUntracked;
       return nullptr;
     }
@@ -472,6 +522,7 @@ PollDesc* fd_lookup(int fd, uint32_t* seq, int* err) {
 }
 
 bool pd_hold(PollDesc* pd, int fd, uint32_t seq) {
+  TentRef t(pd);
   if (!ref_inc_not_zero(pd)) return false;
   Slot* s = slot_of(fd, false);
   // seq_cst: pairs with fd_close_begin's slot store and refs load.
@@ -594,6 +645,11 @@ FdClose fd_close_begin(int fd) {
   c.pd = pd;
   bool lost = false;
   bool moved = false;
+  // References taken before the slot changed and not yet checked against
+  // it: each either sees the close and drops its reference, or checked
+  // before and holds one. Once none is pending, refs - 1 counts exactly the
+  // operations in flight (new takers all see the close).
+  while (pd->tent.load(std::memory_order_seq_cst) != 0) close_spin();
   {
     PdGuard g(pd->lock);
     pd->closing = true;
@@ -632,7 +688,7 @@ FdClose fd_close_begin(int fd) {
     // free fd (and give it to another file) before that call is over.
     // Those calls do not block (the file is O_NONBLOCK underneath) and no
     // new one can start on fd, so this wait is short and bounded.
-    while (pd->inuse.load(std::memory_order_seq_cst) != 0) sys::sched_yield();
+    while (pd->inuse.load(std::memory_order_seq_cst) != 0) close_spin();
   }
   if (lost) pd_wake_all(pd);
   return c;

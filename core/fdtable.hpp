@@ -56,9 +56,11 @@
 //   - a copy (dup, dup2, dup3, F_DUPFD) shares the source's record only if
 //     the source's slot word is the same before and after the kernel's dup
 //     (fd_dup_begin/fd_dup_end); otherwise the copy is "unknown";
-//   - while a slot is "closing", lookups return kFdUntracked and callers
-//     ask the kernel directly: the number may already be a new file made
-//     behind goshim's back. It is never EBADF from the table.
+//   - while a slot is "closing", a lookup on a goroutine yields until the
+//     close is over and looks again (as a call made after the close);
+//     elsewhere it returns kFdUntracked and the caller asks the kernel
+//     directly (the number may already be a new file made behind goshim's
+//     back). It is never EBADF from the table.
 // An operation that must wait holds its descriptor (pd_hold); close then
 // moves the file to a hidden number (PollDesc::fd) and the operation's
 // system calls use that. A system call on the program's number by a
@@ -139,9 +141,10 @@ struct FileRec {
 
 // Lookups that return nullptr set *err to -EBADF (the kernel says fd is not
 // open), another -errno of the classification, or kFdUntracked: goshim has
-// no record to offer (fd lies beyond the table, or a close of it is under
-// way and the kernel may have reused it): callers pass the call to the
-// kernel as it is.
+// no record to offer (fd lies beyond the table, or, off a goroutine, a
+// close of it is under way and the kernel may have reused it): callers
+// pass the call to the kernel as it is. On a goroutine, lookups of a
+// number being closed yield until the close is over.
 constexpr int kFdUntracked = -EMFILE;
 
 // Any thread. The descriptor of fd with a reference held (drop it with
@@ -182,6 +185,26 @@ void pd_num_exit(PollDesc* pd, bool counted);
 long fd_private_copy(PollDesc* pd, int fd);
 
 // ---- creation -------------------------------------------------------------------
+
+// Creations of files goshim keeps O_NONBLOCK underneath while the program
+// sees them blocking, between the kernel's call and fd_new: such a file is
+// already at its number with an O_NONBLOCK the program did not ask for, so
+// a first-use classification that sees O_NONBLOCK while one is under way
+// waits and looks again (the creator's record replaces the slot).
+extern std::atomic<int32_t> g_fd_creating;
+inline void fd_creating_begin() { g_fd_creating.fetch_add(1, std::memory_order_seq_cst); }
+inline void fd_creating_end() { g_fd_creating.fetch_sub(1, std::memory_order_release); }
+struct FdCreating {
+  bool on;
+  explicit FdCreating(bool o) : on(o) {
+    if (on) fd_creating_begin();
+  }
+  ~FdCreating() {
+    if (on) fd_creating_end();
+  }
+  FdCreating(const FdCreating&) = delete;
+  FdCreating& operator=(const FdCreating&) = delete;
+};
 
 // Records fd, just created by an interposed call, as a new open file
 // description: kind and kFile* flags. Replaces whatever stale record held

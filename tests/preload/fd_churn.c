@@ -13,6 +13,9 @@
  *    file that replaced it (it came later), never anything else;
  *  - fcntl(F_SETFL)/F_GETFL and dup3(O_CLOEXEC) on fresh numbers.
  *
+ *  - then, alone: close of a number another thread is blocked reading,
+ *    and the number reused at once (close_phase).
+ *
  * Any error or wrong byte exits 1. The output does not depend on timing. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -391,6 +394,92 @@ static void *blk_worker(void *arg) {
   return NULL;
 }
 
+/* ---- close of a number another thread is blocked reading, then reuse ------------------------------
+ * A phase of its own (no other thread creates fds, so the number can only
+ * go to this pair's files). The closer hands its reader the read end of
+ * pipe A, closes it, makes pipe B (which usually gets the number), writes
+ * B's data into B, then A's data into A. The reader was blocked on A
+ * (Linux: it keeps the file and gets A's data; A's write succeeds because
+ * A still has a reader), or came after the close (EBADF, or B's data if B
+ * had the number by then; A's write fails with EPIPE). Anything else, or a
+ * mismatch between the reader's outcome and A's write, is wrong. */
+
+static int cl_ctl[2], cl_back[2];
+
+static void *cl_reader(void *arg) {
+  unsigned char buf[4096];
+  for (;;) {
+    int msg[3];
+    read_full(cl_ctl[0], (unsigned char *)msg, sizeof msg, "close-reader control", 0);
+    if (msg[0] < 0) break;
+    uint32_t ka = (uint32_t)msg[1], kb = ka + 1, got;
+    size_t n = (size_t)msg[2];
+    ssize_t r = read(msg[0], buf, n);
+    if (r < 0) {
+      CHECK(errno == EBADF, "close-reader: read(%d): %s", msg[0], strerror(errno));
+      got = 0;
+    } else {
+      CHECK(r == (ssize_t)n, "close-reader: read(%d) = %zd, want %zu", msg[0], r, n);
+      got = matches(buf, ka, n) ? ka : kb;
+      verify(buf, got, n, "close-reader (its pipe, or the pipe that took its number)", 0);
+    }
+    write_full(cl_back[1], (unsigned char *)&got, 4, "close-reader reply", 0);
+  }
+  return NULL;
+}
+
+static void close_phase(void) {
+  CHECK(pipe(cl_ctl) == 0 && pipe(cl_back) == 0, "pipe");
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, cl_reader, NULL) == 0, "create");
+  unsigned s = 99;
+  unsigned char w[4096], r[4096];
+  int outcomes[3] = {0, 0, 0};
+  for (int it = 0; it < iters / 2; it++) {
+    int a[2], b[2];
+    CHECK(pipe(a) == 0, "pipe: %s", strerror(errno));
+    uint32_t ka = 80000000 + (uint32_t)it * 2, kb = ka + 1;
+    size_t n = 64 + rnd(&s) % 4000;
+    int msg[3] = {a[0], (int)ka, (int)n};
+    write_full(cl_ctl[1], (unsigned char *)msg, sizeof msg, "close-reader control", it);
+    if (rnd(&s) % 2) sched_yield();
+    CHECK(close(a[0]) == 0, "close: %s", strerror(errno));
+    CHECK(pipe(b) == 0, "pipe: %s", strerror(errno));
+    fill(w, kb, n);
+    write_full(b[1], w, n, "pipe B", it);
+    fill(w, ka, n);
+    ssize_t wa = write(a[1], w, n);
+    CHECK(wa == (ssize_t)n || (wa < 0 && errno == EPIPE), "pipe A (iteration %d): write = %zd: %s",
+          it, wa, strerror(errno));
+    uint32_t got;
+    read_full(cl_back[0], (unsigned char *)&got, 4, "close-reader reply", it);
+    if (wa > 0) {
+      CHECK(got == ka, "iteration %d: the reader kept pipe A open but got %s", it,
+            got ? "pipe B's data" : "EBADF");
+      outcomes[0]++;
+    } else {
+      CHECK(got != ka, "iteration %d: pipe A had no reader, but the reader got its data", it);
+      outcomes[got ? 1 : 2]++;
+    }
+    if (got != kb) {
+      /* B's data is still in B. */
+      read_full(b[0], r, n, "pipe B", it);
+      verify(r, kb, n, "pipe B", it);
+    }
+    CHECK(close(a[1]) == 0 && close(b[0]) == 0 && close(b[1]) == 0, "close: %s", strerror(errno));
+  }
+  int stop[3] = {-1, 0, 0};
+  write_full(cl_ctl[1], (unsigned char *)stop, sizeof stop, "close-reader control", 0);
+  pthread_join(t, NULL);
+  close(cl_ctl[0]);
+  close(cl_ctl[1]);
+  close(cl_back[0]);
+  close(cl_back[1]);
+  if (getenv("FD_CHURN_VERBOSE"))
+    fprintf(stderr, "close under a reader: kept its pipe %d, got the new pipe %d, EBADF %d\n",
+            outcomes[0], outcomes[1], outcomes[2]);
+}
+
 int main(int argc, char **argv) {
   iters = env_int("FD_CHURN_ITERS", 3000);
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -437,6 +526,7 @@ int main(int argc, char **argv) {
   }
   atomic_store(&go, 1);
   for (int i = 0; i < nt; i++) pthread_join(t[i], NULL);
+  close_phase();
 
   for (int i = 0; i < NFILES; i++) {
     snprintf(path, sizeof path, "%s/f%d", dir, i);
@@ -445,7 +535,8 @@ int main(int argc, char **argv) {
   rmdir(dir);
   close(listener);
   printf("fd churn: %d file, %d pipe/socketpair, %d tcp and %d blocked-reader workers, %d "
-         "iterations each: every read had its own file's data\n",
+         "iterations each, then close under a blocked reader: every read had its own file's "
+         "data\n",
          NFILEW, NPIPEW, NTCPW, NBLKW, iters);
   return 0;
 }
