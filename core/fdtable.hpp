@@ -52,7 +52,10 @@
 //     or misname the new record;
 //   - first-use classification records its result with a compare-and-swap
 //     from the word it read before asking the kernel (fstat...): if a close
-//     began or a creation was recorded in between, the result is dropped;
+//     began or a creation was recorded in between, the result is dropped.
+//     A file goshim creates O_NONBLOCK underneath is at its number before
+//     its creator records it; while such a creation is under way
+//     (FdCreating) a classification that sees O_NONBLOCK looks again;
 //   - a copy (dup, dup2, dup3, F_DUPFD) shares the source's record only if
 //     the source's slot word is the same before and after the kernel's dup
 //     (fd_dup_begin/fd_dup_end); otherwise the copy is "unknown";
@@ -63,7 +66,10 @@
 //     back). It is never EBADF from the table.
 // An operation that must wait holds its descriptor (pd_hold); close then
 // moves the file to a hidden number (PollDesc::fd) and the operation's
-// system calls use that. A system call on the program's number by a
+// system calls use that. Close counts holders only after every reference
+// taken before its slot change has been checked against the slot
+// (PollDesc::tent): a reference that is about to fail never keeps a file
+// open under a hidden number. A system call on the program's number by a
 // holder is bracketed by pd_num_enter/pd_num_exit, and close waits for
 // those brackets (short, non-blocking calls) before the kernel frees the
 // number, so a holder never reaches a file that replaced its own; a holder
