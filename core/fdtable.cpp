@@ -804,12 +804,16 @@ void fd_install_atfork() {
 void fd_fork_child() {
   // Only this thread exists: reset every lock and queue without locking.
   new (&arena_lock) Mutex();
+  g_fd_creating.store(0, std::memory_order_relaxed);
   uint32_t n = pd_next;
   for (uint32_t i = 0; i < n; i++) {
     PollDesc* pd = pd_chunks[i / kPdChunk].load(std::memory_order_relaxed) + i % kPdChunk;
     new (&pd->lock) PdLock();
     pd->rq_head = pd->rq_tail = pd->wq_head = pd->wq_tail = nullptr;
     pd->nhandoff.store(0, std::memory_order_relaxed);
+    // Counts of threads that are not in the child (close would wait for them).
+    pd->inuse.store(0, std::memory_order_relaxed);
+    pd->tent.store(0, std::memory_order_relaxed);
     pd->registered = false;  // the child gets a fresh epoll instance
     if (pd->refs.load(std::memory_order_relaxed) > 0) {
       // Operations in flight belonged to goroutines the child does not
