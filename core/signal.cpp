@@ -210,6 +210,13 @@ bool default_ignored(int sig) {
   return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
 }
 
+// The program left sig at a default action that ends the process.
+bool terminates_by_default(int sig) {
+  if (prog_handler[sig].load(std::memory_order_acquire) != kHandlerDfl) return false;
+  if (default_ignored(sig)) return false;
+  return sig != SIGSTOP && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU;
+}
+
 // A fault the kernel raises for the instruction being executed: it belongs
 // to this G whatever its mask says.
 bool synchronous(int sig, const siginfo_t* si) {
@@ -922,8 +929,12 @@ void signal_route() {
     // natively), instead of leaving it pending in the kernel where no
     // thread takes it. One that every G blocks stays in the kernel, where
     // the program's signalfd or a later unblocking finds it.
-    uint64_t wrapped = wrapped_bits.load(std::memory_order_relaxed) & ~blocked_all;
-    uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
+    // Likewise a signal goshim does not wrap (at its default action or
+    // ignored, and no G blocks it): natively any thread would take it, so
+    // sysmon does, and the kernel applies the disposition. Otherwise, with
+    // every M idle in stopm on a mask that blocks it (an M's kernel mask is
+    // the last G's, or its creator's), a SIGTERM stayed pending forever.
+    uint64_t open = (handled_mask.load() | waited | ~blocked_all) & ~internal_mask();
     uint64_t m = ~open & ~bit(kSigSetxid);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
   }
@@ -970,6 +981,13 @@ void signal_route() {
     for (size_t i = 0; i < n && !waiter; i++) consider(arena_slot_g(i));
     G* target = waiter ? waiter : running ? running : parked;
     if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
+    if (!waiter && terminates_by_default(sig)) {
+      // Its default action ends the process whichever thread takes it: do
+      // it here. Routed to a G, it waited for that G to run, which a G
+      // parked on a lock, or runnable while no M runs it, may never do.
+      die_default(sig);
+      continue;
+    }
     if (target == running && !waiter) {
       // A forward of sig still in flight to that M: the next instance waits
       // for sysmon's next look. (Overwriting sigfwd made the handler take
