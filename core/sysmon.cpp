@@ -330,13 +330,23 @@ int stranded_looks;
 
 // Starts an M for runnable Gs that no M will look for: those newm left
 // behind (a failed or deferred thread creation), or any lost wakeup that
-// leaves the global queue full, a P idle and no M spinning on two
-// consecutive looks (every M can be idle in stopm then, and nothing else
+// leaves Gs queued (globally or on a busy P), a P idle and no M spinning
+// on two consecutive looks (every M can be idle in stopm then, and nothing else
 // would ever wake one). Returns true if it started one.
 bool rescue_stranded() {
-  bool stranded = sched.runqsize.load(std::memory_order_seq_cst) != 0 &&
-                  sched.npidle.load(std::memory_order_seq_cst) != 0 &&
+  bool stranded = sched.npidle.load(std::memory_order_seq_cst) != 0 &&
                   sched.nmspinning.load(std::memory_order_seq_cst) == 0;
+  if (stranded && sched.runqsize.load(std::memory_order_seq_cst) == 0) {
+    // Or in the ring of a busy P, where a spinning M would steal them
+    // (runnext is left to its P, as stealing does until the last pass).
+    stranded = false;
+    for (int i = 0; i < sched.gomaxprocs && !stranded; i++) {
+      P* pp = allp(i);
+      stranded = pp->status.load(std::memory_order_relaxed) != PStatus::Idle &&
+                 pp->runqhead.load(std::memory_order_relaxed) !=
+                     pp->runqtail.load(std::memory_order_relaxed);
+    }
+  }
   bool wanted = want_m.load(std::memory_order_acquire);
   if (!stranded) {
     stranded_looks = 0;
@@ -393,7 +403,7 @@ void* sysmon_main(void*) {
         idle = 0;
       }
     }
-    if (rescue_stranded()) idle = 0;
+    rescue_stranded();  // not work for sysmon itself: its naps still back off
     if (retake(now) != 0) {
       idle = 0;
       if (kick_looks > 0) {
