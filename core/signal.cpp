@@ -929,12 +929,19 @@ void signal_route() {
     // natively), instead of leaving it pending in the kernel where no
     // thread takes it. One that every G blocks stays in the kernel, where
     // the program's signalfd or a later unblocking finds it.
-    // Likewise a signal goshim does not wrap (at its default action or
-    // ignored, and no G blocks it): natively any thread would take it, so
-    // sysmon does, and the kernel applies the disposition. Otherwise, with
-    // every M idle in stopm on a mask that blocks it (an M's kernel mask is
-    // the last G's, or its creator's), a SIGTERM stayed pending forever.
-    uint64_t open = (handled_mask.load() | waited | ~blocked_all) & ~internal_mask();
+    // Likewise a signal whose default action ends the process and that
+    // goshim does not wrap (no G blocks it, or it would be wrapped):
+    // natively any thread would take it, so sysmon does, and the kernel
+    // ends the process. Otherwise, with every M idle in stopm on a kernel
+    // mask that blocks it (an M's mask is the last G's, or its creator's),
+    // a SIGTERM stayed pending forever. (Not signals ignored by default: a
+    // G may block one without goshim wrapping it or recomputing this mask,
+    // and sysmon would then take it from the G's sigwaitinfo.)
+    uint64_t fatal = 0;
+    for (int sig = 1; sig <= 64; sig++)
+      if (terminates_by_default(sig)) fatal |= bit(sig);
+    uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal) & ~blocked_all;
+    uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
     uint64_t m = ~open & ~bit(kSigSetxid);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
   }
