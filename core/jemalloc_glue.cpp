@@ -10,8 +10,9 @@
 //
 // So the build renames jemalloc's references (objcopy --redefine-syms with
 // core/jemalloc_glue.syms) to the functions below:
-//   - its mutexes are plain futex locks (goshim::Mutex on the pthread_mutex_t's
-//     first word, the 0/1/2 protocol of glibc's lll_lock, private futex):
+//   - its mutexes are plain futex locks (on the pthread_mutex_t's __lock
+//     word, the 0/1/2 protocol of glibc's lll_lock, private futex; not
+//     goshim's runtime Mutex, which carries a lock rank):
 //     no libc, no runtime, usable before init, on g0, on foreign threads,
 //     in a forked child and from signal handlers. A goroutine that finds
 //     one held blocks its M in the kernel, as with glibc's own internal
@@ -30,17 +31,26 @@
 
 #include <dlfcn.h>
 
-#include "core/lock.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
-
-using goshim::Mutex;
-
-static_assert(sizeof(Mutex) == sizeof(int), "Mutex overlays pthread_mutex_t's __lock");
+#include "syscalls/sys.hpp"
 
 namespace {
 
-inline Mutex* as_mutex(pthread_mutex_t* m) { return reinterpret_cast<Mutex*>(&m->__data.__lock); }
+// The lock word: pthread_mutex_t's __lock, 0 unlocked, 1 locked, 2 locked
+// with (possible) kernel waiters, as glibc's lll_lock.
+inline int* word(pthread_mutex_t* m) { return &m->__data.__lock; }
+
+void lock_slow(int* w) {
+  for (int i = 0; i < 100; i++) {  // jemalloc has spun with trylock already
+    int z = 0;
+    if (__atomic_load_n(w, __ATOMIC_RELAXED) == 0 &&
+        __atomic_compare_exchange_n(w, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return;
+    __builtin_ia32_pause();
+  }
+  while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0) goshim::sys::futex_wait(w, 2, nullptr);
+}
 
 // glibc's condvar functions (the default, GLIBC_2.3.2 versions), looked up
 // on first use: only background threads use them, long after start-up.
@@ -75,15 +85,22 @@ int goshim_je_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t*) {
 }
 
 int goshim_je_mutex_lock(pthread_mutex_t* m) {
-  as_mutex(m)->lock();
+  int z = 0;
+  if (!__atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    lock_slow(word(m));
   return 0;
 }
 
-int goshim_je_mutex_trylock(pthread_mutex_t* m) { return as_mutex(m)->try_lock() ? 0 : EBUSY; }
+int goshim_je_mutex_trylock(pthread_mutex_t* m) {
+  int z = 0;
+  return __atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
+             ? 0
+             : EBUSY;
+}
 
 int goshim_je_mutex_unlock(pthread_mutex_t* m) {
   m->__data.__owner = 0;  // glibc's condvar relock records one and checks it is clear
-  as_mutex(m)->unlock();
+  if (__atomic_exchange_n(word(m), 0, __ATOMIC_RELEASE) == 2) goshim::sys::futex_wake(word(m), 1);
   return 0;
 }
 
