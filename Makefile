@@ -31,8 +31,12 @@ CFLAGS_LIB   := -std=gnu11 $(COMMON) -fexceptions -ftls-model=initial-exec
 
 JEMALLOC_A := /usr/lib/$(ARCH)-linux-gnu/libjemalloc_pic.a
 # jemalloc's objects minus its C++ operator new/delete (the program's
-# libstdc++ provides those, on top of malloc).
+# libstdc++ provides those, on top of malloc), with their pthread mutex,
+# condvar and thread calls renamed to core/jemalloc_glue.cpp's (the
+# allocator's locks must never call into goshim's runtime, nor it into
+# them).
 JEMALLOC_STAMP := $(BUILD)/jemalloc/.stamp
+JEMALLOC_SYMS  := core/jemalloc_glue.syms
 
 LIB_CXX := $(wildcard core/*.cpp shim/*.cpp syscalls/*.cpp arch/$(ARCH)/*.cpp)
 LIB_C   := $(wildcard shim/*.c syscalls/*.c)
@@ -75,9 +79,11 @@ $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) $(COMMON) $(DEPFLAGS) -c $< -o $@
 
-$(JEMALLOC_STAMP): $(JEMALLOC_A)
+$(JEMALLOC_STAMP): $(JEMALLOC_A) $(JEMALLOC_SYMS)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
-	cd $(dir $@) && ar x $(JEMALLOC_A) && rm -f jemalloc_cpp.pic.o && touch .stamp
+	cd $(dir $@) && ar x $(JEMALLOC_A) && rm -f jemalloc_cpp.pic.o && \
+	  for o in *.pic.o; do objcopy --redefine-syms=$(CURDIR)/$(JEMALLOC_SYMS) $$o || exit 1; done && \
+	  touch .stamp
 
 # libgcc_s must come before libunwind among our dependencies: libunwind.so
 # also defines _Unwind_*, and the program's C++ exceptions and glibc's

@@ -106,14 +106,10 @@ constexpr int64_t kNewmRetryNs = 10 * 1000000;
 std::atomic<int64_t> newm_retry_at{0};
 std::atomic<bool> newm_warned{false};
 
-// No kernel thread for pp (RLIMIT_NPROC, no memory): pp's queued Gs go to
-// the global queue and pp to the idle list, for the first M that comes
-// back from a blocking call or finds itself without work. The program
-// keeps running on the Ms it has, as it would if those were its threads;
-// it stalls only while every M is blocked.
-void newm_failed(P* pp, bool spinning, M* mp, int err) {
-  if (mp) mp->dead = true;
-  newm_retry_at.store(sys::nanotime() + kNewmRetryNs, std::memory_order_relaxed);
+// pp gets no kernel thread now: its queued Gs go to the global queue and
+// pp to the idle list, and sysmon is asked to start an M for them
+// (sysmon_want_m; it also notices such work left behind, sysmon.cpp).
+void newm_release(P* pp, bool spinning, M* mp) {
   if (spinning) sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
   GQueue q;
   bool inherit;
@@ -123,6 +119,19 @@ void newm_failed(P* pp, bool spinning, M* mp, int err) {
   if (!q.empty()) globrunqputbatch(q);
   pidleput(pp);
   sched.lock.unlock();
+  sysmon_want_m();
+}
+
+// No kernel thread for pp (RLIMIT_NPROC, no memory): as newm_release; the
+// first M that comes back from a blocking call or finds itself without
+// work takes the Gs, or sysmon's next try after kNewmRetryNs. The program
+// keeps running on the Ms it has, as it would if those were its threads;
+// it stalls only while every M is blocked. (Before sysmon retried, the Gs
+// waited forever when every other M was idle in stopm.)
+void newm_failed(P* pp, bool spinning, M* mp, int err) {
+  if (mp) mp->dead = true;
+  newm_retry_at.store(sys::nanotime() + kNewmRetryNs, std::memory_order_relaxed);
+  newm_release(pp, spinning, mp);
   if (!newm_warned.exchange(true, std::memory_order_relaxed))
     rawlog("goshim: warning: cannot create a kernel thread for an M (%s); goroutines wait "
            "for the busy ones\n", err == EAGAIN ? "EAGAIN: RLIMIT_NPROC or kernel.threads-max"
@@ -131,8 +140,27 @@ void newm_failed(P* pp, bool spinning, M* mp, int err) {
 
 }  // namespace
 
+// Whether this thread may start a kernel thread now. glibc's pthread_create
+// allocates (the DTV, with calloc): not from a program signal handler on a
+// G, nor on a foreign thread (perhaps in a handler too), which may have
+// interrupted the allocator in the middle of an operation on this very
+// thread's cache, or while it holds one of its locks. g0, sysmon and a G
+// outside handlers only reach newm from goshim's own code.
+static bool newm_context_ok() {
+  G* g = getg();
+  return g && (g->is_g0() || g->insig == 0);
+}
+
+bool newm_retry_due() {
+  return sys::nanotime() >= newm_retry_at.load(std::memory_order_relaxed);
+}
+
 // Without a P, not on g0 necessarily; takes sched.lock only on failure.
 void newm(P* pp, bool spinning) {
+  if (!newm_context_ok()) {
+    newm_release(pp, spinning, nullptr);
+    return;
+  }
   if (sys::nanotime() < newm_retry_at.load(std::memory_order_relaxed)) {
     newm_failed(pp, spinning, nullptr, EAGAIN);
     return;

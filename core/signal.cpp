@@ -354,6 +354,13 @@ bool default_ignored(int sig) {
   return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
 }
 
+// The program left sig at a default action that ends the process.
+bool terminates_by_default(int sig) {
+  if (prog_handler[sig].load(std::memory_order_acquire) != kHandlerDfl) return false;
+  if (default_ignored(sig)) return false;
+  return sig != SIGSTOP && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU;
+}
+
 // A fault the kernel raises for the instruction being executed: it belongs
 // to this G whatever its mask says.
 bool synchronous(int sig, const siginfo_t* si) {
@@ -1165,7 +1172,18 @@ void signal_route() {
     // natively), instead of leaving it pending in the kernel where no
     // thread takes it. One that every G blocks stays in the kernel, where
     // the program's signalfd or a later unblocking finds it.
-    uint64_t wrapped = wrapped_bits.load(std::memory_order_relaxed) & ~blocked_all;
+    // Likewise a signal whose default action ends the process and that
+    // goshim does not wrap (no G blocks it, or it would be wrapped):
+    // natively any thread would take it, so sysmon does, and the kernel
+    // ends the process. Otherwise, with every M idle in stopm on a kernel
+    // mask that blocks it (an M's mask is the last G's, or its creator's),
+    // a SIGTERM stayed pending forever. (Not signals ignored by default: a
+    // G may block one without goshim wrapping it or recomputing this mask,
+    // and sysmon would then take it from the G's sigwaitinfo.)
+    uint64_t fatal = 0;
+    for (int sig = 1; sig <= 64; sig++)
+      if (terminates_by_default(sig)) fatal |= bit(sig);
+    uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal) & ~blocked_all;
     uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
     uint64_t m = ~open & ~bit(kSigSetxid);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
@@ -1214,6 +1232,13 @@ void signal_route() {
     for (size_t i = 0; i < n && !waiter; i++) consider(arena_slot_g(i));
     G* target = waiter ? waiter : running ? running : parked;
     if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
+    if (!waiter && terminates_by_default(sig)) {
+      // Its default action ends the process whichever thread takes it: do
+      // it here. Routed to a G, it waited for that G to run, which a G
+      // parked on a lock, or runnable while no M runs it, may never do.
+      die_default(sig);
+      continue;
+    }
     if (target == running && !waiter) {
       // A forward of sig still in flight to that M: the next instance waits
       // for sysmon's next look. (Overwriting sigfwd made the handler take
