@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Builds and tests this tree inside fresh Debian chroots (make test-distros).
+#
+#   tests/distros.sh [suite ...]        default: trixie bookworm bullseye
+#
+# Each suite's pristine root (debootstrap --variant=minbase, plus the
+# packages `make deps` installs and clang) is made once, with network, and
+# kept under $GOSHIM_DISTRO_CACHE (default /root/.cache/goshim-distros):
+#   $cache/<suite>/            the root, never modified after it is made
+#   $cache/<suite>/.goshim-ready
+# After that, runs need no network. Each run mounts a fresh overlay on top of
+# the pristine root (or, if overlayfs is not available, copies it), copies
+# the working tree in (tracked and untracked, not ignored, files: what
+# `git ls-files` lists), and runs `make deps` and `make test` as root.
+#
+# Nothing on the host changes: the script runs in its own mount namespace
+# (unshare -m, private propagation), so every mount it makes (/proc, /dev,
+# /dev/pts, /dev/shm, /sys, the overlay) disappears with it, however it
+# ends; the chroot gets a policy-rc.d that forbids starting services; the
+# cleanup trap also unmounts explicitly, kills the processes still rooted in
+# the chroot (only those), and removes the run's directory.
+#
+# Environment:
+#   GOSHIM_DISTRO_CACHE   cache directory (default /root/.cache/goshim-distros)
+#   GOSHIM_DISTRO_MIRROR  Debian mirror (default http://deb.debian.org/debian)
+#   GOSHIM_DISTRO_KEEP=1  keep the run directory (logs are kept anyway)
+#   GOSHIM_DISTRO_BASE_ONLY=1  only make the missing pristine roots
+# Logs: build/distros/<suite>.log; summary: build/distros/summary.txt.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cache=${GOSHIM_DISTRO_CACHE:-/root/.cache/goshim-distros}
+mirror=${GOSHIM_DISTRO_MIRROR:-http://deb.debian.org/debian}
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(trixie bookworm bullseye)
+
+die() { echo "test-distros: $*" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mounts)"
+for s in "${suites[@]}"; do
+  case $s in trixie|bookworm|bullseye) ;; *) die "unknown suite '$s' (trixie, bookworm, bullseye)";; esac
+done
+
+# Re-run inside a private mount namespace: every mount below is gone when
+# the last process of this script exits, even on SIGKILL.
+if [ "${GOSHIM_DISTRO_NS:-}" != inside ]; then
+  command -v unshare >/dev/null || die "unshare (util-linux) is missing"
+  exec unshare --mount --propagation private -- \
+    env GOSHIM_DISTRO_NS=inside bash "$0" "$@"
+fi
+
+outdir=$here/build/distros
+mkdir -p "$outdir" "$cache"
+run=""          # the current run directory
+root=""         # the current chroot
+
+# Packages of the pristine root besides debootstrap's minbase. `make deps`
+# adds the rest (it reads the Makefile's list), with network, once.
+BASE_EXTRA="make clang"
+
+unmount_under() {     # unmount everything mounted at or below $1, deepest first
+  local d=$1 m
+  [ -n "$d" ] || return 0
+  while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done < <(awk -v d="$d" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r)
+}
+
+kill_rooted() {       # kill the processes whose root is $1 (started by this run)
+  local d=$1 p r
+  [ -n "$d" ] || return 0
+  for p in /proc/[0-9]*; do
+    r=$(readlink "$p/root" 2>/dev/null) || continue
+    [ "$r" = "$d" ] && kill -KILL "${p#/proc/}" 2>/dev/null || true
+  done
+}
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  if [ -n "$root" ]; then
+    kill_rooted "$root"
+    unmount_under "$root"
+  fi
+  if [ -n "$run" ] && [ -d "$run" ]; then
+    unmount_under "$run"
+    if [ "${GOSHIM_DISTRO_KEEP:-0}" = 1 ]; then
+      echo "test-distros: kept $run" >&2
+    else
+      rm -rf --one-file-system "$run"
+    fi
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+mount_api() {         # the kernel file systems a build and the tests need
+  local r=$1
+  mount -t proc proc "$r/proc"
+  mount --bind /dev "$r/dev"
+  mount --make-private "$r/dev"
+  mount --bind /dev/pts "$r/dev/pts"
+  mount -t tmpfs -o mode=1777,nosuid,nodev shm "$r/dev/shm"
+  mount --rbind /sys "$r/sys"
+  mount --make-rprivate "$r/sys"
+  mount -o remount,bind,ro "$r/sys" 2>/dev/null || true
+  mount -t tmpfs -o mode=1777 tmp "$r/tmp"
+}
+
+setup_root() {        # things every chroot needs before apt or make run in it
+  local r=$1
+  printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"
+  chmod 755 "$r/usr/sbin/policy-rc.d"
+  cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
+  mkdir -p "$r/src"
+}
+
+in_root() {           # in_root ROOT CMD...: a clean environment, as root
+  local r=$1; shift
+  chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+copy_tree() {         # the working tree (tracked + untracked, not ignored)
+  local dst=$1
+  mkdir -p "$dst"
+  (cd "$here" && git ls-files -z --cached --others --exclude-standard |
+     while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+     tar --null -T - -cf -) | tar -xf - -C "$dst"
+}
+
+make_base() {         # the pristine root of suite $1, made once
+  local s=$1 base=$cache/$1
+  [ -f "$base/.goshim-ready" ] && return 0
+  command -v debootstrap >/dev/null || die "debootstrap is missing (apt-get install debootstrap)"
+  echo "== $s: making the pristine root in $base (debootstrap, needs network)"
+  local tmp=$cache/$s.new
+  rm -rf --one-file-system "$tmp"
+  run=$tmp; root=$tmp
+  local t0=$SECONDS
+  debootstrap --variant=minbase "$s" "$tmp" "$mirror" >"$outdir/$s.debootstrap.log" 2>&1 ||
+    { tail -n 20 "$outdir/$s.debootstrap.log"; die "$s: debootstrap failed (log: $outdir/$s.debootstrap.log)"; }
+  unmount_under "$tmp"
+  setup_root "$tmp"
+  mount_api "$tmp"
+  copy_tree "$tmp/src"
+  {
+    in_root "$tmp" apt-get update -qq &&
+    in_root "$tmp" apt-get install -y -qq --no-install-recommends $BASE_EXTRA &&
+    in_root "$tmp" make -C /src deps &&
+    in_root "$tmp" apt-get clean
+  } >"$outdir/$s.base.log" 2>&1 ||
+    { tail -n 30 "$outdir/$s.base.log"; die "$s: installing packages failed (log: $outdir/$s.base.log)"; }
+  kill_rooted "$tmp"
+  unmount_under "$tmp"
+  rm -rf --one-file-system "$tmp/src" "$tmp/tmp/"* 2>/dev/null || true
+  mkdir -p "$tmp/src"
+  touch "$tmp/.goshim-ready"
+  mv "$tmp" "$base"
+  run=""; root=""
+  echo "== $s: pristine root made in $((SECONDS - t0)) s"
+}
+
+test_suite() {        # one fresh run of suite $1; appends to the summary
+  local s=$1 base=$cache/$1 log=$outdir/$1.log
+  run=$(mktemp -d "$cache/run-$s.XXXXXX")
+  root=$run/root
+  mkdir -p "$root" "$run/upper" "$run/work"
+  if ! mount -t overlay overlay \
+      -o "lowerdir=$base,upperdir=$run/upper,workdir=$run/work" "$root" 2>/dev/null; then
+    cp -a "$base/." "$root/"
+  fi
+  setup_root "$root"
+  mount_api "$root"
+  copy_tree "$root/src"
+  local glibc gcc t0=$SECONDS rc=0
+  glibc=$(in_root "$root" getconf GNU_LIBC_VERSION)
+  gcc=$(in_root "$root" gcc -dumpfullversion)
+  echo "== $s: $glibc, gcc $gcc; log: $log"
+  in_root "$root" bash -c 'cd /src && make deps && make test' >"$log" 2>&1 || rc=$?
+  local dt=$((SECONDS - t0))
+  local unit preload observe mode
+  unit=$(grep -ho 'Tested: [0-9]* | Passing: [0-9]* | Failing: [0-9]* | Crashing: [0-9]*' "$log" |
+         awk '{t+=$2; p+=$5; f+=$8; c+=$11} END {printf "%d tested, %d passed, %d failed, %d crashed", t, p, f, c}')
+  preload=$(grep -h '^preload tests:' "$log" | tail -n 1 | sed 's/^preload tests: //')
+  observe=$(grep -h '^observe tests:' "$log" | tail -n 1 | sed 's/^observe tests: //')
+  mode=$(grep -h '^goshim mode:' "$log" | tail -n 1 | sed 's/^goshim mode: //')
+  local verdict=PASS
+  [ $rc -eq 0 ] || verdict="FAIL (make exit $rc)"
+  local line
+  line=$(printf '%-8s %-12s gcc %-7s mode %-5s %4ds  unit: %s; preload: %s; observe: %s  %s' \
+    "$s" "$glibc" "$gcc" "${mode:-?}" "$dt" "$unit" "${preload:-none}" "${observe:-none}" "$verdict")
+  echo "$line" | tee -a "$outdir/summary.txt"
+  [ $rc -eq 0 ] || { grep -E '^(FAIL|  failed:)|\[FAIL\]|Error' "$log" | head -n 40 | sed 's/^/    | /'; }
+  kill_rooted "$root"
+  unmount_under "$root"
+  unmount_under "$run"
+  [ "${GOSHIM_DISTRO_KEEP:-0}" = 1 ] && echo "test-distros: kept $run" >&2 || rm -rf --one-file-system "$run"
+  run=""; root=""
+  return $rc
+}
+
+: >"$outdir/summary.txt"
+status=0
+for s in "${suites[@]}"; do
+  make_base "$s"
+done
+[ "${GOSHIM_DISTRO_BASE_ONLY:-0}" = 1 ] && exit 0
+for s in "${suites[@]}"; do
+  test_suite "$s" || status=1
+done
+echo "== summary (build/distros/summary.txt)"
+cat "$outdir/summary.txt"
+exit $status
