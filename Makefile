@@ -42,7 +42,7 @@ CORE_OBJ := $(filter $(BUILD)/obj/core/% $(BUILD)/obj/syscalls/% $(BUILD)/obj/ar
 LIB      := $(BUILD)/libgoshim.so
 LAUNCHER := $(BUILD)/goshim
 
-.PHONY: all deps test unit preload observe bench demo install clean test-distros clang-check
+.PHONY: all deps test unit preload observe bench demo install clean test-distros clang-check deps-list
 all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
@@ -58,6 +58,11 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+
+# The packages `make deps` makes sure of (tests/distros.sh keeps its cached
+# chroots in step with this list).
+deps-list:
+	@echo $(DEB_PKGS) rustc
 
 # ---- the library --------------------------------------------------------------
 $(BUILD)/obj/%.o: %.cpp

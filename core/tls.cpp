@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <locale.h>
 #include <pthread.h>
@@ -171,6 +172,18 @@ void* probe_main(void* arg) {
 
 bool init(const char** why) {
   *why = nullptr;
+  // glibc before 2.34 keeps the thread library in a separate libpthread.so.0
+  // with a different struct pthread and other internal paths: goshim has
+  // never been checked there (Debian 11, glibc 2.31, is tested in 1:1 mode).
+  int major = 0, minor = 0;
+  const char* ver = gnu_get_libc_version();
+  for (; *ver >= '0' && *ver <= '9'; ver++) major = major * 10 + (*ver - '0');
+  if (*ver == '.')
+    for (ver++; *ver >= '0' && *ver <= '9'; ver++) minor = minor * 10 + (*ver - '0');
+  if (major < 2 || (major == 2 && minor < 34)) {
+    *why = "glibc older than 2.34 (libpthread is a separate library) is not supported for M:N";
+    return false;
+  }
   dl_allocate_tls = (allocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
   dl_deallocate_tls =
       (deallocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_deallocate_tls", "GLIBC_PRIVATE");

@@ -25,6 +25,8 @@
 #   GOSHIM_DISTRO_MIRROR  Debian mirror (default http://deb.debian.org/debian)
 #   GOSHIM_DISTRO_KEEP=1  keep the run directory (logs are kept anyway)
 #   GOSHIM_DISTRO_BASE_ONLY=1  only make the missing pristine roots
+#   GOSHIM_DISTRO_CMD     what runs in /src (default: make deps, then
+#                         make -j<cpus> WERROR=1 all, then make -j<cpus> test)
 # Logs: build/distros/<suite>.log; summary: build/distros/summary.txt.
 set -euo pipefail
 
@@ -48,6 +50,7 @@ if [ "${GOSHIM_DISTRO_NS:-}" != inside ]; then
     env GOSHIM_DISTRO_NS=inside bash "$0" "$@"
 fi
 
+cmd=${GOSHIM_DISTRO_CMD:-'make deps && make -j"$(nproc)" WERROR=1 all && make -j"$(nproc)" test'}
 outdir=$here/build/distros
 mkdir -p "$outdir" "$cache"
 run=""          # the current run directory
@@ -132,9 +135,38 @@ copy_tree() {         # the working tree (tracked + untracked, not ignored)
      tar --null -T - -cf -) | tar -xf - -C "$dst"
 }
 
+install_deps() {      # make deps (and BASE_EXTRA) in root $1, with network
+  local s=$1 r=$2
+  setup_root "$r"
+  mount_api "$r"
+  copy_tree "$r/src"
+  {
+    in_root "$r" apt-get update -qq &&
+    in_root "$r" apt-get install -y -qq --no-install-recommends $BASE_EXTRA &&
+    in_root "$r" make -C /src deps &&
+    in_root "$r" apt-get clean
+  } >"$outdir/$s.base.log" 2>&1 ||
+    { tail -n 30 "$outdir/$s.base.log"; die "$s: installing packages failed (log: $outdir/$s.base.log)"; }
+  kill_rooted "$r"
+  unmount_under "$r"
+  rm -rf --one-file-system "$r/src" "$r/tmp/"* "$r/var/lib/apt/lists/"* 2>/dev/null || true
+  mkdir -p "$r/src"
+}
+
 make_base() {         # the pristine root of suite $1, made once
-  local s=$1 base=$cache/$1
-  [ -f "$base/.goshim-ready" ] && return 0
+  local s=$1 base=$cache/$1 want
+  want="$(make -s -C "$here" deps-list) $BASE_EXTRA"
+  if [ -f "$base/.goshim-ready" ]; then
+    [ "$(cat "$base/.goshim-ready")" = "$want" ] && return 0
+    # `make deps` would install something new in every run: add it to the
+    # cached root once (needs network).
+    echo "== $s: the package list changed; updating $base (needs network)"
+    run=""; root=$base
+    install_deps "$s" "$base"
+    echo "$want" >"$base/.goshim-ready"
+    run=""; root=""
+    return 0
+  fi
   command -v debootstrap >/dev/null || die "debootstrap is missing (apt-get install debootstrap)"
   echo "== $s: making the pristine root in $base (debootstrap, needs network)"
   local tmp=$cache/$s.new
@@ -144,21 +176,8 @@ make_base() {         # the pristine root of suite $1, made once
   debootstrap --variant=minbase "$s" "$tmp" "$mirror" >"$outdir/$s.debootstrap.log" 2>&1 ||
     { tail -n 20 "$outdir/$s.debootstrap.log"; die "$s: debootstrap failed (log: $outdir/$s.debootstrap.log)"; }
   unmount_under "$tmp"
-  setup_root "$tmp"
-  mount_api "$tmp"
-  copy_tree "$tmp/src"
-  {
-    in_root "$tmp" apt-get update -qq &&
-    in_root "$tmp" apt-get install -y -qq --no-install-recommends $BASE_EXTRA &&
-    in_root "$tmp" make -C /src deps &&
-    in_root "$tmp" apt-get clean
-  } >"$outdir/$s.base.log" 2>&1 ||
-    { tail -n 30 "$outdir/$s.base.log"; die "$s: installing packages failed (log: $outdir/$s.base.log)"; }
-  kill_rooted "$tmp"
-  unmount_under "$tmp"
-  rm -rf --one-file-system "$tmp/src" "$tmp/tmp/"* 2>/dev/null || true
-  mkdir -p "$tmp/src"
-  touch "$tmp/.goshim-ready"
+  install_deps "$s" "$tmp"
+  echo "$want" >"$tmp/.goshim-ready"
   mv "$tmp" "$base"
   run=""; root=""
   echo "== $s: pristine root made in $((SECONDS - t0)) s"
@@ -180,14 +199,14 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   glibc=$(in_root "$root" getconf GNU_LIBC_VERSION)
   gcc=$(in_root "$root" gcc -dumpfullversion)
   echo "== $s: $glibc, gcc $gcc; log: $log"
-  in_root "$root" bash -c 'cd /src && make deps && make test' >"$log" 2>&1 || rc=$?
+  in_root "$root" bash -c "cd /src && $cmd" >"$log" 2>&1 || rc=$?
   local dt=$((SECONDS - t0))
   local unit preload observe mode
   unit=$(grep -ho 'Tested: [0-9]* | Passing: [0-9]* | Failing: [0-9]* | Crashing: [0-9]*' "$log" |
          awk '{t+=$2; p+=$5; f+=$8; c+=$11} END {printf "%d tested, %d passed, %d failed, %d crashed", t, p, f, c}')
   preload=$(grep -h '^preload tests:' "$log" | tail -n 1 | sed 's/^preload tests: //')
   observe=$(grep -h '^observe tests:' "$log" | tail -n 1 | sed 's/^observe tests: //')
-  mode=$(grep -h '^goshim mode:' "$log" | tail -n 1 | sed 's/^goshim mode: //')
+  mode=$(grep -h '^goshim mode:' "$log" | tail -n 1 | awk '{print $3}')
   local verdict=PASS
   [ $rc -eq 0 ] || verdict="FAIL (make exit $rc)"
   local line
@@ -203,15 +222,21 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   return $rc
 }
 
-: >"$outdir/summary.txt"
-status=0
-for s in "${suites[@]}"; do
-  make_base "$s"
-done
-[ "${GOSHIM_DISTRO_BASE_ONLY:-0}" = 1 ] && exit 0
-for s in "${suites[@]}"; do
-  test_suite "$s" || status=1
-done
-echo "== summary (build/distros/summary.txt)"
-cat "$outdir/summary.txt"
-exit $status
+main() {
+  local s status=0
+  for s in "${suites[@]}"; do
+    make_base "$s"
+  done
+  [ "${GOSHIM_DISTRO_BASE_ONLY:-0}" = 1 ] && return 0
+  : >"$outdir/summary.txt"
+  for s in "${suites[@]}"; do
+    test_suite "$s" || status=1
+  done
+  echo "== summary (build/distros/summary.txt)"
+  cat "$outdir/summary.txt"
+  return $status
+}
+
+# One line: bash has read all of it before it runs, so editing this file
+# meanwhile cannot change a run.
+main; exit $?
