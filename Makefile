@@ -108,9 +108,13 @@ PRE_BIN  := $(PRE_C:tests/preload/%.c=$(BUILD)/tests/preload/%) \
 # (with the stack protector on every function).
 PRE_CFLAGS := -O2 -g -Wall -pthread -D_GNU_SOURCE -fstack-protector-all
 
+# Criterion < 2.4 (Debian 11) does not compile as C++20: see criterion_compat.h.
+CRITERION_COMPAT := $(shell pkg-config --exists criterion 2>/dev/null && \
+  ! pkg-config --atleast-version=2.4 criterion && echo -include tests/unit/criterion_compat.h)
+
 $(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEPFLAGS) \
+	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(CRITERION_COMPAT) $(DEPFLAGS) \
 	  -o $@ $< $(CORE_OBJ) -lcriterion -lgcc_s -lunwind -ldl -lpthread
 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
