@@ -123,7 +123,7 @@ $(BUILD)/tests/preload/%.so: tests/preload/%.c
 
 $(BUILD)/tests/preload/%: tests/preload/%.c tests/preload/common.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $< -lm -ldl
+	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $< -lm -ldl -lrt
 
 $(BUILD)/tests/preload/%: tests/preload/%.cpp tests/preload/common.h
 	@mkdir -p $(dir $@)

@@ -26,7 +26,10 @@
 #   GOSHIM_DISTRO_KEEP=1  keep the run directory (logs are kept anyway)
 #   GOSHIM_DISTRO_BASE_ONLY=1  only make the missing pristine roots
 #   GOSHIM_DISTRO_CMD     what runs in /src (default: make deps, then
-#                         make -j<cpus> WERROR=1 all, then make -j<cpus> test)
+#                         make -j<cpus> WERROR=1 all, make clang-check on the
+#                         suites in GOSHIM_DISTRO_CLANG (default: trixie
+#                         bookworm), then make test's parts (unit, preload,
+#                         observe; each even if an earlier one failed))
 # Logs: build/distros/<suite>.log; summary: build/distros/summary.txt.
 set -euo pipefail
 
@@ -50,7 +53,8 @@ if [ "${GOSHIM_DISTRO_NS:-}" != inside ]; then
     env GOSHIM_DISTRO_NS=inside bash "$0" "$@"
 fi
 
-cmd=${GOSHIM_DISTRO_CMD:-'make deps && make -j"$(nproc)" WERROR=1 all && make -j"$(nproc)" test'}
+# clang: the suites whose clang builds goshim (clang 11 in Debian 11 does not).
+clang_suites=" ${GOSHIM_DISTRO_CLANG-trixie bookworm} "
 outdir=$here/build/distros
 mkdir -p "$outdir" "$cache"
 run=""          # the current run directory
@@ -80,6 +84,7 @@ kill_rooted() {       # kill the processes whose root is $1 (started by this run
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM HUP
+  [ -n "$bg_pid" ] && kill_tree "$bg_pid"
   if [ -n "$root" ]; then
     kill_rooted "$root"
     unmount_under "$root"
@@ -120,11 +125,29 @@ setup_root() {        # things every chroot needs before apt or make run in it
   mkdir -p "$r/src"
 }
 
+bg_pid=""
+waitfor() {           # runs "$@" in the background and waits: a signal to
+  local rc=0          # this script runs its trap (cleanup) at once instead
+  "$@" &              # of after the command, and cleanup ends the command
+  bg_pid=$!
+  wait "$bg_pid" || rc=$?
+  bg_pid=""
+  return $rc
+}
+
+kill_tree() {         # kill process $1 and its descendants (children first)
+  local c
+  for c in $(sed -nE "s/^([0-9]+) \(.*\) [A-Za-z] $1 .*/\1/p" /proc/[0-9]*/stat 2>/dev/null); do
+    kill_tree "$c"
+  done
+  kill -KILL "$1" 2>/dev/null || true
+}
+
 in_root() {           # in_root ROOT CMD...: a clean environment, as root
   local r=$1; shift
-  chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+  waitfor chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    DEBIAN_FRONTEND=noninteractive "$@"
+    DEBIAN_FRONTEND=noninteractive "$@" </dev/null
 }
 
 copy_tree() {         # the working tree (tracked + untracked, not ignored)
@@ -173,7 +196,7 @@ make_base() {         # the pristine root of suite $1, made once
   rm -rf --one-file-system "$tmp"
   run=$tmp; root=$tmp
   local t0=$SECONDS
-  debootstrap --variant=minbase "$s" "$tmp" "$mirror" >"$outdir/$s.debootstrap.log" 2>&1 ||
+  waitfor debootstrap --variant=minbase "$s" "$tmp" "$mirror" >"$outdir/$s.debootstrap.log" 2>&1 ||
     { tail -n 20 "$outdir/$s.debootstrap.log"; die "$s: debootstrap failed (log: $outdir/$s.debootstrap.log)"; }
   unmount_under "$tmp"
   install_deps "$s" "$tmp"
@@ -199,6 +222,12 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   glibc=$(in_root "$root" getconf GNU_LIBC_VERSION)
   gcc=$(in_root "$root" gcc -dumpfullversion)
   echo "== $s: $glibc, gcc $gcc; log: $log"
+  local cmd='make deps && make -j"$(nproc)" WERROR=1 all'
+  [[ $clang_suites == *" $s "* ]] && cmd+=' && make -j"$(nproc)" clang-check'
+  # make test's parts, each run even when an earlier one failed (make test
+  # stops at the first), so that one run reports everything.
+  cmd+=' && { rc=0; for t in unit preload observe; do make -j"$(nproc)" $t || rc=1; done; exit $rc; }'
+  cmd=${GOSHIM_DISTRO_CMD:-$cmd}
   in_root "$root" bash -c "cd /src && $cmd" >"$log" 2>&1 || rc=$?
   local dt=$((SECONDS - t0))
   local unit preload observe mode
@@ -207,11 +236,14 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   preload=$(grep -h '^preload tests:' "$log" | tail -n 1 | sed 's/^preload tests: //')
   observe=$(grep -h '^observe tests:' "$log" | tail -n 1 | sed 's/^observe tests: //')
   mode=$(grep -h '^goshim mode:' "$log" | tail -n 1 | awk '{print $3}')
+  local clang
+  clang=$(grep -h '^clang-check: ' "$log" | tail -n 1 | sed -e 's/^clang-check: //' -e 's/Debian clang version/clang/')
   local verdict=PASS
   [ $rc -eq 0 ] || verdict="FAIL (make exit $rc)"
   local line
-  line=$(printf '%-8s %-12s gcc %-7s mode %-5s %4ds  unit: %s; preload: %s; observe: %s  %s' \
-    "$s" "$glibc" "$gcc" "${mode:-?}" "$dt" "$unit" "${preload:-none}" "${observe:-none}" "$verdict")
+  line=$(printf '%-8s %-12s gcc %-7s mode %-5s %4ds  unit: %s; preload: %s; observe: %s; %s  %s' \
+    "$s" "$glibc" "$gcc" "${mode:-?}" "$dt" "$unit" "${preload:-none}" "${observe:-none}" \
+    "${clang:-no clang-check}" "$verdict")
   echo "$line" | tee -a "$outdir/summary.txt"
   [ $rc -eq 0 ] || { grep -E '^(FAIL|  failed:)|\[FAIL\]|Error' "$log" | head -n 40 | sed 's/^/    | /'; }
   kill_rooted "$root"
