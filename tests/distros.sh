@@ -128,7 +128,10 @@ setup_root() {        # things every chroot needs before apt or make run in it
 bg_pid=""
 waitfor() {           # runs "$@" in the background and waits: a signal to
   local rc=0          # this script runs its trap (cleanup) at once instead
-  "$@" &              # of after the command, and cleanup ends the command
+                      # of after the command, and cleanup ends the command.
+  # bash makes a plain background command ignore SIGINT and SIGQUIT, and
+  # the tests inherit that (signals_wait takes SIGINT): reset both.
+  ( trap - INT QUIT; exec "$@" ) &
   bg_pid=$!
   wait "$bg_pid" || rc=$?
   bg_pid=""
