@@ -10,9 +10,13 @@
 # Cases and their expectations are listed in tests/preload/cases.txt:
 #   name  timeout_s  expect  native  [args...]
 #     expect  exit:N (exit status N) or signal:N (killed by signal N)
-#     native  same  run natively too; stdout must be identical
+#     native  same  run natively too; stdout must be identical, and stderr
+#                   empty when it is empty natively
 #             run   run natively too; must pass, stdout may differ
-#             skip  goshim only (native cannot, e.g. 100,000 live threads)
+#             run:VAR=VAL[,VAR=VAL...]  run natively with these variables
+#                   (a smaller load the kernel can carry); must pass, stdout
+#                   may differ
+#             skip  goshim only (native cannot at all)
 # Under goshim the runner also sets MAX_KERNEL_THREADS=procs+4, which the
 # programs check while their threads are alive (common.h).
 # A program that cannot test what it claims here (not root, no pty, ...)
@@ -85,7 +89,7 @@ run_one() {
   t0=$(date +%s.%N)
   case $mode in
     native)
-      (env "${unset_goshim[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null
+      (env "${unset_goshim[@]}" "${native_env[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null
        exit $?) 2>/dev/null
       rc=$? ;;
     pd)
@@ -163,6 +167,8 @@ while read -r name tmo expect native args; do
     continue
   fi
   native_ok=0
+  native_env=()
+  case $native in run:*) IFS=, read -r -a native_env <<<"${native#run:}" ;; esac
   if [ "$native" != skip ]; then
     run_one "$name" native "$tmo" "$expect" "$@" && native_ok=1
   fi
@@ -175,6 +181,14 @@ while read -r name tmo expect native args; do
         diff "$out/$name.native.out" "$out/$name.$mode.out" | head -n 10 | sed 's/^/    | /'
         fail=$((fail + 1)); pass=$((pass - 1))
         failed+=("$name/$mode(output)")
+      elif [ ! -s "$out/$name.native.err" ] && [ -s "$out/$name.$mode.err" ]; then
+        # A program that writes nothing to stderr natively must not get
+        # anything there from goshim (stderr that a test writes itself is
+        # informational: kernel-thread counts, timings).
+        printf 'FAIL %-28s %-6s stderr is empty natively, not here:\n' "$name" "$mode"
+        head -n 10 "$out/$name.$mode.err" | sed 's/^/    | /'
+        fail=$((fail + 1)); pass=$((pass - 1))
+        failed+=("$name/$mode(stderr)")
       fi
     fi
   done
