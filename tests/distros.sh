@@ -30,7 +30,8 @@
 #                         suites in GOSHIM_DISTRO_CLANG (default: trixie
 #                         bookworm), then make test's parts (unit, preload,
 #                         observe; each even if an earlier one failed))
-# Logs: build/distros/<suite>.log; summary: build/distros/summary.txt.
+# Logs: build/distros/<suite>.log; summary: build/distros/summary.txt
+# (GOSHIM_DISTRO_OUT: another directory for them).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +56,7 @@ fi
 
 # clang: the suites whose clang builds goshim (clang 11 in Debian 11 does not).
 clang_suites=" ${GOSHIM_DISTRO_CLANG-trixie bookworm} "
-outdir=$here/build/distros
+outdir=${GOSHIM_DISTRO_OUT:-$here/build/distros}
 mkdir -p "$outdir" "$cache"
 run=""          # the current run directory
 root=""         # the current chroot
