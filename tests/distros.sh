@@ -123,6 +123,10 @@ setup_root() {        # things every chroot needs before apt or make run in it
   printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"
   chmod 755 "$r/usr/sbin/policy-rc.d"
   cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
+  # minbase makes no /etc/hosts in Debian 11 and 12 (netbase does it in 13):
+  # without one, "localhost" does not resolve (tests/preload/resolver_system).
+  [ -s "$r/etc/hosts" ] ||
+    printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$r/etc/hosts"
   mkdir -p "$r/src"
 }
 
