@@ -273,7 +273,7 @@ main() {
   for s in "${suites[@]}"; do
     test_suite "$s" || status=1
   done
-  echo "== summary (build/distros/summary.txt)"
+  echo "== summary ($outdir/summary.txt)"
   cat "$outdir/summary.txt"
   return $status
 }
