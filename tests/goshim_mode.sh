@@ -12,7 +12,7 @@ set -u
 lib=${1:?usage: goshim_mode.sh LIBGOSHIM}
 unset_goshim=()
 for v in $(compgen -e | grep '^GOSHIM_'); do unset_goshim+=(-u "$v"); done
-err=$(env "${unset_goshim[@]}" LD_PRELOAD="$lib" timeout -s KILL 60 /bin/true 2>&1 >/dev/null) || {
+err=$(timeout -s KILL 60 env "${unset_goshim[@]}" LD_PRELOAD="$lib" /bin/true 2>&1 >/dev/null) || {
   echo "goshim_mode.sh: /bin/true failed under $lib: $err" >&2
   exit 2
 }
