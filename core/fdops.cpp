@@ -12,6 +12,16 @@
 #include <sys/timerfd.h>
 
 #include "core/fdtable.hpp"
+// Older headers (glibc < 2.34, Debian 11) lack these Linux 5.9 names.
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
 #include "core/netpoll.hpp"
 #include "core/ownfd.hpp"
 #include "core/real_io.hpp"

@@ -19,7 +19,8 @@
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
-extern "C" char __libc_single_threaded;
+// glibc 2.32 and later; weak, so the library also loads on older glibc.
+extern "C" __attribute__((weak)) char __libc_single_threaded;
 
 namespace goshim {
 
@@ -167,7 +168,7 @@ void fork_child_reset() {
   }
   signal_after_fork(gp, mp);
 
-  __libc_single_threaded = 0;
+  if (&__libc_single_threaded) __libc_single_threaded = 0;
   for (int i = 0; i < nhooks; i++) hooks[i]();
   sysmon_start();
 }

@@ -30,7 +30,8 @@
 #include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
-extern "C" char __libc_single_threaded;
+// glibc 2.32 and later; weak, so the library also loads on older glibc.
+extern "C" __attribute__((weak)) char __libc_single_threaded;
 
 namespace goshim {
 
@@ -278,7 +279,8 @@ bool runtime_init() {
   sched.lock.unlock();
   acquirep(allp(0));
 
-  __libc_single_threaded = 0;  // goroutines share memory from now on
+  // goroutines share memory from now on
+  if (&__libc_single_threaded) __libc_single_threaded = 0;
   sched.ngoroutines.store(1, std::memory_order_relaxed);
   sched.ngpeak.store(1, std::memory_order_relaxed);
   runtime_up.store(true, std::memory_order_release);

@@ -859,8 +859,10 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
 }
 
 void signal_deliver(G* gp) {
-  M* mp = gp->m;
-  if (!mp || gp->insig) return;
+  // gp->m is read afresh where it is used: a handler may park (it should
+  // not, but it may), and a local live across getcontext could be
+  // clobbered if the program returns through the saved context.
+  if (!gp->m || gp->insig) return;
   for (;;) {
     uint64_t due = gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask;
     if (!due) break;
@@ -879,6 +881,7 @@ void signal_deliver(G* gp) {
     getcontext(&uc);
     uint64_t during = kmask(gp->sigmask | prog_mask[sig].load(std::memory_order_relaxed) |
                             ((prog_flags[sig].load() & SA_NODEFER) ? 0 : b));
+    M* mp = gp->m;
     uint64_t before = mp->cur_sigmask;
     if (during != before) sys::rt_sigprocmask(SIG_SETMASK, &during, nullptr, 8);
     mp->cur_sigmask = during;
@@ -889,10 +892,10 @@ void signal_deliver(G* gp) {
       real_sigaction(sig, &dfl, nullptr);
     }
     run_program(sig, &si, &uc, gp);
-    mp = gp->m;  // a handler may park (it should not, but it may)
   }
   // The G's own mask again, once nothing more is due: a signal still
   // queued in the kernel comes after those goshim delivered here.
+  M* mp = gp->m;
   uint64_t k = kmask(gp->sigmask);
   if (mp->cur_sigmask != k) {
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
@@ -1299,7 +1302,8 @@ int signal_altstack(G* gp, const stack_t* ss, stack_t* old) {
   // it; it means 0) or SS_DISABLE, plus SS_AUTODISARM.
   int mode = ss->ss_flags & ~(int)SS_AUTODISARM;
   if (mode != 0 && mode != SS_ONSTACK && mode != SS_DISABLE) return EINVAL;
-  if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size < MINSIGSTKSZ) return ENOMEM;
+  // MINSIGSTKSZ is sysconf(_SC_MINSIGSTKSZ), a long, on glibc 2.34 and later.
+  if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size < (size_t)MINSIGSTKSZ) return ENOMEM;
   gp->altstack = *ss;
   gp->altstack.ss_flags = ss->ss_flags & (int)SS_AUTODISARM;
   if (ss->ss_flags & SS_DISABLE) gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
