@@ -41,7 +41,7 @@ all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
-            procps time
+            procps time man-db util-linux stress-ng
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -80,7 +80,7 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	  -Wl,-z,noexecstack -Wl,--no-undefined \
 	  -Wl,--no-as-needed -lgcc_s -lunwind -ldl -lpthread -lm -lc
 
-$(LAUNCHER): launcher/goshim.cpp
+$(LAUNCHER): launcher/goshim.cpp core/size.hpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O2 -g -Wall -Wextra -I. -o $@ $<
 
