@@ -221,6 +221,7 @@ struct G {
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
+  bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
   bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
 
   // GOSHIM_TRACE (trace.cpp): start of its current slice and block.

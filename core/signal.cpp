@@ -537,6 +537,10 @@ void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
     }
     return;
   }
+  // Never unwind goshim's own frames, nor a blocking section that has no
+  // cleanup for it (its exit would not run).
+  if (gp->status.load(std::memory_order_relaxed) == GStatus::Syscall && !gp->unwind_guarded) return;
+  if (dladdr_is_self(pc)) return;
   if (async || cancel_in_glibc_bridge(pc)) cancel_point();
 }
 
