@@ -124,6 +124,7 @@ struct SemaWaiter {
   G* gp = nullptr;                 // nullptr for a foreign (kernel) waiter
   std::atomic<uint32_t> kwake{0};  // foreign waiter: futex word, 1 = woken
   uint32_t bitset = ~0u;
+  uint32_t val = 0;                 // the value the word held when it was enqueued
   std::atomic<uint32_t> queued{0};  // 1 while on a bucket list
   uint64_t seq = 0;                 // which wait of gp this is
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR

@@ -12,6 +12,7 @@
 #include "core/proc.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
+#include "core/sharedwatch.hpp"
 #include "core/signal.hpp"
 #include "core/tls.hpp"
 #include "syscalls/blocking.hpp"
@@ -75,6 +76,28 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
     }
   }
   if (endaddr) *endaddr = addr;
+  if (can_park() && watch_available()) {
+    // A goroutine parks on sema like for a private object; a watcher
+    // thread relays wakes from other processes (core/sharedwatch.cpp).
+    int h = watch_register(addr, val);
+    if (h >= 0) {
+      G* gp = getg();
+      int64_t deadline = dl.abs ? deadline_from_abs(dl.clk, dl.abs) : 0;
+      int r;
+      for (;;) {
+        r = sema_wait(addr, val, deadline, why, bitset, nullptr, cancellable);
+        if (r != EINTR) break;
+        if (cancel_async_pending(gp)) {
+          watch_unregister(h);
+          cancel_point();
+        }
+        if (cancellable && cancel_pending(gp)) break;
+        if (!signal_should_restart(gp) || deadline) break;
+      }
+      watch_unregister(h);
+      return r;
+    }
+  }
   if (can_park()) {
     // A goroutine waits in the kernel like a blocking call: its P goes to
     // other goroutines meanwhile. A cancellation point (or any wait, with
@@ -103,10 +126,14 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
 
 int sync_wake(const void* addr, int n, bool shared, uint32_t bitset) {
   if (!shared) return sema_wake(addr, n, bitset);
-  long r = bitset == ~0u ? sys::futex_wake_shared(addr, n)
-                         : sys::futex(addr, FUTEX_WAKE_BITSET, (uint32_t)n, nullptr, nullptr,
-                                      bitset);
-  return r > 0 ? (int)r : 0;
+  // This process's goroutines wait on sema (sharedwatch.cpp); the kernel
+  // gets what they did not take (other processes, kernel threads here).
+  int k = watch_available() ? sema_wake(addr, n, bitset) : 0;
+  if (k >= n) return k;
+  long r = bitset == ~0u ? sys::futex_wake_shared(addr, n - k)
+                         : sys::futex(addr, FUTEX_WAKE_BITSET, (uint32_t)(n - k), nullptr,
+                                      nullptr, bitset);
+  return k + (r > 0 ? (int)r : 0);
 }
 
 bool sync_can_spin(int iter, int32_t owner) {
