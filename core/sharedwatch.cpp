@@ -2,33 +2,34 @@
 // true) without a kernel thread per waiter.
 //
 // A goroutine parks on core/sema at the word's address, as for a private
-// object, so wakes from this process (sync_wake: sema first, the kernel
-// only for what sema did not wake) reach it directly. Wakes from other
-// processes are futex wakes in the kernel: for them a watcher thread sleeps
-// in FUTEX_WAITV on every shared word that has goroutine waiters here (up to
-// kSlots words per watcher, plus a private control word that makes it
-// rescan its table), so one kernel thread covers many words and any number
-// of waiters per word. When the kernel wakes a watcher for a word, it wakes
-// every goroutine waiting on that word here (each rechecks its condition:
-// a futex wake-up may always be spurious); if there was none, it passes the
-// wake on (FUTEX_WAKE of one), since it was meant for another waiter.
+// object, recording the value it expects (SemaWaiter::val), so wakes from
+// this process (sync_wake: sema first, the kernel only for what sema did
+// not wake) reach it directly. Wakes from other processes are futex wakes
+// in the kernel: for them a watcher thread per watched word (kSlots = 1;
+// the table allows more, but a FUTEX_WAITV return reports one woken futex
+// while the kernel counts wakes of the others too, so several words per
+// thread could lose wakes) sleeps in FUTEX_WAITV on the word and on a
+// private control word (assignment of a word to an idle watcher). So the
+// kernel threads are one per distinct shared word with goroutine waiters,
+// not one per waiter.
 //
-// The invariant that loses no wake: a goroutine waiting on the word with
-// value v was enqueued while the word held v (sema_wait's check). Any later
-// change made by another process is either followed by a kernel wake while
-// the watcher sleeps on the word (it wakes the goroutines), or happens
-// while the watcher is not in the kernel on the word; each round the
-// watcher reads every word (process_vm_readv: a word unmapped meanwhile
-// gives EFAULT, not a fault) and wakes the goroutines of a word whose value
-// differs from the one it last slept on, then sleeps with the value it
-// read (FUTEX_WAITV fails with EAGAIN if it changed since). Changes made by
-// this process wake through sema and may also make the watcher's next
-// round wake the remaining waiters of that word spuriously.
+// On a kernel wake the watcher reads the word (process_vm_readv: a word
+// unmapped meanwhile gives EFAULT, not a fault). Changed since it slept:
+// the wake goes with that change and is for the goroutines enqueued before
+// it (their value differs from the current one); unchanged: for any
+// waiter. With no target here it passes the wake on (FUTEX_WAKE of one).
+// Every round, and at least every kSafetyNs while it has waiters, it also
+// wakes the goroutines whose value differs from the current one (a change
+// while it was not in the kernel on the word may have carried a wake they
+// missed; woken, they recheck and wait again). That periodic rescan is
+// also a safety net: sync_pshared (two goshim processes ping-ponging a
+// pshared mutex and condvar) lost a cross-process wake in about 1 run in
+// 3 at GOSHIM_MAXPROCS=1 without it (cause not found); with it such a
+// wake is late by at most kSafetyNs instead of lost.
 //
 // A word's slot stays while it has registered waiters; the watcher frees
-// slots without waiters at its next round (a kernel wake it receives for a
-// word without waiters is passed on and the slot freed, so two processes'
-// watchers cannot pass one wake back and forth).
+// slots without waiters at its next round.
+
 #include "core/sharedwatch.hpp"
 
 #include <errno.h>
@@ -54,10 +55,13 @@ namespace goshim {
 
 namespace {
 
-constexpr int kSlots = 64;      // shared words per watcher (FUTEX_WAITV takes 128)
-constexpr int kWatchers = 64;   // watchers at most
+constexpr int kSlots = 1;       // shared words per watcher (see the file comment)
+constexpr int kWatchers = 256;  // watchers at most
 constexpr long kSysFutexWaitv = 449;
 constexpr uint32_t kFutex32 = 2;  // FUTEX2_SIZE_U32
+// A watcher with words to watch rescans at least this often: a safety net
+// (a changed word wakes its stale waiters at the next round).
+constexpr int64_t kSafetyNs = 50 * 1000000;
 
 struct FutexWaitv {
   uint64_t val;
@@ -84,8 +88,16 @@ Watcher* watchers[kWatchers];
 int nwatchers;
 std::atomic<int> available{-1};  // -1 unknown, 0 no FUTEX_WAITV, 1 yes
 
-long futex_waitv(FutexWaitv* v, unsigned n) {
-  return sys::raw5(kSysFutexWaitv, (long)v, (long)n, 0, 0, 0);
+// Waits at most timeout_ns (CLOCK_MONOTONIC; 0: no limit).
+long futex_waitv(FutexWaitv* v, unsigned n, int64_t timeout_ns = 0) {
+  struct timespec ts;
+  if (timeout_ns) {
+    int64_t t = sys::nanotime() + timeout_ns;
+    ts.tv_sec = t / 1000000000;
+    ts.tv_nsec = t % 1000000000;
+  }
+  return sys::raw5(kSysFutexWaitv, (long)v, (long)n, 0, timeout_ns ? (long)&ts : 0,
+                   CLOCK_MONOTONIC);
 }
 
 // Reads *addr without faulting. Returns false if it is not readable.
@@ -130,11 +142,11 @@ void* watcher_main(void* arg) {
         sema_wake_stale(addrs[k], 0, true);
         continue;
       }
+      // Goroutines enqueued while the word held another value than now
+      // may have missed a wake (a change while this watcher was not in the
+      // kernel on it): wake them (at worst they wait again).
+      sema_wake_stale(addrs[k], c, false);
       if (c != seen[k]) {
-        // Changed while this watcher was not sleeping on it: a wake from
-        // another process may have been missed by the waiters enqueued
-        // before the change.
-        sema_wake_stale(addrs[k], c, false);
         wlock.lock();
         if (w->slots[idx[k]].addr == addrs[k]) w->slots[idx[k]].seen = c;
         wlock.unlock();
@@ -151,18 +163,22 @@ void* watcher_main(void* arg) {
     v[m].uaddr = (uint64_t)(uintptr_t)&w->ctl;
     v[m].flags = kFutex32 | FUTEX_PRIVATE_FLAG;
     v[m].reserved = 0;
-    long r = futex_waitv(v, (unsigned)m + 1);
-    if (r >= 0 && r < m) {
-      // The kernel woke this watcher for addrs[r]. If the word changed
-      // since it slept, the wake goes with that change: it is for the
-      // goroutines enqueued before it (their value differs); goroutines
-      // that came after it saw the new value and were not its target. If
-      // the word did not change, it is for any waiter. With no target
-      // here the wake is passed on to another kernel waiter.
+    long r = futex_waitv(v, (unsigned)m + 1, m ? kSafetyNs : 0);
+    // A wake of one futex of the vector ends the wait; wakes of the others
+    // that arrive meanwhile are counted by the kernel but reported to
+    // nobody. So after any return every word is looked at: a word that
+    // changed since this watcher slept on it may have carried a wake, for
+    // the goroutines enqueued before the change (their value differs) or,
+    // with none here, for another process's waiter (passed on: at worst a
+    // spurious wake there). The word the kernel reports woken without a
+    // change carries a wake for any waiter.
+    for (int k = 0; k < m; k++) {
       uint32_t c;
-      int woken = 0;
-      if (safe_read(addrs[r], &c)) woken = sema_wake_stale(addrs[r], c, c == (uint32_t)v[r].val);
-      if (woken == 0) sys::futex_wake_shared(addrs[r], 1);
+      if (!safe_read(addrs[k], &c)) continue;  // the next round marks it
+      bool changed = c != (uint32_t)v[k].val;
+      if (!changed && k != r) continue;
+      int woken = sema_wake_stale(addrs[k], c, !changed);
+      if (woken == 0) sys::futex_wake_shared(addrs[k], 1);
     }
     // r == m (the table changed), EAGAIN (a word changed: the next round
     // sees it), EINTR, EFAULT (the next round finds the word): rescan.

@@ -92,6 +92,7 @@ int main(void) {
   CHECK(child >= 0, "fork");
   if (child == 0) {
     char c;
+    close(go[1]); /* a parent that fails and exits ends the child too */
     if (read(go[0], &c, 1) != 1) _exit(2);
     give_tokens(); /* phase 1 */
     if (read(go[0], &c, 1) != 1) _exit(2);
