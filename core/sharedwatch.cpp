@@ -5,13 +5,12 @@
 // object, recording the value it expects (SemaWaiter::val), so wakes from
 // this process (sync_wake: sema first, the kernel only for what sema did
 // not wake) reach it directly. Wakes from other processes are futex wakes
-// in the kernel: for them a watcher thread per watched word (kSlots = 1;
-// the table allows more, but a FUTEX_WAITV return reports one woken futex
-// while the kernel counts wakes of the others too, so several words per
-// thread could lose wakes) sleeps in FUTEX_WAITV on the word and on a
-// private control word (assignment of a word to an idle watcher). So the
-// kernel threads are one per distinct shared word with goroutine waiters,
-// not one per waiter.
+// in the kernel: for them a watcher thread sleeps in FUTEX_WAITV on up to
+// kSlots words that have goroutine waiters here and on a private control
+// word (bumped when a word is added). One kernel thread covers 64 words and
+// any number of waiters per word. A FUTEX_WAITV return names one woken
+// futex while the kernel may have counted wakes of others too, so after
+// every return each word is looked at as described below.
 //
 // On a kernel wake the watcher reads the word (process_vm_readv: a word
 // unmapped meanwhile gives EFAULT, not a fault). Changed since it slept:
@@ -55,8 +54,8 @@ namespace goshim {
 
 namespace {
 
-constexpr int kSlots = 1;       // shared words per watcher (see the file comment)
-constexpr int kWatchers = 256;  // watchers at most
+constexpr int kSlots = 64;      // shared words per watcher (FUTEX_WAITV takes 128)
+constexpr int kWatchers = 64;   // watchers at most
 constexpr long kSysFutexWaitv = 449;
 constexpr uint32_t kFutex32 = 2;  // FUTEX2_SIZE_U32
 // A watcher with words to watch rescans at least this often: a safety net
@@ -80,11 +79,11 @@ struct Slot {
 struct Watcher {
   Slot slots[kSlots];
   std::atomic<uint32_t> ctl;  // private futex: bumped when the table changes
-  bool started;
+  bool failed;                // its thread could not be created: not used
 };
 
 Mutex wlock;  // rank: leaf; guards every Watcher's slots and nwatchers
-Watcher* watchers[kWatchers];
+Watcher watchers[kWatchers];  // [0, nwatchers) in use
 int nwatchers;
 std::atomic<int> available{-1};  // -1 unknown, 0 no FUTEX_WAITV, 1 yes
 
@@ -218,74 +217,67 @@ int watch_register(const void* addr, uint32_t val) {
   wlock.lock();
   int free_w = -1, free_i = -1;
   for (int wi = 0; wi < nwatchers; wi++) {
-    Watcher* w = watchers[wi];
+    Watcher* w = &watchers[wi];
     for (int i = 0; i < kSlots; i++) {
       Slot& s = w->slots[i];
       if (s.addr == a) {
+        if (w->failed) {
+          wlock.unlock();
+          return -1;
+        }
         s.nlocal++;
         wlock.unlock();
         return wi * kSlots + i;
       }
-      if (!s.addr && free_w < 0 && w->started) {
+      if (!s.addr && free_w < 0 && !w->failed) {
         free_w = wi;
         free_i = i;
       }
     }
   }
-  Watcher* fresh = nullptr;
-  if (free_w < 0) {
-    if (nwatchers == kWatchers) {
-      wlock.unlock();
-      return -1;
-    }
+  if (free_w >= 0) {
+    Watcher* w = &watchers[free_w];
+    w->slots[free_i] = Slot{a, 1, val, false};
+    w->ctl.fetch_add(1, std::memory_order_relaxed);
     wlock.unlock();
-    // A new watcher (mmap and a thread: outside the lock).
-    void* mem = sys::mmap(nullptr, sizeof(Watcher), PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return -1;
-    fresh = new (mem) Watcher();
-    fresh->started = true;
-    fresh->slots[0] = Slot{a, 1, val, false};
-    if (!start_watcher(fresh)) {
-      sys::munmap(mem, sizeof(Watcher));
-      return -1;
-    }
-    wlock.lock();
-    if (nwatchers == kWatchers) {
-      // Lost a race for the last place: the thread stays, idle.
-      fresh->slots[0].nlocal = 0;
-      wlock.unlock();
-      return -1;
-    }
-    // Another goroutine may have added the same word to another watcher
-    // meanwhile: harmless (both watch it; each wakes the waiters).
-    watchers[nwatchers] = fresh;
-    int h = nwatchers * kSlots;
-    nwatchers++;
-    wlock.unlock();
-    return h;
+    sys::futex_wake(&w->ctl, 1);
+    return free_w * kSlots + free_i;
   }
-  Watcher* w = watchers[free_w];
-  w->slots[free_i] = Slot{a, 1, val, false};
-  w->ctl.fetch_add(1, std::memory_order_relaxed);
+  if (nwatchers == kWatchers) {
+    wlock.unlock();
+    return -1;
+  }
+  // A new watcher, its first slot taken now (other goroutines waiting on
+  // the same word join it); its thread is created outside the lock.
+  int wi = nwatchers++;
+  Watcher* w = &watchers[wi];
+  w->slots[0] = Slot{a, 1, val, false};
   wlock.unlock();
-  sys::futex_wake(&w->ctl, 1);
-  return free_w * kSlots + free_i;
+  if (!start_watcher(w)) {
+    wlock.lock();
+    w->failed = true;
+    w->slots[0].nlocal--;
+    wlock.unlock();
+    // Goroutines that joined the slot meanwhile retry (and wait in the
+    // kernel).
+    sema_wake_stale(addr, 0, true);
+    return -1;
+  }
+  return wi * kSlots;
 }
 
 void watch_unregister(int handle) {
   if (handle < 0) return;
   wlock.lock();
-  Slot& s = watchers[handle / kSlots]->slots[handle % kSlots];
+  Slot& s = watchers[handle / kSlots].slots[handle % kSlots];
   s.nlocal--;
   wlock.unlock();
 }
 
 void watch_after_fork() {
   new (&wlock) Mutex();
-  // The parent's watchers are not in the child: forget them (their memory
-  // is abandoned).
-  for (int i = 0; i < nwatchers; i++) watchers[i] = nullptr;
+  // The parent's watcher threads are not in the child.
+  for (int i = 0; i < nwatchers; i++) new (&watchers[i]) Watcher();
   nwatchers = 0;
 }
 
