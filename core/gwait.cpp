@@ -1,4 +1,5 @@
 // One-shot wake token (see gwait.hpp).
+#include "core/contract.hpp"
 #include "core/gwait.hpp"
 
 #include "core/netpoll.hpp"
@@ -31,6 +32,7 @@ inline uint64_t tok_make(uint64_t seq, WakeReason r, uint64_t np, uint64_t state
 bool gwait_park_unlockf(G* gp, void* mp) { return gwait_commit(gp, (M*)mp); }
 
 bool gwait_commit(G* gp, M* mp) {
+  GOSHIM_ON_G0();
   uint64_t t = gp->wtoken.load(std::memory_order_relaxed);
   for (;;) {
     if (tok_state(t) != kArming) return false;  // claimed: resume at once
@@ -45,6 +47,7 @@ bool gwait_commit(G* gp, M* mp) {
 }
 
 uint64_t gwait_arm(G* gp, WaitKind kind) {
+  GOSHIM_ON_USER_G();
   // Only the G itself advances parkseq (here and in sema_wait): no RMW.
   uint64_t seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
   gp->parkseq.store(seq, std::memory_order_relaxed);
