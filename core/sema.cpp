@@ -337,10 +337,6 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
     gp->timer.seq = w->seq;
     timer_add(&gp->timer, deadline);
   }
-  // With asynchronous cancellation on, every wait ends at a cancellation
-  // (the caller acts on it: syncwait's act_on_async_cancel); only gp
-  // changes its own cancel type.
-  if (!cancellable && __builtin_expect(cancel_async_type(gp), 0)) cancellable = true;
   park(cancellable ? unlock_bucket_cancellable : unlock_bucket, b, reason, addr);
   gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
   if (deadline) timer_del(&gp->timer);

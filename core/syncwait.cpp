@@ -61,8 +61,11 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
   if (dl.abs && dl.abs->tv_sec < 0) return ETIMEDOUT;  // as glibc: before anything else
   if (!shared) {
     int64_t deadline = dl.abs ? deadline_from_abs(dl.clk, dl.abs) : 0;
+    // With asynchronous cancellation on, every wait of a goroutine ends at
+    // a cancellation, which is acted on below (only gp changes its type).
+    bool ends = cancellable || (can_park() && cancel_async_type(getg()));
     for (;;) {
-      int r = sema_wait(addr, val, deadline, why, bitset, endaddr, cancellable);
+      int r = sema_wait(addr, val, deadline, why, bitset, endaddr, ends);
       if (r != EINTR) return r;
       if (can_park()) act_on_async_cancel(getg());
       if (cancellable && can_park() && cancel_pending(getg())) return EINTR;
@@ -85,7 +88,8 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
       int64_t deadline = dl.abs ? deadline_from_abs(dl.clk, dl.abs) : 0;
       int r;
       for (;;) {
-        r = sema_wait(addr, val, deadline, why, bitset, nullptr, cancellable);
+        r = sema_wait(addr, val, deadline, why, bitset, nullptr,
+                      cancellable || cancel_async_type(gp));
         if (r != EINTR) break;
         if (cancel_async_pending(gp)) {
           watch_unregister(h);
