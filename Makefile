@@ -1,7 +1,8 @@
 # goshim — one wildcard Makefile.
 #
 #   make          build/libgoshim.so and the launcher build/goshim
-#   make test     unit tests (Criterion) and preload integration tests
+#   make test     unit tests (Criterion), preload integration tests, real programs
+#                 (make programs), observability tests
 #   make bench    native vs goshim benchmarks, ratios printed
 #   make demo     the thread-per-connection demo (see README.md)
 #   make debug    build/debug/libgoshim.so: GOSHIM_DCHECK, lock-order and
@@ -43,12 +44,13 @@ CORE_OBJ := $(filter $(BUILD)/obj/core/% $(BUILD)/obj/syscalls/% $(BUILD)/obj/ar
 LIB      := $(BUILD)/libgoshim.so
 LAUNCHER := $(BUILD)/goshim
 
-.PHONY: all deps test unit preload observe bench demo install clean
+.PHONY: all deps test unit preload programs observe bench demo install clean
 all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
-            procps time man-db util-linux stress-ng
+            procps time man-db util-linux stress-ng \
+            git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -152,10 +154,36 @@ preload: deps all $(PRE_BIN)
 observe: deps all $(OBS_BIN)
 	@tests/run_observe.sh $(BUILD)
 
+# Real programs (Debian's and tests/programs/src): tests/run_programs.sh.
+PROG_DIR := $(BUILD)/tests/programs
+PROG_BIN := $(PROG_DIR)/http_client $(PROG_DIR)/db_client $(PROG_DIR)/threads_cxx \
+            $(PROG_DIR)/threads_rust
+
+$(PROG_DIR)/http_client: tests/programs/src/http_client.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $<
+
+$(PROG_DIR)/db_client: tests/programs/src/db_client.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(PRE_CFLAGS) $$(pkg-config --cflags libmariadb) -o $@ $< \
+	  $$(pkg-config --libs libmariadb)
+
+$(PROG_DIR)/threads_cxx: tests/programs/src/threads_cxx.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(PRE_CFLAGS) -o $@ $<
+
+$(PROG_DIR)/threads_rust: tests/programs/src/threads_rust.rs
+	@mkdir -p $(dir $@)
+	rustc --edition 2021 -O -o $@ $<
+
+programs: deps all $(PROG_BIN)
+	@tests/run_programs.sh $(BUILD)
+
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory preload
+	@$(MAKE) --no-print-directory programs
 	@$(MAKE) --no-print-directory observe
 
 # ---- debug and sanitizer builds ---------------------------------------------------
@@ -173,8 +201,10 @@ test-debug: deps
 	@$(MAKE) --no-print-directory $(DEBUG_VARS) unit
 	@$(MAKE) --no-print-directory $(DEBUG_VARS) preload
 
+# (Leak checking off: the unit tests' fake Gs, Ps and Ms, and the
+# runtime's arenas, are never freed on purpose.)
 test-asan: deps
-	@$(MAKE) --no-print-directory $(ASAN_VARS) unit
+	@ASAN_OPTIONS=detect_leaks=0 $(MAKE) --no-print-directory $(ASAN_VARS) unit
 
 # ---- benchmarks -----------------------------------------------------------------
 BENCH_C   := $(wildcard bench/*.c)
