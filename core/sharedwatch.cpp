@@ -82,7 +82,7 @@ struct Watcher {
   bool failed;                // its thread could not be created: not used
 };
 
-Mutex wlock;  // rank: leaf; guards every Watcher's slots and nwatchers
+Mutex wlock{LockRank::SharedWatch};  // leaf: guards every Watcher's slots and nwatchers
 Watcher watchers[kWatchers];  // [0, nwatchers) in use
 int nwatchers;
 std::atomic<int> available{-1};  // -1 unknown, 0 no FUTEX_WAITV, 1 yes
@@ -275,7 +275,7 @@ void watch_unregister(int handle) {
 }
 
 void watch_after_fork() {
-  new (&wlock) Mutex();
+  wlock.reset();
   // The parent's watcher threads are not in the child.
   for (int i = 0; i < nwatchers; i++) new (&watchers[i]) Watcher();
   nwatchers = 0;
