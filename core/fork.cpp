@@ -12,6 +12,7 @@
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
+#include "core/sharedwatch.hpp"
 #include "core/setxid.hpp"
 #include "core/signal.hpp"
 #include "core/stack.hpp"
@@ -81,6 +82,7 @@ void register_fork_child_hook(void (*fn)()) {
 
 void fork_init() {
   register_fork_child_hook(sema_after_fork);
+  register_fork_child_hook(watch_after_fork);
   register_fork_child_hook(stack_after_fork);
   register_fork_child_hook(tls::after_fork);
   register_fork_child_hook(preempt_after_fork);

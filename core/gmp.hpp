@@ -124,6 +124,7 @@ struct SemaWaiter {
   G* gp = nullptr;                 // nullptr for a foreign (kernel) waiter
   std::atomic<uint32_t> kwake{0};  // foreign waiter: futex word, 1 = woken
   uint32_t bitset = ~0u;
+  uint32_t val = 0;                 // the value the word held when it was enqueued
   std::atomic<uint32_t> queued{0};  // 1 while on a bucket list
   uint64_t seq = 0;                 // which wait of gp this is
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
@@ -212,6 +213,8 @@ struct G {
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
+  bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
+  bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
 
   // GOSHIM_TRACE (trace.cpp): start of its current slice and block.
   int64_t trace_start = 0;

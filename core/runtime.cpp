@@ -17,6 +17,7 @@
 #include "core/fork.hpp"
 #include "core/netpoll.hpp"
 #include "core/proc.hpp"
+#include "core/cancelproto.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
@@ -207,6 +208,13 @@ bool runtime_init() {
   if (!tls::init(&why)) {
     rawlog("goshim: warning: %s; running every thread as a kernel thread (no M:N)\n", why);
     return false;
+  }
+  {
+    char cwhy[200];
+    if (!cancel_proto_init(cwhy, sizeof cwhy)) {
+      rawlog("goshim: warning: %s; running every thread as a kernel thread (no M:N)\n", cwhy);
+      return false;
+    }
   }
   stack_init();
   if (config.stack_size) set_default_stack_size(config.stack_size);

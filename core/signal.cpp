@@ -20,6 +20,7 @@
 #endif
 
 #include "arch/arch.hpp"
+#include "core/cancelproto.hpp"
 #include "core/config.hpp"
 #include "core/dump.hpp"
 #include "core/preempt.hpp"
@@ -662,17 +663,42 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
   errno = saved_errno;
 }
 
-// glibc's asynchronous cancellation of a G blocked in one of glibc's own
-// cancellation points (which switch to asynchronous mode around the
-// system call): pthread_cancel sends SIGCANCEL to the M running it.
-void sigcancel_handler(int sig, siginfo_t* si, void*) {
+// pthread_cancel sends SIGCANCEL to the M running a G that is in a
+// blocking call (cancel_send). The G is canceled here when glibc's own
+// handler would act:
+//   - asynchronous cancellation is on: the program's choice, or glibc <=
+//     2.40 inside one of its cancellable system calls (it switches to
+//     asynchronous mode around the call);
+//   - glibc >= 2.41: the interrupted pc lies in its cancellable system call
+//     bridge (core/cancelproto.hpp), i.e. before the system call or at it
+//     (a call the kernel would restart);
+// and goshim's own cancellable kernel waits (goshim_cancellable_syscall,
+// sync_wait on a process-shared object) are ended with EINTR instead, when
+// they are cancellation points or cancellation is asynchronous: the caller
+// leaves its blocking section normally and then acts on the cancellation.
+void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
   if (sig != kSigCancel || !si || si->si_pid != (pid_t)sys::getpid() || si->si_code != SI_TKILL)
     return;
   G* gp = tls_g;
   if (!gp || gp->is_g0()) return;
   int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
-  // enabled (bit 0 clear), asynchronous (bit 1), canceled (bit 3), not exiting (bit 4)
-  if ((ch & 0x1b) == 0x0a) cancel_point();
+  // enabled (bit 0 clear), canceled (bit 3), not exiting (bit 4)
+  if ((ch & 0x19) != 0x08) return;
+  bool async = ch & 0x02;
+  ucontext_t* uc = (ucontext_t*)uctx;
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  if (pc >= (uintptr_t)goshim_cancel_sc_start && pc < (uintptr_t)goshim_cancel_sc_end) {
+    if (async || gp->kwait_cancellable) {
+      uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)goshim_cancel_sc_end;
+      uc->uc_mcontext.gregs[REG_RAX] = -EINTR;
+    }
+    return;
+  }
+  // Never unwind goshim's own frames, nor a blocking section that has no
+  // cleanup for it (its exit would not run).
+  if (gp->status.load(std::memory_order_relaxed) == GStatus::Syscall && !gp->unwind_guarded) return;
+  if (dladdr_is_self(pc)) return;
+  if (async || cancel_in_glibc_bridge(pc)) cancel_point();
 }
 
 }  // namespace
@@ -1326,6 +1352,10 @@ int* cancelhandling(G* gp) { return (int*)(gp->tp + tls::L.cancelhandling); }
 bool cancel_pending(G* gp) {
   int ch = __atomic_load_n(cancelhandling(gp), __ATOMIC_ACQUIRE);
   return (ch & (kCancelDisabled | kCanceled | kExiting)) == kCanceled;
+}
+
+bool cancel_async_type(G* gp) {
+  return __atomic_load_n(cancelhandling(gp), __ATOMIC_RELAXED) & kCancelAsync;
 }
 
 bool cancel_async_pending(G* gp) {
