@@ -210,7 +210,7 @@ void tick(int64_t now) {
 }
 
 // Every G that pinned its M long enough for sysmon to take the P away.
-void stall(M* mp, G* gp, int64_t stalled_ns) { npinned.fetch_add(1, std::memory_order_relaxed); }
+void stall(M* /*mp*/, G* /*gp*/, int64_t /*stalled_ns*/) { npinned.fetch_add(1, std::memory_order_relaxed); }
 
 // Names of the system calls a thread is most often found stuck in.
 const char* syscall_name(long nr) {

@@ -124,6 +124,7 @@ struct SemaWaiter {
   G* gp = nullptr;                 // nullptr for a foreign (kernel) waiter
   std::atomic<uint32_t> kwake{0};  // foreign waiter: futex word, 1 = woken
   uint32_t bitset = ~0u;
+  uint32_t val = 0;                 // the value the word held when it was enqueued
   std::atomic<uint32_t> queued{0};  // 1 while on a bucket list
   uint64_t seq = 0;                 // which wait of gp this is
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
@@ -210,22 +211,15 @@ struct G {
   std::atomic<uint64_t> sigpending{0};      // signals sent to this G, undelivered
   std::atomic<uint64_t> sigpending_proc{0}; // of those: routed process signals (their siginfo is global)
   std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
+  std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
   uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend (stays 0)
   uint32_t nhandled = 0;                    // program handlers run on this G
-  // Thread-directed signals not yet delivered, with what their siginfo
-  // needs: every real-time instance (they queue, as in the kernel) and a
-  // standard signal's pthread_sigqueue value. core/signal.cpp (GSigSlot).
-  struct SigSlot {
-    std::atomic<uint8_t> state{0};  // 0 free, 1 being written, 2 full
-    uint8_t sig = 0;
-    int32_t code = 0;               // SI_TKILL or SI_QUEUE
-    uint32_t ticket = 0;            // sending order
-    union sigval value = {};
-  } sigslots[8];
   stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
+  bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
+  bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
 
   // GOSHIM_TRACE (trace.cpp): start of its current slice and block.
   int64_t trace_start = 0;

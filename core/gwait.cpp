@@ -32,7 +32,6 @@ inline uint64_t tok_make(uint64_t seq, WakeReason r, uint64_t np, uint64_t state
 bool gwait_park_unlockf(G* gp, void* mp) { return gwait_commit(gp, (M*)mp); }
 
 bool gwait_commit(G* gp, M* mp) {
-  GOSHIM_ON_G0();
   uint64_t t = gp->wtoken.load(std::memory_order_relaxed);
   for (;;) {
     if (tok_state(t) != kArming) return false;  // claimed: resume at once

@@ -60,5 +60,9 @@ GOSHIM_REAL_FUNCS(GOSHIM_REAL_DECL)
 
 // Resolves every entry. Safe to call more than once and from any thread.
 void resolve();
+// True while resolve() runs: glibc before 2.34 callocs in dlsym, and
+// jemalloc's first allocation reads /proc and /sys files through the
+// interposed syscall(); those calls must not resolve again.
+bool resolving();
 
 }  // namespace goshim::real

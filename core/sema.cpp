@@ -324,6 +324,7 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   w->addr = addr;
   w->gp = gp;
   w->bitset = bitset;
+  w->val = val;
   w->result = 0;
   // Only gp writes parkseq: no read-modify-write needed.
   w->seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
@@ -358,6 +359,29 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
   for (SemaWaiter* w = h; w && woken < n;) {
     SemaWaiter* next = w->next;
     if (w->bitset & bitset) {
+      dequeue(b, w);
+      release(w, 0, &q);
+      woken++;
+    }
+    w = next;
+  }
+  b->unlock();
+  ready_all(q);
+  return woken;
+}
+
+int sema_wake_stale(const void* addr, uint32_t cur, bool all) {
+  Bucket* b = bucket_of(addr);
+  if (b->nwait() == 0) {
+    arch::full_barrier();
+    if (b->nwait() == 0) return 0;
+  }
+  GQueue q;
+  int woken = 0;
+  b->lock();
+  for (SemaWaiter* w = *find_head(b, addr); w;) {
+    SemaWaiter* next = w->next;
+    if (w->gp && (all || w->val != cur)) {
       dequeue(b, w);
       release(w, 0, &q);
       woken++;

@@ -4,6 +4,7 @@
 // process-wide defaults (pthread_{get,set}attr_default_np).
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +16,14 @@
 #include <new>
 
 #include "core/proc.hpp"
+
+// glibc 2.32 added the signal-mask attribute; goshim exports it whatever the
+// headers it is built with (Debian 11 has glibc 2.31).
+#ifndef PTHREAD_ATTR_NO_SIGMASK_NP
+#define PTHREAD_ATTR_NO_SIGMASK_NP (-1)
+extern "C" int pthread_attr_setsigmask_np(pthread_attr_t*, const sigset_t*);
+extern "C" int pthread_attr_getsigmask_np(const pthread_attr_t*, sigset_t*);
+#endif
 #include "core/stack.hpp"
 #include "shim/attr.hpp"
 #include "shim/shim.hpp"
@@ -310,7 +319,11 @@ GOSHIM_EXPORT int pthread_attr_setstacksize(pthread_attr_t* attr, size_t size) {
 GOSHIM_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t* attr, size_t size,
                                               const cpu_set_t* set) {
   Attr* a = in(attr);
-  if ((const void*)set == nullptr || size == 0) {
+  // Declared nonnull, but glibc accepts NULL (it clears the set): hide the
+  // pointer from the optimizer so the test is neither warned about nor
+  // dropped.
+  const cpu_set_t* volatile setp = set;
+  if (setp == nullptr || size == 0) {
     if (a->extension) {
       free(a->extension->cpuset);
       a->extension->cpuset = nullptr;

@@ -1,5 +1,12 @@
 // Thread lifecycle: pthread_create, join (plain, try, timed, clock),
 // detach, exit, self, equal.
+// <pthread.h> defines pthread_equal as a gnu_inline function when
+// optimizing (__USE_EXTERN_INLINES); this file defines the exported one,
+// which clang rejects as a redefinition. __NO_INLINE__ (what -O0 sets)
+// turns glibc's header inlines off for this file only.
+#ifndef __NO_INLINE__
+#define __NO_INLINE__ 1
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

@@ -759,7 +759,9 @@ GOSHIM_EXPORT int pthread_mutexattr_setprioceiling(pthread_mutexattr_t* attr, in
 // Binaries linked against them must reach the same implementation, or a
 // mutex would be driven by two protocols at once.
 #pragma GCC diagnostic push
+#ifndef __clang__  // gcc only: clang has no -Wmissing-attributes
 #pragma GCC diagnostic ignored "-Wmissing-attributes"  // same function, fewer declared attributes
+#endif
 GOSHIM_EXPORT int __pthread_mutex_init(pthread_mutex_t*, const pthread_mutexattr_t*)
     __attribute__((alias("pthread_mutex_init")));
 GOSHIM_EXPORT int __pthread_mutex_destroy(pthread_mutex_t*)
