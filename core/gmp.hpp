@@ -183,6 +183,12 @@ struct G {
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;
   int sched_priority = 0;
+  // Real-time scheduling (core/rtlock.hpp): bound to its M, whose kernel
+  // thread has sched_policy applied; the G stays in GStatus::Syscall.
+  bool rt_locked = false;
+  int rt_pp_max = 0;  // highest ceiling of the priority-protect mutexes it holds (0: none)
+  void* rt_start = nullptr;  // pthread_create's handshake (core/rtlock.cpp), or nullptr
+  std::atomic<bool> rt_pending{false};  // another G gave it a real-time policy: bind at its next call
 
   // Parking
   WaitReason waitreason = WaitReason::None;
