@@ -127,6 +127,7 @@ struct SemaWaiter {
   std::atomic<uint32_t> queued{0};  // 1 while on a bucket list
   uint64_t seq = 0;                 // which wait of gp this is
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
+  int prio = 0;  // a real-time waiter's priority (core/rtlock.hpp): woken first, as by the kernel
 };
 
 struct PollDesc;

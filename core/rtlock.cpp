@@ -61,6 +61,16 @@ int effective(G* gp, int prio) { return gp->rt_pp_max > prio ? gp->rt_pp_max : p
 
 }  // namespace
 
+void rt_spin_yield() {
+  G* g = tls_g;
+  if (g && g->rt_locked) {
+    struct timespec ts = {0, 50 * 1000};
+    sys::nanosleep(&ts, nullptr);
+  } else {
+    sys::sched_yield();
+  }
+}
+
 int rt_set_self(int policy, int prio) {
   G* gp = getg();
   int pol = policy & ~SCHED_RESET_ON_FORK;
@@ -81,6 +91,12 @@ int rt_set_self(int policy, int prio) {
 }
 
 int rt_apply_prio(G* gp, int prio) { return apply(gp->sched_policy, prio); }
+
+void rt_after_fork() {
+  G* gp = getg();
+  if (gp && !gp->is_g0() && gp->rt_locked)
+    apply(gp->sched_policy, effective(gp, gp->sched_priority));
+}
 
 void rt_exit_m() {
   restore_other();

@@ -49,6 +49,10 @@ int rt_apply_prio(G* gp, int prio);
 // thread gets SCHED_OTHER back and the M goes back to the scheduler.
 [[noreturn]] void rt_exit_m();
 
+// In a forked child, on its only thread: a bound G's policy was reset by
+// SCHED_RESET_ON_FORK; natively the child keeps it: apply it again.
+void rt_after_fork();
+
 // pthread_create of a goroutine with a real-time policy: the creator waits
 // (rt_start_wait) until the new G has applied it on its M (rt_start, in
 // g_entry, before the start routine), and returns the kernel's error.
@@ -62,6 +66,20 @@ struct RtStart {
 bool rt_start(G* gp);
 // Any thread (the creator). Returns 0 or the error of rt_start.
 int rt_start_wait(RtStart* rs);
+
+// The priority a waiter of the calling thread queues with in core/sema:
+// a bound G's, else 0 (after every real-time waiter). Any thread.
+inline int rt_wait_prio() {
+  G* g = tls_g;
+  if (!g || !g->rt_locked) return 0;
+  return g->rt_pp_max > g->sched_priority ? g->rt_pp_max : g->sched_priority;
+}
+
+// A spinning wait for a lock whose holder may be off the CPU gives the CPU
+// away. sched_yield does not, from a real-time thread, to a holder of a
+// lower priority (or SCHED_OTHER) on the same CPU: that thread sleeps
+// briefly instead. Any thread.
+void rt_spin_yield();
 
 // Another goroutine asked for a real-time policy on gp (pthread_setschedparam
 // on it): gp binds itself at its next interposed call from program code.
