@@ -187,7 +187,11 @@ struct G {
   // Real-time scheduling (core/rtlock.hpp): bound to its M, whose kernel
   // thread has sched_policy applied; the G stays in GStatus::Syscall.
   bool rt_locked = false;
-  int rt_pp_max = 0;  // highest ceiling of the priority-protect mutexes it holds (0: none)
+  // Priority protection as glibc's tpp (core/rtlock.cpp rt_pp_change): the
+  // ceilings counted (up to 8 distinct ones) and their maximum (0: none).
+  int rt_pp_max = 0;
+  uint8_t rt_pp_ceil[8] = {};
+  uint32_t rt_pp_count[8] = {};
   void* rt_start = nullptr;  // pthread_create's handshake (core/rtlock.cpp), or nullptr
   std::atomic<bool> rt_pending{false};  // another G gave it a real-time policy: bind at its next call
 

@@ -319,6 +319,7 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->sched_priority = a.sched_priority;
   gp->rt_locked = false;
   gp->rt_pp_max = 0;
+  for (uint32_t& c : gp->rt_pp_count) c = 0;
   gp->rt_pending.store(false, std::memory_order_relaxed);
   RtStart rs;
   bool rt = rt_policy(a.sched_policy);

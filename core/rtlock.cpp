@@ -90,7 +90,44 @@ int rt_set_self(int policy, int prio) {
   return 0;
 }
 
-int rt_apply_prio(G* gp, int prio) { return apply(gp->sched_policy, prio); }
+int rt_pp_change(G* gp, int previous, int next) {
+  constexpr int kN = sizeof gp->rt_pp_ceil / sizeof gp->rt_pp_ceil[0];
+  int priomax = gp->rt_pp_max;
+  int newmax = priomax;
+  if (next != -1) {
+    int slot = -1;
+    for (int i = 0; i < kN; i++) {
+      if (gp->rt_pp_count[i] && gp->rt_pp_ceil[i] == next) {
+        slot = i;
+        break;
+      }
+      if (!gp->rt_pp_count[i] && slot < 0) slot = i;
+    }
+    if (slot < 0 || gp->rt_pp_count[slot] + 1 == 0) return EAGAIN;
+    gp->rt_pp_ceil[slot] = (uint8_t)next;
+    gp->rt_pp_count[slot]++;
+    if (next > priomax) newmax = next;
+  }
+  if (previous != -1) {
+    for (int i = 0; i < kN; i++) {
+      if (!gp->rt_pp_count[i] || gp->rt_pp_ceil[i] != previous) continue;
+      if (--gp->rt_pp_count[i] == 0 && priomax == previous && previous > next) {
+        newmax = 0;
+        for (int j = 0; j < kN; j++)
+          if (gp->rt_pp_count[j] && gp->rt_pp_ceil[j] > newmax) newmax = gp->rt_pp_ceil[j];
+      }
+      break;
+    }
+  }
+  if (priomax == newmax) return 0;
+  gp->rt_pp_max = newmax;
+  int base = gp->sched_priority;
+  if (base >= newmax && base >= priomax) return 0;
+  int prio = base < newmax ? newmax : base;
+  if (!rt_policy(gp->sched_policy)) return prio == 0 ? 0 : EINVAL;
+  if (gp->rt_locked) return apply(gp->sched_policy, prio);
+  return 0;  // a pending request (rt_request): applied when it binds
+}
 
 void rt_after_fork() {
   G* gp = getg();

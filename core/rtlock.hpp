@@ -40,10 +40,15 @@ inline bool rt_policy(int policy) {
 // Returns 0 or an errno value (then nothing changed).
 int rt_set_self(int policy, int prio);
 
-// On a bound G: raises or restores the kernel priority for a priority-
-// protect mutex (the effective priority is max(prio, ceilings held)).
-// Returns 0 or the kernel's errno.
-int rt_apply_prio(G* gp, int prio);
+// Priority protection, as glibc's __pthread_tpp_change_priority: the
+// calling goroutine gp (M:N or bound) counts ceiling `next` (-1: none) and
+// uncounts `previous` (-1: none); when the highest counted ceiling changes,
+// its priority becomes max(its own, that ceiling): applied to the kernel
+// thread of a bound G; EINVAL for a non-real-time policy (the kernel takes
+// no priority for SCHED_OTHER), as glibc's sched_setscheduler gets. As in
+// glibc, a failure leaves the count raised. EAGAIN beyond 8 distinct
+// ceilings at once (glibc: a count overflow). Returns 0 or an errno value.
+int rt_pp_change(G* gp, int previous, int next);
 
 // On g0, without a P: a bound G has ended on this M (goexit). The kernel
 // thread gets SCHED_OTHER back and the M goes back to the scheduler.

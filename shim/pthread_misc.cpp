@@ -264,13 +264,21 @@ GOSHIM_EXPORT int sched_setparam(pid_t pid, const struct sched_param* p) {
 }
 
 GOSHIM_EXPORT int sched_getscheduler(pid_t pid) {
-  if (G* self = sched_target(pid)) return self->sched_policy;
-  long r = sys::sched_getscheduler(pid);
+  G* self = sched_target(pid);
+  if (self && !self->rt_locked) return self->sched_policy;
+  // A bound G's kernel thread has its policy (with goshim's SCHED_RESET_ON_FORK).
+  long r = sys::sched_getscheduler(self ? 0 : pid);
+  if (self && r >= 0) r &= ~SCHED_RESET_ON_FORK;
   return r < 0 ? fail((int)-r) : (int)r;
 }
 
 GOSHIM_EXPORT int sched_getparam(pid_t pid, struct sched_param* p) {
-  if (G* self = sched_target(pid)) {
+  G* self = sched_target(pid);
+  if (self && self->rt_locked) {
+    pid = 0;  // its own kernel thread: the priority applied (priority protection included)
+    self = nullptr;
+  }
+  if (self) {
     if (!p) return fail(EINVAL);
     memset(p, 0, sizeof *p);
     p->sched_priority = self->sched_priority;

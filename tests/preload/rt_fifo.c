@@ -11,6 +11,8 @@
  *    then sched_setscheduler), reads its parameters back (pthread_getschedparam,
  *    sched_getscheduler, sched_getparam, pthread_setschedprio) and runs ahead
  *    of the spinners; back to SCHED_OTHER, it shares the CPU with them again;
+ *  - priority-protect mutexes raise a SCHED_FIFO owner's kernel priority to
+ *    their ceiling and restore it, and fail (EINVAL) for SCHED_OTHER callers;
  *  - errors: EINVAL for bad priorities and policies; EPERM without the
  *    privilege (a forked child drops root and sets RLIMIT_RTPRIO), and the
  *    RLIMIT_RTPRIO bound itself.
@@ -223,6 +225,69 @@ static void *switcher(void *arg) {
   return NULL;
 }
 
+/* ---- priority protection ------------------------------------------------------ */
+
+static pthread_mutex_t pp20, pp30;
+
+static int kernel_prio(void) {
+  struct sched_param sp;
+  CHECK_EQ(sched_getparam(0, &sp), 0);
+  return sp.sched_priority;
+}
+
+static void *pp_other(void *arg) {
+  /* glibc raises the caller to the ceiling: not possible for SCHED_OTHER */
+  CHECK_EQ(pthread_mutex_lock(&pp20), EINVAL);
+  return NULL;
+}
+
+static void *pp_fifo(void *arg) {
+  int policy;
+  struct sched_param sp;
+  CHECK_EQ(kernel_prio(), 10);
+  CHECK_EQ(pthread_mutex_lock(&pp20), 0);
+  CHECK_EQ(kernel_prio(), 20); /* raised to the ceiling */
+  CHECK_EQ(pthread_getschedparam(pthread_self(), &policy, &sp), 0);
+  CHECK_EQ(sp.sched_priority, 10); /* its own priority is unchanged */
+  CHECK_EQ(pthread_mutex_lock(&pp30), 0);
+  CHECK_EQ(kernel_prio(), 30);
+  CHECK_EQ(pthread_mutex_unlock(&pp30), 0);
+  CHECK_EQ(kernel_prio(), 20);
+  sp.sched_priority = 15;
+  CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp), 0);
+  CHECK_EQ(kernel_prio(), 20); /* still held: the ceiling wins */
+  CHECK_EQ(pthread_mutex_unlock(&pp20), 0);
+  CHECK_EQ(kernel_prio(), 15);
+  CHECK_EQ(pthread_mutex_trylock(&pp20), 0);
+  CHECK_EQ(kernel_prio(), 20);
+  CHECK_EQ(pthread_mutex_unlock(&pp20), 0);
+  CHECK_EQ(kernel_prio(), 15);
+  /* the caller's priority above the ceiling */
+  sp.sched_priority = 25;
+  CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp), 0);
+  CHECK_EQ(pthread_mutex_lock(&pp20), EINVAL);
+  CHECK_EQ(pthread_mutex_trylock(&pp20), EINVAL);
+  CHECK_EQ(kernel_prio(), 25);
+  return NULL;
+}
+
+static void priority_protect(void) {
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  CHECK_EQ(pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_PROTECT), 0);
+  CHECK_EQ(pthread_mutexattr_setprioceiling(&ma, 20), 0);
+  CHECK_EQ(pthread_mutex_init(&pp20, &ma), 0);
+  CHECK_EQ(pthread_mutexattr_setprioceiling(&ma, 30), 0);
+  CHECK_EQ(pthread_mutex_init(&pp30, &ma), 0);
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, pp_other, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  pthread_attr_t a = fifo_attr(10);
+  CHECK_EQ(pthread_create(&t, &a, pp_fifo, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  printf("priority protect: ok\n");
+}
+
 /* ---- privilege --------------------------------------------------------------- */
 
 static int unpriv_child(void) {
@@ -351,6 +416,8 @@ int main(int argc, char **argv) {
 
   atomic_store(&stop, 1);
   for (int i = 0; i < NSPIN; i++) CHECK_EQ(pthread_join(sp[i], NULL), 0);
+
+  priority_protect();
 
   /* 4. privilege */
   in_child(unpriv_child, "no privilege: EPERM");
