@@ -23,10 +23,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -288,6 +290,47 @@ static void priority_protect(void) {
   printf("priority protect: ok\n");
 }
 
+/* ---- signal mask of a real-time thread ---------------------------------------- */
+
+static atomic_int usr1_handled;
+static pthread_t usr1_thread;
+static void on_usr1(int sig) {
+  usr1_thread = pthread_self();
+  atomic_store(&usr1_handled, 1);
+}
+
+static void *masker(void *arg) {
+  sigset_t s, old;
+  sigemptyset(&s);
+  sigaddset(&s, SIGUSR1);
+  CHECK_EQ(pthread_sigmask(SIG_BLOCK, &s, &old), 0);
+  CHECK_EQ(sigismember(&old, SIGUSR1), 0);
+  CHECK_EQ(kill(getpid(), SIGUSR1), 0);
+  /* another thread takes it: sleep (giving the CPU away) until it did */
+  for (int i = 0; i < 5000 && !atomic_load(&usr1_handled); i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  CHECK(atomic_load(&usr1_handled), "SIGUSR1 not handled");
+  CHECK(!pthread_equal(usr1_thread, pthread_self()), "handled by the thread that blocks it");
+  CHECK_EQ(pthread_sigmask(SIG_SETMASK, NULL, &old), 0);
+  CHECK_EQ(sigismember(&old, SIGUSR1), 1);
+  CHECK_EQ(pthread_sigmask(SIG_UNBLOCK, &s, NULL), 0);
+  return NULL;
+}
+
+static void signal_mask(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1;
+  CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+  pthread_attr_t a = fifo_attr(10);
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, &a, masker, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  printf("signal mask of a SCHED_FIFO thread: ok\n");
+}
+
 /* ---- privilege --------------------------------------------------------------- */
 
 static int unpriv_child(void) {
@@ -418,6 +461,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < NSPIN; i++) CHECK_EQ(pthread_join(sp[i], NULL), 0);
 
   priority_protect();
+  signal_mask();
 
   /* 4. privilege */
   in_child(unpriv_child, "no privilege: EPERM");
