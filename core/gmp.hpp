@@ -278,6 +278,7 @@ struct M {
   std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
   int64_t preempt_sent_at = 0;            // when (sysmon only)
   bool exit_requested = false;    // sysmon retires this idle M
+  bool rt = false;                // its kernel thread has a real-time policy (core/rtlock.cpp)
   bool dead = false;
   uint64_t rand = 0;        // per-M fast random state
   // park continuation (park.cpp)

@@ -13,12 +13,15 @@ namespace goshim {
 
 namespace {
 
-// Applies policy/prio to the calling kernel thread. Returns 0 or errno.
+// Applies policy/prio to the calling kernel thread (the current G's M).
+// Returns 0 or errno.
 int apply(int policy, int prio) {
   struct sched_param sp = {};
   sp.sched_priority = prio;
   long r = sys::sched_setscheduler(0, (policy & ~SCHED_RESET_ON_FORK) | SCHED_RESET_ON_FORK, &sp);
-  return r < 0 ? (int)-r : 0;
+  if (r < 0) return (int)-r;
+  getg()->m->rt = true;  // from here its spin waits must sleep (rt_spin_yield)
+  return 0;
 }
 
 // The kernel thread goes back to SCHED_OTHER before it runs other Gs.
@@ -27,6 +30,7 @@ void restore_other() {
   struct sched_param sp = {};
   if (sys::sched_setscheduler(0, SCHED_OTHER, &sp) < 0)
     sys::sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp);
+  getg()->m->rt = false;
 }
 
 // On user G, with its policy applied to this M: give the P away for good.
@@ -63,11 +67,11 @@ int effective(G* gp, int prio) { return gp->rt_pp_max > prio ? gp->rt_pp_max : p
 
 void rt_spin_yield() {
   G* g = tls_g;
-  if (g && g->rt_locked) {
+  if (g && g->m && g->m->rt) {
     struct timespec ts = {0, 50 * 1000};
     sys::nanosleep(&ts, nullptr);
   } else {
-    sys::sched_yield();
+    spin_yield();  // a foreign thread: asks the kernel
   }
 }
 

@@ -11,6 +11,7 @@
  *    then sched_setscheduler), reads its parameters back (pthread_getschedparam,
  *    sched_getscheduler, sched_getparam, pthread_setschedprio) and runs ahead
  *    of the spinners; back to SCHED_OTHER, it shares the CPU with them again;
+ *  - threads blocked on a mutex get it in priority order;
  *  - priority-protect mutexes raise a SCHED_FIFO owner's kernel priority to
  *    their ceiling and restore it, and fail (EINVAL) for SCHED_OTHER callers;
  *  - errors: EINVAL for bad priorities and policies; EPERM without the
@@ -225,6 +226,33 @@ static void *switcher(void *arg) {
   snapshot(s0);
   wait_spinners_moved(s0);
   return NULL;
+}
+
+/* ---- waiters are woken by priority ------------------------------------------------ */
+
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
+static int got_order[3];
+static int ngot;
+
+static void *prio_waiter(void *arg) {
+  CHECK_EQ(pthread_mutex_lock(&order_mu), 0); /* blocks: main holds it */
+  got_order[ngot++] = (int)(long)arg;
+  CHECK_EQ(pthread_mutex_unlock(&order_mu), 0);
+  return NULL;
+}
+
+static void wake_order(void) {
+  static const int prios[3] = {5, 20, 10};
+  pthread_t t[3];
+  CHECK_EQ(pthread_mutex_lock(&order_mu), 0);
+  /* each runs ahead of main (SCHED_OTHER) until it blocks on the mutex */
+  for (int i = 0; i < 3; i++) {
+    pthread_attr_t a = fifo_attr(prios[i]);
+    CHECK_EQ(pthread_create(&t[i], &a, prio_waiter, (void *)(long)prios[i]), 0);
+  }
+  CHECK_EQ(pthread_mutex_unlock(&order_mu), 0);
+  for (int i = 0; i < 3; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+  printf("mutex waiters woken in order: %d %d %d\n", got_order[0], got_order[1], got_order[2]);
 }
 
 /* ---- priority protection ------------------------------------------------------ */
@@ -460,6 +488,7 @@ int main(int argc, char **argv) {
   atomic_store(&stop, 1);
   for (int i = 0; i < NSPIN; i++) CHECK_EQ(pthread_join(sp[i], NULL), 0);
 
+  wake_order();
   priority_protect();
   signal_mask();
 
