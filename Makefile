@@ -4,6 +4,10 @@
 #   make test     unit tests (Criterion) and preload integration tests
 #   make bench    native vs goshim benchmarks, ratios printed
 #   make demo     the thread-per-connection demo (see README.md)
+#   make debug    build/debug/libgoshim.so: GOSHIM_DCHECK, lock-order and
+#                 contract checks live; make test-debug runs the unit and
+#                 preload tests against it
+#   make test-asan  unit tests under AddressSanitizer and UBSan
 #   make deps     installs missing Debian packages (the targets above need it)
 #   make install  PREFIX=/usr/local
 
@@ -16,7 +20,10 @@ CXX     := g++
 DEPFLAGS = -MMD -MP
 WARN    := -Wall -Wextra -Wno-unused-parameter
 OPT     ?= -O2
-COMMON  := $(OPT) -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -D_GNU_SOURCE -I. $(WARN)
+# DEFS: -DGOSHIM_DEBUG_BUILD in the debug build; SAN: sanitizer flags.
+DEFS    ?=
+SAN     ?=
+COMMON  := $(OPT) $(DEFS) $(SAN) -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -D_GNU_SOURCE -I. $(WARN)
 CXXFLAGS_LIB := -std=c++20 $(COMMON) -fno-exceptions -fno-rtti -fno-threadsafe-statics \
                 -fno-asynchronous-unwind-tables -funwind-tables -ftls-model=initial-exec
 CFLAGS_LIB   := -std=gnu11 $(COMMON) -fexceptions -ftls-model=initial-exec
@@ -41,7 +48,7 @@ all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
-            procps time
+            procps time man-db util-linux stress-ng
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -80,7 +87,7 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	  -Wl,-z,noexecstack -Wl,--no-undefined \
 	  -Wl,--no-as-needed -lgcc_s -lunwind -ldl -lpthread -lm -lc
 
-$(LAUNCHER): launcher/goshim.cpp
+$(LAUNCHER): launcher/goshim.cpp core/size.hpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O2 -g -Wall -Wextra -I. -o $@ $<
 
@@ -99,7 +106,7 @@ PRE_CFLAGS := -O2 -g -Wall -pthread -D_GNU_SOURCE -fstack-protector-all
 
 $(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEPFLAGS) \
+	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEFS) $(SAN) $(DEPFLAGS) \
 	  -o $@ $< $(CORE_OBJ) -lcriterion -lgcc_s -lunwind -ldl -lpthread
 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
@@ -150,6 +157,26 @@ test: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory preload
 	@$(MAKE) --no-print-directory observe
+
+# ---- debug and sanitizer builds ---------------------------------------------------
+# The debug build checks the lock order (core/lockrank.hpp) at every
+# acquisition and the g0 / no-P / signal-safe contracts (core/contract.hpp).
+DEBUG_VARS := BUILD=$(BUILD)/debug OPT=-O1 DEFS=-DGOSHIM_DEBUG_BUILD
+ASAN_VARS  := BUILD=$(BUILD)/asan OPT=-O1 DEFS=-DGOSHIM_DEBUG_BUILD \
+              SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+.PHONY: debug test-debug test-asan
+debug: deps
+	@$(MAKE) --no-print-directory $(DEBUG_VARS) all
+
+test-debug: deps
+	@$(MAKE) --no-print-directory $(DEBUG_VARS) all
+	@$(MAKE) --no-print-directory $(DEBUG_VARS) unit
+	@$(MAKE) --no-print-directory $(DEBUG_VARS) preload
+
+# (Leak checking off: the unit tests' fake Gs, Ps and Ms, and the
+# runtime's arenas, are never freed on purpose.)
+test-asan: deps
+	@ASAN_OPTIONS=detect_leaks=0 $(MAKE) --no-print-directory $(ASAN_VARS) unit
 
 # ---- benchmarks -----------------------------------------------------------------
 BENCH_C   := $(wildcard bench/*.c)

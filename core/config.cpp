@@ -9,6 +9,7 @@
 
 #include "core/gmp.hpp"
 #include "core/rawlog.hpp"
+#include "core/size.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -37,45 +38,120 @@ long read_file(const char* path, char* buf, size_t size) {
   return n;
 }
 
-// cgroup v2 quota: ceil(quota / period) CPUs, or 0 when unlimited/unknown.
-int cgroup_cpus() {
-  char cg[512];
-  if (read_file("/proc/self/cgroup", cg, sizeof cg) <= 0) return 0;
-  const char* p = strstr(cg, "0::");
-  if (!p) return 0;
-  p += 3;
+// Reads "quota period" style numbers: the quota's CPUs rounded up, 0 when
+// unlimited ("max", -1) or unreadable.
+int quota_cpus(long quota, long period) {
+  if (quota <= 0 || period <= 0) return 0;
+  long cpus = (quota + period - 1) / period;
+  return cpus > kMaxProcs ? kMaxProcs : (int)cpus;
+}
+
+// v2: DIR/cpu.max holds "max PERIOD" or "QUOTA PERIOD".
+int v2_cpus(const char* dir) {
+  char path[600], buf[64];
+  rawfmt(path, sizeof path, "%s/cpu.max", dir);
+  if (read_file(path, buf, sizeof buf) <= 0 || strncmp(buf, "max", 3) == 0) return 0;
+  char* end = nullptr;
+  long quota = strtol(buf, &end, 10);
+  long period = end && end != buf ? strtol(end, nullptr, 10) : 0;
+  return quota_cpus(quota, period);
+}
+
+// v1: DIR/cpu.cfs_quota_us (-1: unlimited) and DIR/cpu.cfs_period_us.
+int v1_cpus(const char* dir) {
+  char path[600], buf[64];
+  rawfmt(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
+  if (read_file(path, buf, sizeof buf) <= 0) return 0;
+  long quota = strtol(buf, nullptr, 10);
+  rawfmt(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+  if (read_file(path, buf, sizeof buf) <= 0) return 0;
+  return quota_cpus(quota, strtol(buf, nullptr, 10));
+}
+
+// The tightest quota on the way from BASE/REL up to BASE.
+int walk_up(const char* base, const char* rel_in, bool v2) {
   char rel[400];
-  size_t n = 0;
-  while (p[n] && p[n] != '\n' && n + 1 < sizeof rel) {
-    rel[n] = p[n];
-    n++;
-  }
-  rel[n] = 0;
-  // Walk from the process's cgroup up to the root; the tightest quota wins.
+  rawfmt(rel, sizeof rel, "%s", rel_in);
   int best = 0;
   for (;;) {
-    char path[512];
-    rawfmt(path, sizeof path, "/sys/fs/cgroup%s/cpu.max", strcmp(rel, "/") == 0 ? "" : rel);
-    char buf[64];
-    if (read_file(path, buf, sizeof buf) > 0 && strncmp(buf, "max", 3) != 0) {
-      char* end = nullptr;
-      long quota = strtol(buf, &end, 10);
-      long period = end ? strtol(end, nullptr, 10) : 0;
-      if (quota > 0 && period > 0) {
-        int cpus = (int)((quota + period - 1) / period);
-        if (best == 0 || cpus < best) best = cpus;
-      }
-    }
+    char dir[520];
+    rawfmt(dir, sizeof dir, "%s%s", base, strcmp(rel, "/") == 0 ? "" : rel);
+    int cpus = v2 ? v2_cpus(dir) : v1_cpus(dir);
+    if (cpus > 0 && (best == 0 || cpus < best)) best = cpus;
+    if (strcmp(rel, "/") == 0 || rel[0] != '/') break;
     char* slash = strrchr(rel, '/');
-    if (!slash || slash == rel) {
-      if (strcmp(rel, "/") == 0) break;
-      strcpy(rel, "/");
-      continue;
-    }
-    *slash = 0;
+    if (slash == rel)
+      rel[1] = 0;
+    else
+      *slash = 0;
   }
   return best;
 }
+
+// Whether the comma-separated controller list names "cpu".
+bool has_cpu_controller(const char* list, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    size_t j = i;
+    while (j < len && list[j] != ',') j++;
+    if (j - i == 3 && strncmp(list + i, "cpu", 3) == 0) return true;
+    i = j + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+int cgroup_cpus_at(const char* proc_cgroup, const char* root) {
+  char cg[4096];
+  if (read_file(proc_cgroup, cg, sizeof cg) <= 0) return 0;
+  int best = 0;
+  // Each line: "ID:CONTROLLERS:PATH"; v2's is "0::PATH".
+  for (char* line = cg; line && *line;) {
+    char* nl = strchr(line, '\n');
+    if (nl) *nl = 0;
+    char* c1 = strchr(line, ':');
+    char* c2 = c1 ? strchr(c1 + 1, ':') : nullptr;
+    if (c2 && c2[1] == '/') {
+      const char* rel = c2 + 1;
+      int cpus = 0;
+      char base[300];
+      if (c2 == c1 + 1) {  // v2 (unified)
+        rawfmt(base, sizeof base, "%s", root);
+        cpus = walk_up(base, rel, true);
+        if (!cpus) {  // hybrid layout: the unified tree under ROOT/unified
+          rawfmt(base, sizeof base, "%s/unified", root);
+          cpus = walk_up(base, rel, true);
+        }
+      } else if (has_cpu_controller(c1 + 1, (size_t)(c2 - c1 - 1))) {  // v1
+        *c2 = 0;  // rawfmt has no precision: cut the controller list
+        rawfmt(base, sizeof base, "%s/%s", root, c1 + 1);
+        *c2 = ':';
+        cpus = walk_up(base, rel, false);
+        if (!cpus) {
+          rawfmt(base, sizeof base, "%s/cpu", root);
+          cpus = walk_up(base, rel, false);
+        }
+      }
+      if (cpus > 0 && (best == 0 || cpus < best)) best = cpus;
+    }
+    line = nl ? nl + 1 : nullptr;
+  }
+  return best;
+}
+
+int affinity_cpus() {
+  // The kernel writes only the bytes of its own mask size and returns that
+  // count; the rest of the set must not be counted.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  long r = sys::sched_getaffinity(0, sizeof set, &set);
+  if (r <= 0) return 1;
+  int n = CPU_COUNT_S((size_t)r, &set);
+  return n > 0 ? n : 1;
+}
+
+namespace {
 
 int parse_signal(const char* s) {
   if (!s) return -1;
@@ -137,28 +213,10 @@ void parse_debug(const char* s) {
 
 }  // namespace
 
-bool parse_size(const char* s, size_t* out) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s) return false;
-  unsigned long long mul = 1;
-  if (*end == 'k' || *end == 'K') mul = 1024, end++;
-  else if (*end == 'm' || *end == 'M') mul = 1024 * 1024, end++;
-  else if (*end == 'g' || *end == 'G') mul = 1024ull * 1024 * 1024, end++;
-  if (*end == 'b' || *end == 'B') end++;
-  if (*end != 0 || v == 0 || v > (1ull << 40) / mul) return false;
-  *out = (size_t)(v * mul);
-  return true;
-}
 
 int default_procs() {
-  cpu_set_t set;
-  int n = 0;
-  long r = sys::sched_getaffinity(0, sizeof set, &set);
-  if (r > 0) n = CPU_COUNT(&set);
-  if (n <= 0) n = 1;
-  int cg = cgroup_cpus();
+  int n = affinity_cpus();
+  int cg = cgroup_cpus_at("/proc/self/cgroup", "/sys/fs/cgroup");
   if (cg > 0 && cg < n) n = cg;
   if (n > kMaxProcs) n = kMaxProcs;
   return n;
@@ -177,7 +235,7 @@ void config_init() {
   }
   if ((s = getenv("GOSHIM_STACK")) && *s) {
     size_t v;
-    if (parse_size(s, &v) && v >= 16384)
+    if (parse_stack_size(s, &v))
       config.stack_size = v;
     else
       rawlog("goshim: GOSHIM_STACK=%s is not a size of at least 16k; using the default\n", s);

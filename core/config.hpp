@@ -1,7 +1,7 @@
 // Configuration from the environment, read once at start-up.
 //
 //   GOSHIM_MAXPROCS=N      number of Ps (default: CPUs in the affinity mask,
-//                          capped by the cgroup v2 cpu.max quota)
+//                          capped by the cgroup v1/v2 CPU quota)
 //   GOSHIM_STACK=SIZE      default goroutine stack size (e.g. 256k, 8m)
 //   GOSHIM_MODE=M:N|1:1    1:1 leaves every thread a kernel thread
 //   GOSHIM_PREEMPT=off|SIGNAL   async preemption signal (default SIGURG)
@@ -35,10 +35,18 @@ extern Config config;
 // Parses the environment. On the initial thread, before the runtime starts.
 void config_init();
 
-// CPUs goshim would use by default (affinity mask, cgroup quota).
+// CPUs goshim would use by default: the CPUs in the affinity mask, capped
+// by the cgroup CPU quota (v2 cpu.max or v1 cpu.cfs_quota_us, the tightest
+// on the way up to the root).
 int default_procs();
 
-// Parses "123", "64k", "8m", "1g". Returns false on a bad value.
-bool parse_size(const char* s, size_t* out);
+// CPUs in the calling thread's affinity mask (at least 1). Any thread.
+int affinity_cpus();
+
+// The cgroup CPU quota in CPUs (rounded up), 0 when unlimited or unknown.
+// PROC_CGROUP is the /proc/self/cgroup text's path, ROOT the cgroup
+// filesystem's mount point (a test passes fake ones).
+int cgroup_cpus_at(const char* proc_cgroup, const char* root);
+
 
 }  // namespace goshim

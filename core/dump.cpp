@@ -19,6 +19,8 @@
 #include <sys/ucontext.h>
 #include <ucontext.h>
 
+#include <initializer_list>
+
 #include "arch/arch.hpp"
 #include "core/config.hpp"
 #include "core/preempt.hpp"

@@ -48,7 +48,7 @@ constexpr uint32_t kPdChunk = 1024;
 constexpr uint32_t kPdChunks = 4096;  // up to 4M descriptors
 constexpr uint32_t kFileChunk = 1024;
 
-Mutex arena_lock;  // rank: leaf (free lists and chunk allocation)
+Mutex arena_lock{LockRank::FdArena};  // free lists and chunk allocation
 
 struct ArenaGuard {
   FdlScope busy;
@@ -649,7 +649,7 @@ void fd_install_atfork() {
 
 void fd_fork_child() {
   // Only this thread exists: reset every lock and queue without locking.
-  new (&arena_lock) Mutex();
+  arena_lock.reset();
   uint32_t n = pd_next;
   for (uint32_t i = 0; i < n; i++) {
     PollDesc* pd = pd_chunks[i / kPdChunk].load(std::memory_order_relaxed) + i % kPdChunk;

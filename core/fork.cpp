@@ -39,7 +39,7 @@ void reset_p(P* pp) {
   pp->gfree = nullptr;
   pp->ngfree = 0;
   pp->nstackcache = 0;
-  new (&pp->timers.lock) Mutex();
+  pp->timers.lock.reset();
   pp->timers.len = 0;
   pp->timers.when0.store(0, std::memory_order_relaxed);
   pp->m = nullptr;
@@ -101,9 +101,10 @@ void fork_child_reset() {
   if (gp && gp->is_g0()) gp = nullptr;  // fork from g0 (never) or a foreign thread
 
   // Locks: whoever held them is gone.
-  new (&sched.lock) Mutex();
-  new (&sched.gflock) Mutex();
-  new (&sched.allmlock) Mutex();
+  sched.lock.reset();
+  sched.gflock.reset();
+  sched.allmlock.reset();
+  lock_rank_after_fork();
 
   // Ms: this one alone.
   for (M* m = sched.allm; m; m = m->alllink)

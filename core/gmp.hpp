@@ -275,6 +275,7 @@ struct M {
   M* alllink = nullptr;     // allm list
   uintptr_t g0_sp = 0;      // g0 stack pointer used by every mcall
   std::atomic<int32_t> locks{0};  // >0: in a runtime critical section
+  LockRankHeld lockranks;          // runtime locks held (debug build's checker)
   std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
   int64_t preempt_sent_at = 0;            // when (sysmon only)
   bool exit_requested = false;    // sysmon retires this idle M
@@ -393,7 +394,7 @@ struct GQueue {
 inline constexpr int kMaxProcs = 1024;
 
 struct Sched {
-  Mutex lock;  // rank: sched
+  Mutex lock{LockRank::Sched};
   // Idle Ms.
   M* midle = nullptr;
   int32_t nmidle = 0;
@@ -407,7 +408,7 @@ struct Sched {
   GQueue runq;
   std::atomic<int32_t> runqsize{0};
   // Global free G list (lock: gflock).
-  Mutex gflock;  // rank: leaf
+  Mutex gflock{LockRank::GFree};
   G* gfree = nullptr;
   int32_t ngfree = 0;
   // netpoll/timer coordination: 0 while an M is blocked in netpoll.
@@ -431,7 +432,7 @@ struct Sched {
   std::atomic<P*> allp[kMaxProcs] = {};
   P* pspare = nullptr;  // retired Ps for reuse (lock: sched.lock)
   std::atomic<uint64_t> nstalls{0};  // Ps replaced because their M stalled
-  Mutex allmlock;  // rank: allm
+  Mutex allmlock{LockRank::Allm};
   M* allm = nullptr;
 };
 

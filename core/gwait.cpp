@@ -1,4 +1,5 @@
 // One-shot wake token (see gwait.hpp).
+#include "core/contract.hpp"
 #include "core/gwait.hpp"
 
 #include "core/netpoll.hpp"
@@ -45,6 +46,7 @@ bool gwait_commit(G* gp, M* mp) {
 }
 
 uint64_t gwait_arm(G* gp, WaitKind kind) {
+  GOSHIM_ON_USER_G();
   // Only the G itself advances parkseq (here and in sema_wait): no RMW.
   uint64_t seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
   gp->parkseq.store(seq, std::memory_order_relaxed);

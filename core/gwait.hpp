@@ -61,7 +61,8 @@ WakeReason gwait_disarm(G* gp);
 // call and the switch, the fewer returns mispredict after it.
 inline WakeReason gwait_park(G* gp, WaitReason why, const void* obj);
 
-// On g0 (park's unlockf; exposed for tests). Commits the park of an
+// Park's unlockf (exposed for tests): on g0, or on the next G's stack in
+// park's direct switch, after gp's context is saved. Commits the park of an
 // arming wait: Arming -> Parked. Returns false if a source claimed the
 // wait first (the G then resumes at once).
 // mp: the M doing the park (its waiter count); nullptr: the caller's.

@@ -1,50 +1,53 @@
 // Runtime locks: a futex mutex that blocks the kernel thread (never parks a
 // G) and a one-shot Note for sleeping Ms.
 //
-// Lock order (a < b: a is taken before b; never take them the other way):
-//
-//   sched.lock < allm.lock
-//   sched.lock < P.timers.lock           (handoffp reads the timer heap)
-//   sema bucket < P.timers.lock          (a timed sema wait arms a timer)
-//   netpoll pollDesc < P.timers.lock  (in fact a pollDesc lock is taken alone)
-//   fd table arena lock: leaf
-//   gfree.lock, stackpool.lock, tls.lock: leaves
-//
-// No runtime lock is ever held across a park, a context switch, a call into
-// the program, or a malloc. Holding one pins the G to its M (M::locks > 0),
-// so the shim passes calls made from signal handlers straight to libc.
+// The lock order is in core/lockrank.hpp (the only copy); every Mutex is
+// given its rank where it is declared, and the debug build checks the order
+// at every acquisition. Holding a runtime lock pins the G to its M
+// (M::locks > 0), so the shim passes calls made from signal handlers
+// straight to libc.
 #pragma once
 
 #include <stdint.h>
 
 #include <atomic>
 
+#include "core/lockrank.hpp"
+
 namespace goshim {
 
 class Mutex {
  public:
   constexpr Mutex() = default;
+  constexpr explicit Mutex(LockRank r) : rank_(r) {}
   // Inline fast paths: a bucket or queue lock is taken on every park/wake.
   void lock() {
     uint32_t z = 0;
-    if (__builtin_expect(state_.compare_exchange_strong(z, 1, std::memory_order_acquire), 1))
-      return;
-    lock_slow();
+    if (__builtin_expect(!state_.compare_exchange_strong(z, 1, std::memory_order_acquire), 0))
+      lock_slow();
+    lock_rank_acquire(rank_, this, true);
   }
   bool try_lock() {
     uint32_t z = 0;
-    return state_.compare_exchange_strong(z, 1, std::memory_order_acquire);
+    if (!state_.compare_exchange_strong(z, 1, std::memory_order_acquire)) return false;
+    lock_rank_acquire(rank_, this, true);
+    return true;
   }
   void unlock() {
+    lock_rank_release(rank_, this);
     if (__builtin_expect(state_.exchange(0, std::memory_order_release) == 2, 0)) unlock_slow();
   }
   bool held() const { return state_.load(std::memory_order_relaxed) != 0; }
+  // The fork child's only thread: unlocked, whoever held it in the parent
+  // (the rank stays).
+  void reset() { state_.store(0, std::memory_order_relaxed); }
 
  private:
   void lock_slow();
   void unlock_slow();
   // 0 unlocked, 1 locked, 2 locked with (possible) kernel waiters.
   std::atomic<uint32_t> state_{0};
+  LockRank rank_ = LockRank::Unranked;
 };
 
 // Locks for the lifetime of a scope.

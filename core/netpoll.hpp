@@ -103,10 +103,13 @@ class PdLock {
  public:
   constexpr PdLock() = default;
   void lock() {
-    if (__builtin_expect(!v_.exchange(1, std::memory_order_acquire), 1)) return;
-    lock_slow();
+    if (__builtin_expect(v_.exchange(1, std::memory_order_acquire), 0)) lock_slow();
+    lock_rank_acquire(LockRank::PollDesc, this, false);
   }
-  void unlock() { v_.store(0, std::memory_order_release); }
+  void unlock() {
+    lock_rank_release(LockRank::PollDesc, this);
+    v_.store(0, std::memory_order_release);
+  }
 
  private:
   void lock_slow();
@@ -128,7 +131,7 @@ class PdGuard {
 // goshim's record of one open fd number: Go's pollDesc plus the fd-table
 // entry (fdtable.hpp says who owns it and how it is recycled).
 struct PollDesc {
-  PdLock lock;                      // rank: pollDesc
+  PdLock lock;                      // LockRank::PollDesc
   std::atomic<int> fd{-1};          // the number syscalls use (a hidden dup once orphaned)
   uint32_t idx = 0;                 // index in the descriptor arena (half of the epoll tag)
   std::atomic<uint32_t> seq{0};     // generation (other half); changes on every reuse

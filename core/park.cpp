@@ -13,6 +13,7 @@
 // the G through the lock unlockf releases, so a waker never resumes a G
 // whose registers are still being saved.
 #include "arch/arch.hpp"
+#include "core/contract.hpp"
 #include "core/gmp.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
@@ -86,6 +87,7 @@ const char* wait_reason_name(WaitReason r) {
 
 // On g0. Continuation of park().
 static void park_g0(void* arg) {
+  GOSHIM_ON_G0();
   G* gp = (G*)arg;
   M* mp = gp->m;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
@@ -98,6 +100,7 @@ static void park_g0(void* arg) {
     bool ok = mp->waitunlockf(gp, mp->waitlock);
     mp->waitunlockf = nullptr;
     mp->waitlock = nullptr;
+    GOSHIM_NO_LOCKS("park: after unlockf");
     if (!ok) {
       gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
       execute(gp, true);
@@ -130,6 +133,10 @@ static void park_switch_post(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   G* next = getg();
+  // This stack is next's: whatever unlockf calls that looks at
+  // getg()->m (ready() puts on that M's P, the lock-order checker) must
+  // find this M, not the one that last ran next.
+  next->m = mp;
   gp->status.store(GStatus::Waiting, std::memory_order_release);  // [S] as in park_g0
   gp->m = nullptr;
   mp->p->nparks++;
@@ -137,19 +144,18 @@ static void park_switch_post(void* arg) {
   void* lock = mp->waitlock;
   mp->waitunlockf = nullptr;
   mp->waitlock = nullptr;
-  if (unlockf && !unlockf(gp, lock)) {
+  bool keep = unlockf && !unlockf(gp, lock);
+  GOSHIM_NO_LOCKS("park (direct switch): after unlockf");
+  if (keep) {
     // gp must not park: it resumes at once; next goes back to runnext.
     runqput(mp->p, next, true);
     mp->curg = nullptr;
     gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
-    // execute() finds the M through the current G, and on this stack that
-    // is next (parked: no M). A wait claimed while the G was still arming
-    // (fd and sleep waits, core/gwait.hpp) gets here.
-    next->m = mp;
+    // A wait claimed while the G was still arming (fd and sleep waits,
+    // core/gwait.hpp) gets here. execute() finds the M through next.
     execute(gp, true);
   }
   mp->curg = next;
-  next->m = mp;
   next->status.store(GStatus::Running, std::memory_order_relaxed);
   next->preempt.store(next->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
@@ -173,9 +179,11 @@ static G* direct_next(M* mp, int64_t coarse_now) {
 }
 
 void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* obj) {
+  GOSHIM_ON_USER_G();
   G* gp = getg();
   M* mp = gp->m;
-  GOSHIM_DCHECK(!gp->is_g0(), "park on g0");
+  // At most the lock unlockf releases is held across the switch.
+  GOSHIM_DCHECK(lock_rank_held() <= (unlockf ? 1 : 0), "park: holding a runtime lock");
   mp->waitunlockf = unlockf;
   mp->waitlock = arg;
   gp->waitreason = reason;

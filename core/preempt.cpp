@@ -42,7 +42,7 @@ struct Range {
 constexpr int kMaxRanges = 32;
 Range ranges[kMaxRanges];
 std::atomic<int> nranges{0};
-Mutex ranges_lock;  // rank: leaf
+Mutex ranges_lock{LockRank::PreemptRanges};
 
 bool unsafe_name(const char* name) {
   const char* base = strrchr(name, '/');
@@ -135,7 +135,7 @@ void preempt_refresh_ranges() {
 
 void preempt_init() { preempt_refresh_ranges(); }
 
-void preempt_after_fork() { new (&ranges_lock) Mutex(); }
+void preempt_after_fork() { ranges_lock.reset(); }
 
 bool preempt_on_signal(siginfo_t* si, void* uctx) {
   if (!si || si->si_code != SI_QUEUE || si->si_pid != (pid_t)sys::getpid()) return false;

@@ -17,6 +17,7 @@
 // so at least one side sees the other. sched.needspinning covers the case
 // where the submitter found no idle P while a non-spinning M is about to
 // release its P.
+#include "core/contract.hpp"
 #include "core/sched.hpp"
 
 #include <sys/mman.h>
@@ -233,6 +234,9 @@ void startm(P* pp, bool spinning) {
 }
 
 void stopm() {
+  GOSHIM_ON_G0();
+  GOSHIM_WITHOUT_P();
+  GOSHIM_NO_LOCKS("stopm");
   M* mp = getg()->m;
   GOSHIM_CHECK(mp->p == nullptr && !mp->spinning, "stopm: M holds a P or spins");
   sched.lock.lock();
@@ -409,6 +413,8 @@ static int64_t check_timers_noP(int64_t poll_until) {
 
 // Finds a runnable G; blocks (stopm or netpoll) until there is one. On g0.
 static G* find_runnable(bool* inherit) {
+  GOSHIM_ON_G0();
+  GOSHIM_WITH_P();
   M* mp = getg()->m;
 top:
   P* pp = mp->p;
@@ -534,6 +540,7 @@ void schedule() {
   M* mp = getg()->m;
   GOSHIM_CHECK(getg()->is_g0(), "schedule: not on g0");
   GOSHIM_CHECK(mp->locks.load(std::memory_order_relaxed) == 0, "schedule: holding locks");
+  GOSHIM_NO_LOCKS("schedule");
   if (__builtin_expect(mp->p->retired.load(std::memory_order_acquire), 0)) {
     // Sysmon gave this P's work to a replacement while this M was stuck in
     // the kernel. Retire it and find another P (or stop).

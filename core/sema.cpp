@@ -43,17 +43,17 @@ constexpr uint32_t kBuckets = 1 << 12;
 // before it checks the futex word [L]; a waker changes the word [S] before
 // it reads nwait [L] (a full barrier in between), so one sees the other.
 struct alignas(64) Bucket {
-  std::atomic<uint32_t> word{0};  // rank: sema bucket
+  std::atomic<uint32_t> word{0};  // LockRank::SemaBucket
   SemaWaiter* heads = nullptr;
 
   // add: 2 to announce a waiter along with the lock, else 0.
   void lock(uint32_t add = 0) {
     uint32_t v = word.load(std::memory_order_relaxed) & ~1u;
-    if (__builtin_expect(word.compare_exchange_weak(v, v + 1 + add, std::memory_order_acquire,
-                                                    std::memory_order_relaxed),
-                         1))
-      return;
-    lock_slow(add);
+    if (__builtin_expect(!word.compare_exchange_weak(v, v + 1 + add, std::memory_order_acquire,
+                                                     std::memory_order_relaxed),
+                         0))
+      lock_slow(add);
+    lock_rank_acquire(LockRank::SemaBucket, this, false);
   }
   __attribute__((noinline)) void lock_slow(uint32_t add) {
     for (int spins = 0;;) {
@@ -71,7 +71,10 @@ struct alignas(64) Bucket {
     }
   }
   // Locks held: this bucket's (nobody else writes the word meanwhile).
-  void unlock() { word.store(word.load(std::memory_order_relaxed) & ~1u, std::memory_order_release); }
+  void unlock() {
+    lock_rank_release(LockRank::SemaBucket, this);
+    word.store(word.load(std::memory_order_relaxed) & ~1u, std::memory_order_release);
+  }
   void add_waiters(int n) {
     word.store(word.load(std::memory_order_relaxed) + 2 * (uint32_t)n, std::memory_order_relaxed);
   }

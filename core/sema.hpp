@@ -8,8 +8,8 @@
 // goroutine (a foreign kernel thread, g0, code running before init) waits
 // on a kernel futex of its own; wakes reach both kinds alike.
 //
-// Lock order: bucket < P.timers < sched.lock (a timed wait arms its timer
-// while holding the bucket lock; wakes ready Gs after dropping it).
+// Lock order: core/lockrank.hpp (a timed wait arms its timer while holding
+// the bucket lock; wakes ready Gs after dropping it).
 #pragma once
 
 #include <stdint.h>

@@ -33,7 +33,7 @@ struct Cmd {
 };
 
 Cmd* volatile current;  // the broadcast in progress
-Mutex setxid_lock;      // rank: leaf (serializes broadcasts)
+Mutex setxid_lock{LockRank::Setxid};  // serializes broadcasts
 // Readers-writer gate between M creation (shared) and broadcasts
 // (exclusive): a thread created during a broadcast would miss it.
 std::atomic<int32_t> creating{0};
@@ -102,7 +102,7 @@ void setxid_init() {
 }
 
 void setxid_after_fork() {
-  new (&setxid_lock) Mutex();
+  setxid_lock.reset();
   current = nullptr;
   creating.store(0, std::memory_order_relaxed);
   broadcasting.store(false, std::memory_order_relaxed);

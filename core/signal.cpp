@@ -3,6 +3,7 @@
 // Contracts: signal_handler is the kernel-level handler and is
 // signal-safe: it takes no runtime lock and allocates nothing; anything
 // that needs locks (waking a parked G) is left to sysmon (signal_route).
+#include "core/contract.hpp"
 #include "core/signal.hpp"
 
 #include <dlfcn.h>
@@ -430,6 +431,9 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) {
     errno = saved_errno;
     return;
   }
+  // (preemption switches the G out from inside its frame: not signal-safe
+  // in that sense, and done above.)
+  GOSHIM_SIGNAL_SAFE();
   if ((sig == SIGSEGV || sig == SIGBUS) && dump_fault_guard()) return;
   if (sig == dump_signal() && (prog_handler[sig].load(std::memory_order_acquire) == kHandlerDfl ||
                                 dump_sig_inherited_ign.load(std::memory_order_acquire))) {

@@ -52,7 +52,7 @@ FreeStack* class_pop(Class* c) {
   if (f) c->n--;
   return f;
 }
-Mutex pool_lock;  // rank: leaf
+Mutex pool_lock{LockRank::StackPool};
 Class classes[kClasses];
 
 // Pooled stacks idle for kScavengeAfterNs give their pages back (all but
@@ -120,7 +120,7 @@ void stack_init() {
 size_t page_size() { return g_page; }
 
 void stack_after_fork() {
-  new (&pool_lock) Mutex();
+  pool_lock.reset();
   for (Class& c : classes) c = Class{};
 }
 size_t default_stack_size() { return g_default_size.load(std::memory_order_relaxed); }

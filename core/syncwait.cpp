@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 
+#include "core/config.hpp"
 #include "core/proc.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
@@ -21,10 +22,7 @@ std::atomic<int> ncpu{0};
 int cpus() {
   int n = ncpu.load(std::memory_order_relaxed);
   if (n) return n;
-  cpu_set_t set;
-  long r = sys::sched_getaffinity(0, sizeof set, &set);
-  n = r > 0 ? CPU_COUNT(&set) : 1;
-  if (n < 1) n = 1;
+  n = affinity_cpus();
   ncpu.store(n, std::memory_order_relaxed);
   return n;
 }

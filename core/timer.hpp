@@ -41,7 +41,7 @@ struct TimerHeap {
     int64_t when;
     Timer* t;
   };
-  Mutex lock;  // rank: timers
+  Mutex lock{LockRank::Timers};
   Ent* ents = nullptr;  // reserved virtual array, committed on touch
   int32_t len = 0;
   int32_t cap = 0;

@@ -60,7 +60,7 @@ size_t link_map_tls_offset;    // offsetof(struct link_map, l_tls_offset)
 // Module ids whose static TLS every block already has (bit per modid).
 constexpr size_t kMaxModid = 4096;
 uint64_t modid_done[kMaxModid / 64];
-Mutex dlopen_lock;  // rank: leaf; serializes after_dlopen
+Mutex dlopen_lock{LockRank::TlsDlopen};  // serializes after_dlopen
 
 // The static TLS images, to re-initialize a recycled block without glibc
 // (whose _dl_allocate_tls_init takes the loader's recursive lock).
@@ -467,7 +467,7 @@ int visit_module(struct dl_phdr_info* info, size_t, void*) {
 
 }  // namespace
 
-void after_fork() { new (&dlopen_lock) Mutex(); }
+void after_fork() { dlopen_lock.reset(); }
 
 void after_dlopen() {
   dlopen_lock.lock();

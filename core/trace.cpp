@@ -44,7 +44,7 @@ struct Buf {
 
 std::atomic<int> fd{-1};  // goshim's own (core/ownfd.hpp): may move
 int64_t t0;
-Mutex file_lock;  // rank: leaf
+Mutex file_lock{LockRank::TraceFile};
 bool first = true;
 Buf* nom_buf;  // events from threads without an M (sysmon, foreign)
 SpinLock nom_lock;

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/size.hpp"
+
 #ifndef GOSHIM_VERSION
 #define GOSHIM_VERSION "0.1.0"
 #endif
@@ -55,15 +57,6 @@ bool is_uint(const char* s) {
   for (; *s; s++)
     if (*s < '0' || *s > '9') return false;
   return true;
-}
-
-bool is_size(const char* s) {
-  char* end = nullptr;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s || v == 0) return false;
-  if (*end == 'k' || *end == 'K' || *end == 'm' || *end == 'M' || *end == 'g' || *end == 'G')
-    end++;
-  return *end == 0;
 }
 
 bool exists(const char* p) {
@@ -203,7 +196,9 @@ int main(int argc, char** argv) {
       setenv("GOSHIM_MAXPROCS", v, 1);
     } else if (strcmp(a, "--stack") == 0) {
       const char* v = need(a);
-      if (!is_size(v)) die("--stack wants a size such as 256k or 8m, not '%s'", v);
+      size_t bytes;
+      if (!goshim::parse_stack_size(v, &bytes))
+        die("--stack wants a size of at least 16k such as 256k or 8m, not '%s'", v);
       setenv("GOSHIM_STACK", v, 1);
     } else if (strcmp(a, "--schedtrace") == 0) {
       const char* v = need(a);

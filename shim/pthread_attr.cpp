@@ -40,7 +40,7 @@ setdef_fn real_setattr_default() {
 }
 
 // goshim's default attribute in M:N mode (glibc's own otherwise).
-Mutex default_lock;
+Mutex default_lock{LockRank::AttrDefault};
 pthread_attr_t default_attr;
 bool default_ready = false;
 // False until pthread_setattr_default_np: pthread_create(NULL attr) then

@@ -1,6 +1,9 @@
 /* Blocking that goshim cannot see still lets other threads run:
- * (1) a thread blocked in a raw read system call on an empty pipe, until
- *     another thread writes to it;
+ * (1) a thread blocked in a read system call made with the syscall
+ *     instruction itself (as a statically linked library or another
+ *     language's runtime would: no libc function is called, so nothing can
+ *     be interposed), on an empty pipe made the same way, until another
+ *     thread writes to it;
  * (2) a thread holding stdout's lock while it waits, and another thread
  *     calling printf (which blocks in glibc's internal lock). */
 #include <pthread.h>
@@ -13,10 +16,34 @@
 static int pfd[2];
 static volatile int reader_blocked;
 
+/* A three-argument system call without libc. */
+static long raw3(long nr, long a, long b, long c) {
+#if defined(__x86_64__)
+  long ret;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "0"(nr), "D"(a), "S"(b), "d"(c)
+                   : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = nr;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+  return x0;
+#else
+#error "raw3: add this architecture's system-call instruction"
+#endif
+}
+static long raw_read(int fd, void *buf, unsigned long len) {
+  return raw3(SYS_read, fd, (long)buf, (long)len);
+}
+
 static void *raw_reader(void *arg) {
   char c = 0;
   reader_blocked = 1;
-  long n = syscall(SYS_read, pfd[0], &c, 1);
+  long n = raw_read(pfd[0], &c, 1);
   CHECK(n == 1 && c == 'x', "raw read returned %ld", n);
   return NULL;
 }
@@ -54,7 +81,7 @@ static void *releaser(void *arg) {
 }
 
 int main(void) {
-  CHECK_EQ(pipe(pfd), 0);
+  CHECK_EQ(raw3(SYS_pipe2, (long)pfd, 0, 0), 0);
   pthread_t r, w;
   CHECK_EQ(pthread_create(&r, NULL, raw_reader, NULL), 0);
   CHECK_EQ(pthread_create(&w, NULL, raw_writer, NULL), 0);

@@ -547,11 +547,13 @@ int main(void) {
     const struct cat tty = {"read tty (pty slave)", tty_setup, tty_call, tty_release, NULL,
                             close_all};
     run(&tty);
-  } else {
-    printf("read tty: no pty here\n");
   }
   close(file_fd);
   rmdir(fifo_dir);
   printf("done\n");
+  if (!have_pty) {
+    fprintf(stderr, "SKIP: no pty here: the tty category was not tested\n");
+    return 77;
+  }
   return 0;
 }

@@ -5,7 +5,13 @@
  * per-thread caches of the retired kernel threads must be torn down when
  * they exit (a kernel thread that exits with its cache still linked into
  * the allocator's lists left a dangling link: the next thread to touch the
- * list crashed). */
+ * list crashed).
+ * No sleeps: each wave is released once more than half of its threads are
+ * blocked in the kernel (the process's kernel-thread count shows it), and
+ * the next wave starts only after the count has fallen below that peak
+ * (natively at once: the threads exited; under an M:N runtime, once an
+ * idle kernel thread was retired), so every wave after the first runs
+ * after a retirement. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/file.h>
@@ -56,10 +62,18 @@ int main(void) {
     CHECK_EQ(flock(lk, LOCK_EX), 0);
     for (int i = 0; i < THREADS; i++)
       CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i), 0);
-    usleep(50 * 1000);
+    int peak = 0;
+    for (int i = 0; i < 30000 && (peak = kernel_threads()) <= THREADS / 2; i++) usleep(1000);
+    CHECK(peak > THREADS / 2, "round %d: only %d kernel threads while %d threads block", r, peak,
+          THREADS);
     CHECK_EQ(flock(lk, LOCK_UN), 0);
     for (int i = 0; i < THREADS; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
-    usleep(1100 * 1000);
+    int now = kernel_threads();
+    for (int i = 0; i < 30000 && now >= peak; i++) {
+      usleep(1000);
+      now = kernel_threads();
+    }
+    CHECK(now < peak, "round %d: %d kernel threads 30 s after the wave (peak %d)", r, now, peak);
   }
   close(lk);
   unlink(path);

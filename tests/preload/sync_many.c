@@ -3,8 +3,8 @@
  * distinct futex words (syscall(SYS_futex), each woken on its own), and on
  * one semaphore (woken by as many posts). Every thread must come back
  * exactly once, and the process must stay within GOSHIM_MAXPROCS + 4
- * kernel threads. goshim only: natively this many threads exhaust the
- * machine. */
+ * kernel threads. NTHREADS sets the count: natively the runner uses 3,000
+ * (100,000 kernel threads exhaust the machine). */
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>

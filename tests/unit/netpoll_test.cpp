@@ -20,15 +20,49 @@ using namespace goshim;
 
 namespace {
 
+template <class T>
+T* new_aligned() {
+  return new (aligned_alloc(64, (sizeof(T) + 63) & ~size_t{63})) T();
+}
+
+// The M the fake Gs "run" on, so that the contracts the debug build checks
+// hold: gwait_arm runs on the G itself, gwait_commit on its M's g0.
+M* fake_m() {
+  static M* mp = [] {
+    M* m = new_aligned<M>();
+    m->g0.flags |= kGFlagG0;
+    m->g0.m = m;
+    return m;
+  }();
+  return mp;
+}
+
 G* fake_g() {
-  G* gp = new (aligned_alloc(64, sizeof(G))) G();
+  G* gp = new_aligned<G>();
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
+  gp->m = fake_m();
   return gp;
+}
+
+uint64_t arm(G* gp, WaitKind kind) {
+  G* was = tls_g;
+  tls_g = gp;
+  uint64_t seq = gwait_arm(gp, kind);
+  tls_g = was;
+  return seq;
+}
+
+bool commit(G* gp) {
+  G* was = tls_g;
+  tls_g = &fake_m()->g0;
+  bool ok = gwait_commit(gp);
+  tls_g = was;
+  return ok;
 }
 
 // A fake G waiting on pd's side `mode` (armed, queued, parked).
 uint64_t park_on(G* gp, PollDesc* pd, uint8_t mode, void* buf = nullptr, size_t len = 0) {
-  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll);
+  uint64_t seq = arm(gp, WaitKind::Netpoll);
   PollWaiter* w = &gp->pw;
   w->gp = gp;
   w->seq = seq;
@@ -39,7 +73,7 @@ uint64_t park_on(G* gp, PollDesc* pd, uint8_t mode, void* buf = nullptr, size_t 
     PdGuard g(pd->lock);
     pd_enqueue_locked(pd, w);
   }
-  cr_assert(gwait_commit(gp), "commit");
+  cr_assert(commit(gp), "commit");
   return seq;
 }
 
@@ -61,22 +95,22 @@ TestSuite(netpoll, .init = init, .timeout = 60);
 
 Test(netpoll, token_claim_while_arming) {
   G* gp = fake_g();
-  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll);
+  uint64_t seq = arm(gp, WaitKind::Netpoll);
   cr_assert_eq(gp->wait_kind.load(), WaitKind::Netpoll);
   GQueue q;
   cr_assert(!gwait_claim(gp, seq, WakeReason::Handoff, &q, true), "handoff needs a parked G");
   cr_assert(gwait_claim(gp, seq, WakeReason::Intr, &q));
   cr_assert(q.empty(), "a G claimed while arming resumes by itself");
   cr_assert(!gwait_claim(gp, seq, WakeReason::Ready, &q), "a second claim loses");
-  cr_assert(!gwait_commit(gp), "the park must not commit after a claim");
+  cr_assert(!commit(gp), "the park must not commit after a claim");
   cr_assert_eq(gwait_disarm(gp), WakeReason::Intr, "the claim's reason survives");
   cr_assert_eq(gp->wait_kind.load(), WaitKind::None);
 }
 
 Test(netpoll, token_claim_parked_and_stale) {
   G* gp = fake_g();
-  uint64_t seq = gwait_arm(gp, WaitKind::Sleep);
-  cr_assert(gwait_commit(gp));
+  uint64_t seq = arm(gp, WaitKind::Sleep);
+  cr_assert(commit(gp));
   GQueue q;
   cr_assert(!gwait_claim(gp, seq - 1, WakeReason::Timeout, &q), "a stale seq loses");
   cr_assert(!gwait_claim(gp, seq + 1, WakeReason::Timeout, &q), "a future seq loses");
@@ -88,13 +122,13 @@ Test(netpoll, token_claim_parked_and_stale) {
 
 Test(netpoll, token_disarm_unclaimed) {
   G* gp = fake_g();
-  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll);
+  uint64_t seq = arm(gp, WaitKind::Netpoll);
   cr_assert_eq(gwait_disarm(gp), WakeReason::None);
   GQueue q;
   cr_assert(!gwait_claim(gp, seq, WakeReason::Ready, &q), "an idle token cannot be claimed");
-  uint64_t seq2 = gwait_arm(gp, WaitKind::Netpoll);
+  uint64_t seq2 = arm(gp, WaitKind::Netpoll);
   cr_assert_gt(seq2, seq, "every wait has a new seq");
-  cr_assert(gwait_commit(gp));
+  cr_assert(commit(gp));
   cr_assert(gwait_claim(gp, seq2, WakeReason::Timeout, &q));
   cr_assert_eq(q.size, 1, "a parked G goes to the queue");
   cr_assert_eq(q.pop(), gp);

@@ -19,7 +19,7 @@ G* gs;
 
 void setup() {
   sched.gomaxprocs = 4;
-  gs = (G*)aligned_alloc(64, sizeof(G) * kG);
+  gs = (G*)aligned_alloc(64, (sizeof(G) * kG + 63) & ~size_t{63});
   for (int i = 0; i < kG; i++) {
     new (&gs[i]) G();
     gs[i].goid = (uint64_t)i;
@@ -29,7 +29,7 @@ void setup() {
 void teardown() { free(gs); }
 
 P* new_p() {
-  P* pp = (P*)aligned_alloc(64, sizeof(P));
+  P* pp = (P*)aligned_alloc(64, (sizeof(P) + 63) & ~size_t{63});
   new (pp) P();
   pp->status.store(PStatus::Running);
   return pp;

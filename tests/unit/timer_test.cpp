@@ -24,8 +24,8 @@ M* mp;
 void setup() {
   // A fake M holding a P, as the scheduler would have: timer_add uses the
   // current M's P.
-  pp = new (aligned_alloc(64, sizeof(P))) P();
-  mp = new (aligned_alloc(64, sizeof(M))) M();
+  pp = new (aligned_alloc(64, (sizeof(P) + 63) & ~size_t{63})) P();
+  mp = new (aligned_alloc(64, (sizeof(M) + 63) & ~size_t{63})) M();
   mp->p = pp;
   mp->g0.m = mp;
   mp->g0.flags = kGFlagG0;

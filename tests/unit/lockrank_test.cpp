@@ -1,0 +1,68 @@
+// The lock-order table (core/lockrank.hpp): which nestings are allowed,
+// and, in the debug build, that the checker aborts on a violation.
+#include <criterion/criterion.h>
+#include <signal.h>
+
+#include "core/lock.hpp"
+#include "core/lockrank.hpp"
+
+using namespace goshim;
+
+Test(lockrank, documented_order) {
+  int a = 0, b = 0;
+  // sema bucket < pollDesc < sched.lock < allm < P.timers < leaves
+  cr_expect(lock_rank_may_nest(LockRank::SemaBucket, &a, LockRank::Timers, &b));
+  cr_expect(lock_rank_may_nest(LockRank::Sched, &a, LockRank::Timers, &b));
+  cr_expect(lock_rank_may_nest(LockRank::Sched, &a, LockRank::Allm, &b));
+  cr_expect(lock_rank_may_nest(LockRank::Sched, &a, LockRank::GFree, &b));
+  cr_expect(!lock_rank_may_nest(LockRank::Timers, &a, LockRank::Sched, &b));
+  cr_expect(!lock_rank_may_nest(LockRank::Sched, &a, LockRank::SemaBucket, &b));
+  cr_expect(!lock_rank_may_nest(LockRank::Sched, &a, LockRank::Sched, &b));
+}
+
+Test(lockrank, nothing_under_a_leaf) {
+  int a = 0, b = 0;
+  cr_expect(!lock_rank_may_nest(LockRank::StackPool, &a, LockRank::GFree, &b));
+  cr_expect(!lock_rank_may_nest(LockRank::FdArena, &a, LockRank::Sched, &b));
+  cr_expect(!lock_rank_may_nest(LockRank::GFree, &a, LockRank::GFree, &b));
+}
+
+Test(lockrank, buckets_nest_in_address_order) {
+  int x[2];
+  cr_expect(lock_rank_may_nest(LockRank::SemaBucket, &x[0], LockRank::SemaBucket, &x[1]));
+  cr_expect(!lock_rank_may_nest(LockRank::SemaBucket, &x[1], LockRank::SemaBucket, &x[0]));
+  cr_expect(!lock_rank_may_nest(LockRank::SemaBucket, &x[0], LockRank::SemaBucket, &x[0]));
+  // timers_move locks two heaps in address order
+  cr_expect(lock_rank_may_nest(LockRank::Timers, &x[0], LockRank::Timers, &x[1]));
+  cr_expect(!lock_rank_may_nest(LockRank::Timers, &x[1], LockRank::Timers, &x[0]));
+  cr_expect(!lock_rank_may_nest(LockRank::Sched, &x[0], LockRank::Sched, &x[1]));
+}
+
+Test(lockrank, names) {
+  cr_expect_str_eq(lock_rank_name(LockRank::Sched), "sched.lock");
+  cr_expect_eq(lock_rank_order(LockRank::GFree), kLeafOrder);
+}
+
+#ifdef GOSHIM_DEBUG_BUILD
+Test(lockrank, checker_allows_the_order) {
+  Mutex s{LockRank::Sched}, t{LockRank::Timers};
+  s.lock();
+  t.lock();
+  cr_expect_eq(lock_rank_held(), 2);
+  t.unlock();
+  s.unlock();
+  cr_expect_eq(lock_rank_held(), 0);
+}
+
+Test(lockrank, checker_aborts_out_of_order, .signal = SIGABRT) {
+  Mutex s{LockRank::Sched}, t{LockRank::Timers};
+  t.lock();
+  s.lock();  // fatal: SIGABRT, with both names on stderr
+}
+
+Test(lockrank, checker_aborts_on_mutex_in_signal_safe_section, .signal = SIGABRT) {
+  Mutex s{LockRank::Sched};
+  SignalSafeScope scope;
+  s.lock();
+}
+#endif
