@@ -216,18 +216,9 @@ struct G {
   std::atomic<uint64_t> sigpending{0};      // signals sent to this G, undelivered
   std::atomic<uint64_t> sigpending_proc{0}; // of those: routed process signals (their siginfo is global)
   std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
+  std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
   uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend (stays 0)
   uint32_t nhandled = 0;                    // program handlers run on this G
-  // Thread-directed signals not yet delivered, with what their siginfo
-  // needs: every real-time instance (they queue, as in the kernel) and a
-  // standard signal's pthread_sigqueue value. core/signal.cpp (GSigSlot).
-  struct SigSlot {
-    std::atomic<uint8_t> state{0};  // 0 free, 1 being written, 2 full
-    uint8_t sig = 0;
-    int32_t code = 0;               // SI_TKILL or SI_QUEUE
-    uint32_t ticket = 0;            // sending order
-    union sigval value = {};
-  } sigslots[8];
   stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   int insig = 0;  // depth of program signal handlers running on this G

@@ -326,13 +326,14 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->rt_start = rt ? &rs : nullptr;
   rs.creator_bound = cur && !cur->is_g0() && cur->rt_locked;
   gp->sigmask = a.has_sigmask ? a.sigmask : (cur ? cur->sigmask : 0);
+  signal_g_start(gp);
   gp->sigpending.store(0, std::memory_order_relaxed);
   gp->cancel.store(0, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
   gp->exit_called = false;
   gp->sigpending_proc.store(0, std::memory_order_relaxed);
   gp->sigwaiting.store(0, std::memory_order_relaxed);
-  for (auto& q : gp->sigslots) q.state.store(0, std::memory_order_relaxed);
+  gp->sig_exiting.store(false, std::memory_order_relaxed);
   gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
   gp->insig = 0;
   gp->waitreason = WaitReason::None;
@@ -380,6 +381,7 @@ void thread_exit_landed() {
     // atexit handlers on this thread, as glibc's start_thread does.
     exit(0);
   }
+  signal_g_gone();
   M* mp = gp->m;
   goshim_mcall(gp, goexit_g0, mp->g0_sp, mp->g0.tp);
   __builtin_unreachable();

@@ -238,6 +238,7 @@ bool runtime_init() {
   g1->m = m0;
   g1->started = true;
   g1->sigmask = initial_sigmask;
+  signal_g_start(g1);
   g1->status.store(GStatus::Running, std::memory_order_relaxed);
   m0->curg = g1;
   tls::adopt_main(g1);

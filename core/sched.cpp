@@ -19,6 +19,7 @@
 // release its P.
 #include "core/contract.hpp"
 #include "core/sched.hpp"
+#include "core/signal.hpp"
 
 #include <sys/mman.h>
 
@@ -243,6 +244,7 @@ void stopm() {
   mput(mp);
   sched.lock.unlock();
   mp->blocked = true;
+  signal_m_sleep(mp);
   mp->park.sleep();
   mp->park.clear();
   mp->blocked = false;
@@ -506,6 +508,7 @@ top:
       }
       GQueue q;
       mp->blocked = true;
+      if (delay != 0) signal_m_sleep(mp);
       netpoll(delay, q);
       mp->blocked = false;
       now = sys::nanotime();

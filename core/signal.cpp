@@ -9,6 +9,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/ucontext.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -155,32 +157,173 @@ struct HeldQueue {
   }
 };
 
-// As the kernel: a standard signal is pending once (a second one sent
-// while the first is pending is dropped, the first siginfo kept); every
-// real-time one queues, up to kHeldRt per signal held by goshim at once
-// (the kernel's own limit is RLIMIT_SIGPENDING). The rings live in .bss:
-// pages of cells never used are never touched.
 constexpr int kSigRtMin = 32;  // the kernel's SIGRTMIN (glibc keeps 32 and 33)
-constexpr uint32_t kHeldRt = 64;
-HeldQueue<2> held_std[kSigRtMin];            // 1..31
-HeldQueue<kHeldRt> held_rt[65 - kSigRtMin];  // 32..64
+HeldQueue<2> held_std[kSigRtMin];  // 1..31
 
+// Every queued instance goshim holds, as the kernel's sigqueue entries:
+// real-time process signals (owner kProcOwner) and thread-directed signals
+// queued on a G (owner the G, with its goid: a node left by an earlier
+// thread on a reused G descriptor is garbage). One pool for the process,
+// as the kernel counts queued signals against RLIMIT_SIGPENDING: a
+// real-time instance beyond it is refused (EAGAIN for pthread_sigqueue and
+// pthread_kill, dropped for a process signal), a standard signal's is not
+// (the kernel overrides the limit for those). The nodes are reserved at
+// init (MAP_NORESERVE; pages never used are never touched).
+//
+// Signal-safe and lock-free: producers are senders on any thread,
+// including signal handlers; consumers are Gs, senders forwarding to a
+// running G, and sysmon. A node is claimed by a CAS 0 -> 1, filled, then
+// published (2); a consumer claims a published node 2 -> 3, copies it and
+// frees it (0). The oldest instance is the lowest ticket. A producer
+// interrupted while it fills a node only hides that node until it
+// publishes it (and sets the pending bit after that).
+struct SigNode {
+  std::atomic<uint32_t> state;
+  uint32_t ticket;
+  uintptr_t owner;
+  uint64_t goid;
+  int sig;
+  siginfo_t info;
+};
+constexpr uintptr_t kProcOwner = 1;
+SigNode* pool;
+uint32_t pool_cap;    // nodes reserved
+uint64_t pool_limit;  // RLIMIT_SIGPENDING when the runtime started
+std::atomic<uint32_t> pool_hwm{0};   // nodes [0, hwm) may be in use
+std::atomic<uint32_t> pool_used{0};  // nodes in use
+std::atomic<uint32_t> sig_ticket{0};
+
+void pool_init() {
+  struct {
+    uint64_t cur, max;
+  } rl = {0, 0};
+  if (sys::raw4(SYS_prlimit64, 0, RLIMIT_SIGPENDING, 0, (long)&rl) != 0) rl.cur = 1024;
+  pool_limit = rl.cur;
+  uint64_t cap = rl.cur < 1024 ? 1024 : rl.cur;
+  if (cap > (1u << 20)) cap = 1u << 20;
+  void* m = sys::mmap(nullptr, cap * sizeof(SigNode), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) fatal("cannot reserve the signal queue");
+  pool = (SigNode*)m;
+  pool_cap = (uint32_t)cap;
+}
+
+bool node_live(const SigNode& n) {
+  if (n.owner == kProcOwner) return true;
+  return ((G*)n.owner)->goid == n.goid;
+}
+
+void node_free(SigNode& n) {
+  n.state.store(0, std::memory_order_release);
+  pool_used.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+// Signal-safe. Queues an instance; false if refused (limit reached).
+bool pool_push(uintptr_t owner, uint64_t goid, int sig, const siginfo_t* si) {
+  if (!pool) return false;
+  uint32_t u = pool_used.load(std::memory_order_relaxed);
+  do {
+    if (u >= pool_cap || (sig >= kSigRtMin && u >= pool_limit)) return false;
+  } while (!pool_used.compare_exchange_weak(u, u + 1, std::memory_order_acq_rel));
+  for (;;) {
+    uint32_t h = pool_hwm.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < h; i++) {
+      SigNode& n = pool[i];
+      uint32_t z = 0;
+      if (n.state.load(std::memory_order_relaxed) != 0 ||
+          !n.state.compare_exchange_strong(z, 1, std::memory_order_acquire))
+        continue;
+      n.owner = owner;
+      n.goid = goid;
+      n.sig = sig;
+      n.info = *si;
+      n.ticket = sig_ticket.fetch_add(1, std::memory_order_relaxed);
+      n.state.store(2, std::memory_order_release);
+      return true;
+    }
+    // used < cap: a free node exists, at worst past the high-water mark.
+    if (h < pool_cap) pool_hwm.compare_exchange_strong(h, h + 1, std::memory_order_acq_rel);
+  }
+}
+
+// Signal-safe. The oldest published instance of sig for owner, or null;
+// frees garbage nodes met on the way.
+SigNode* pool_find(uintptr_t owner, uint64_t goid, int sig) {
+  SigNode* best = nullptr;
+  uint32_t h = pool_hwm.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < h; i++) {
+    SigNode& n = pool[i];
+    if (n.state.load(std::memory_order_acquire) != 2) continue;
+    if (!node_live(n)) {
+      uint32_t two = 2;
+      if (n.state.compare_exchange_strong(two, 3, std::memory_order_acquire)) node_free(n);
+      continue;
+    }
+    if (n.owner != owner || n.goid != goid || n.sig != sig) continue;
+    if (!best || (int32_t)(n.ticket - best->ticket) < 0) best = &n;
+  }
+  return best;
+}
+
+// Signal-safe. Takes the oldest instance of sig for owner.
+bool pool_take(uintptr_t owner, uint64_t goid, int sig, siginfo_t* out) {
+  for (;;) {
+    SigNode* n = pool_find(owner, goid, sig);
+    if (!n) return false;
+    uint32_t two = 2;
+    if (!n->state.compare_exchange_strong(two, 3, std::memory_order_acquire)) continue;
+    // Claimed: it can no longer change under us.
+    if (n->owner != owner || n->goid != goid || n->sig != sig) {
+      n->state.store(2, std::memory_order_release);  // reused meanwhile: not ours
+      continue;
+    }
+    *out = n->info;
+    node_free(*n);
+    return true;
+  }
+}
+
+// Frees every instance queued on gp (its exit: a thread's pending signals
+// go with it).
+void pool_drop(G* gp) {
+  uint32_t h = pool_hwm.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < h; i++) {
+    SigNode& n = pool[i];
+    if (n.state.load(std::memory_order_acquire) != 2 || n.owner != (uintptr_t)gp) continue;
+    uint32_t two = 2;
+    if (n.state.compare_exchange_strong(two, 3, std::memory_order_acquire)) {
+      if (n.owner == (uintptr_t)gp) node_free(n);
+      else n.state.store(2, std::memory_order_release);
+    }
+  }
+}
+
+void pool_reset() {
+  uint32_t h = pool_hwm.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < h; i++) pool[i].state.store(0, std::memory_order_relaxed);
+  pool_hwm.store(0, std::memory_order_relaxed);
+  pool_used.store(0, std::memory_order_relaxed);
+}
+
+// As the kernel: a standard signal is pending once for the process (a
+// second one sent while the first is pending is dropped, the first
+// siginfo kept); every real-time one queues (the pool above).
 // Signal-safe. Queues an instance of process signal sig; false if dropped.
 bool held_push(int sig, const siginfo_t* si) {
   if (sig < kSigRtMin) {
     if (!held_std[sig].empty()) return false;  // coalesces
     return held_std[sig].push(si);
   }
-  return held_rt[sig - kSigRtMin].push(si);
+  return pool_push(kProcOwner, 0, sig, si);
 }
 
 // Signal-safe. Takes the oldest held instance of sig.
 bool held_pop(int sig, siginfo_t* out) {
-  return sig < kSigRtMin ? held_std[sig].pop(out) : held_rt[sig - kSigRtMin].pop(out);
+  return sig < kSigRtMin ? held_std[sig].pop(out) : pool_take(kProcOwner, 0, sig, out);
 }
 
 bool held_empty(int sig) {
-  return sig < kSigRtMin ? held_std[sig].empty() : held_rt[sig - kSigRtMin].empty();
+  return sig < kSigRtMin ? held_std[sig].empty() : pool_find(kProcOwner, 0, sig) == nullptr;
 }
 // Some G got a pending signal while not running: sysmon looks for parked Gs
 // with deliverable signals and wakes them.
@@ -365,51 +508,22 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   }
 }
 
-// Thread-directed signals queued on a G (G::sigslots). Producers are
-// senders on any thread, including signal handlers (pthread_kill is
-// async-signal-safe); the consumer is the G itself. Signal-safe: a slot is
-// claimed by a CAS 0 -> 1, filled, then published (2); the consumer takes
-// the full slot of the wanted signal with the oldest ticket and frees it.
-// A sender interrupted while filling a slot only hides that slot until it
-// publishes it (and sets the pending bit after that).
-std::atomic<uint32_t> sig_ticket{0};
-
+// Thread-directed signals queued on a G: every real-time instance and a
+// standard signal's pthread_sigqueue value, in the pool with their siginfo.
 bool gq_push(G* gp, int sig, int code, const union sigval* value) {
-  for (auto& q : gp->sigslots) {
-    uint8_t z = 0;
-    if (q.state.load(std::memory_order_relaxed) != 0 ||
-        !q.state.compare_exchange_strong(z, 1, std::memory_order_acquire))
-      continue;
-    q.sig = (uint8_t)sig;
-    q.code = code;
-    q.value = value ? *value : sigval{};
-    q.ticket = sig_ticket.fetch_add(1, std::memory_order_relaxed);
-    q.state.store(2, std::memory_order_release);
-    return true;
-  }
-  return false;
-}
-
-G::SigSlot* gq_find(G* gp, int sig) {
-  G::SigSlot* best = nullptr;
-  for (auto& q : gp->sigslots)
-    if (q.state.load(std::memory_order_acquire) == 2 && q.sig == sig &&
-        (!best || (int32_t)(q.ticket - best->ticket) < 0))
-      best = &q;
-  return best;
+  siginfo_t si;
+  tkill_info(&si, sig);
+  si.si_code = code;
+  if (code == SI_QUEUE && value) si.si_value = *value;
+  return pool_push((uintptr_t)gp, gp->goid, sig, &si);
 }
 
 // Takes the oldest queued instance of sig for gp (On gp, or Signal-safe on
 // its behalf): fills info and returns true, or false if none is queued.
 // If more are queued, sig stays pending on gp.
 bool gq_take(G* gp, int sig, siginfo_t* info) {
-  G::SigSlot* q = gq_find(gp, sig);
-  if (!q) return false;
-  tkill_info(info, sig);
-  info->si_code = q->code;
-  if (q->code == SI_QUEUE) info->si_value = q->value;
-  q->state.store(0, std::memory_order_release);
-  if (gq_find(gp, sig)) gp->sigpending.fetch_or(bit(sig), std::memory_order_acq_rel);
+  if (!pool_take((uintptr_t)gp, gp->goid, sig, info)) return false;
+  if (pool_find((uintptr_t)gp, gp->goid, sig)) gp->sigpending.fetch_or(bit(sig), std::memory_order_acq_rel);
   return true;
 }
 
@@ -424,8 +538,40 @@ bool thread_info(G* gp, int sig, siginfo_t* info) {
   return true;
 }
 
+// Handlers running on a thread that will hold (defer) or park the signal
+// rather than run the program's handler: g0, an idle M, sysmon, or a G
+// that blocks it. From the kernel's dequeue until the handler has made the
+// signal visible (proc_pending, a G's pending set) it is in neither place;
+// an exiting G waits for these to end before it looks (signal_g_exit).
+std::atomic<uint32_t> deferring{0};
+// How many live Gs block each signal, and how many Gs are exiting: a G
+// that exits while every other live G blocks a signal it leaves open is
+// the last taker of that signal (signal_g_exit). Approximate under
+// concurrent mask changes; a handler's temporary mask is not counted.
+std::atomic<int32_t> nblock[65];
+std::atomic<int64_t> nexiting{0};
+
+void account_mask(uint64_t m, int delta) {
+  for (m &= ~internal_mask(); m; m &= m - 1) nblock[__builtin_ctzll(m) + 1].fetch_add(delta, std::memory_order_relaxed);
+}
+// An exiting G's request that sysmon finish the handlers of what it took
+// from the kernel so far (signal_g_exit), and sysmon's acknowledgement.
+std::atomic<uint64_t> sysmon_barrier_req{0};
+std::atomic<uint64_t> sysmon_barrier_ack{0};
+
+void signal_handler_body(int sig, siginfo_t* si, void* uctx);
+
 // The single kernel handler for every signal goshim routes.
 void signal_handler(int sig, siginfo_t* si, void* uctx) {
+  G* gp = tls_g;
+  bool count = gp && sig != config.preempt_signal && !synchronous(sig, si) &&
+               (gp->is_g0() || (gp->sigmask & bit(sig)));
+  if (count) deferring.fetch_add(1, std::memory_order_seq_cst);
+  signal_handler_body(sig, si, uctx);
+  if (count) deferring.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
   int saved_errno = errno;
   if (sig == config.preempt_signal && preempt_on_signal(si, uctx)) {
     errno = saved_errno;
@@ -525,6 +671,7 @@ void sigcancel_handler(int sig, siginfo_t* si, void*) {
 }  // namespace
 
 void signal_init() {
+  pool_init();
   real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
   if (!real_sigaction) fatal("cannot resolve sigaction");
   // What the program (or the environment) installed before goshim started.
@@ -619,6 +766,15 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
 
 uint64_t signal_new_m_mask(uint64_t inherited) { return kmask(inherited); }
 
+void signal_m_sleep(M* mp) {
+  uint64_t take = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
+                  ~internal_mask();
+  uint64_t k = mp->cur_sigmask | take;
+  if (k == mp->cur_sigmask) return;
+  sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+  mp->cur_sigmask = k;
+}
+
 uint64_t signal_create_begin() {
   uint64_t all = ~bit(kSigSetxid), saved = 0;
   sys::rt_sigprocmask(SIG_SETMASK, &all, &saved, 8);
@@ -665,6 +821,10 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // A signal some G blocks must be routed even when it hits a stale M.
   for (uint64_t nb = n & ~cur; nb; nb &= nb - 1) ensure_wrapped(__builtin_ctzll(nb) + 1);
   gp->sigmask = n;
+  if (n != cur) {
+    account_mask(n & ~cur, 1);
+    account_mask(cur & ~n, -1);
+  }
   // sysmon opens a wrapped signal at its default action only while some G
   // leaves it open (signal_route).
   if ((cur ^ n) & wrapped_bits.load(std::memory_order_relaxed) & ~handled_mask.load(std::memory_order_relaxed))
@@ -869,25 +1029,101 @@ void signal_waiting(G* gp, uint64_t set) {
 // process signals routed to gp and not delivered yet go back to the
 // process (their instances are still in held[]), for sysmon to route to
 // another G; gp itself is no longer a candidate.
+//
+// Before that, as the kernel does for a thread that leaves a signal open
+// (glibc blocks them all only after the key destructors): a process signal
+// sent before this point is delivered here, wherever goshim has it: still
+// in the kernel's queue, on its way into goshim on another thread
+// (deferring), held for the process or routed to gp. Giving it back
+// instead lost it when gp was the only G that left it open (the program
+// waited forever for its handler; Open POSIX pthread_cond_timedwait/4-3).
 void signal_g_exit(G* gp) {
+  // From here on gp counts as blocking everything.
+  nexiting.fetch_add(1, std::memory_order_seq_cst);
+  account_mask(gp->sigmask, -1);
+  uint64_t open = ~gp->sigmask & (handled_mask.load(std::memory_order_acquire) |
+                                  wrapped_bits.load(std::memory_order_acquire)) &
+                  ~internal_mask();
+  // Only where gp is the last G that leaves a signal open is there no one
+  // else to take it (another G takes it through sysmon, as natively any
+  // thread that leaves it open may).
+  uint64_t last = 0;
+  if (open && gp->m && !gp->insig) {
+    int64_t others = sched.ngoroutines.load(std::memory_order_seq_cst) -
+                     nexiting.load(std::memory_order_seq_cst);
+    for (uint64_t s = open; s; s &= s - 1) {
+      int sig = __builtin_ctzll(s) + 1;
+      if (others - nblock[sig].load(std::memory_order_seq_cst) <= 0) last |= bit(sig);
+    }
+  }
+  if (last) {
+    open = last;
+    // sysmon routes nothing more to gp (what it holds, gp takes below).
+    gp->sig_exiting.store(true, std::memory_order_seq_cst);
+    // The kernel mask changed and back: the kernel re-evaluates this
+    // thread's pending state (recalc_sigpending) and delivers a process
+    // signal still queued for another thread to this one on return.
+    M* mp = gp->m;
+    uint64_t k = kmask(gp->sigmask), t = k | bit(kSigCancel);
+    sys::rt_sigprocmask(SIG_SETMASK, &t, nullptr, 8);
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+    mp->cur_sigmask = k;
+    // sysmon's next look (signal_route) comes after the handlers of what
+    // it took from the kernel before the change above (it may have been
+    // preempted between the kernel's dequeue and its handler), and after
+    // the routing pass under way, which may have chosen gp (taken the
+    // process bit, not yet claimed it for gp). Idle Ms block these signals
+    // (signal_m_sleep); other Ms hold one only for the moment a stale mask
+    // lasts (deferring).
+    uint64_t req = sysmon_barrier_req.fetch_add(1, std::memory_order_seq_cst) + 1;
+    sysmon_wake();
+    for (int i = 0; sysmon_barrier_ack.load(std::memory_order_seq_cst) < req && i < 1000000; i++)
+      sys::sched_yield();
+    for (int i = 0; deferring.load(std::memory_order_seq_cst) != 0 && i < 100000; i++) sys::sched_yield();
+    // A forward sysmon sent to this M for gp: let it arrive while gp still
+    // runs here with the signal open (it runs the routed instance), rather
+    // than later on whatever this M runs next.
+    for (uint64_t s = open; s; s &= s - 1) {
+      int sig = __builtin_ctzll(s) + 1;
+      for (int i = 0; i < 100000; i++) {
+        uintptr_t f = (uintptr_t)mp->sigfwd[sig].load(std::memory_order_acquire);
+        if ((G*)(f & ~(uintptr_t)1) != gp) break;
+        sys::sched_yield();
+      }
+    }
+    uint64_t take = proc_pending.load(std::memory_order_acquire) & open;
+    if (take) {
+      uint64_t got = proc_pending.fetch_and(~take, std::memory_order_acq_rel) & take;
+      gp->sigpending_proc.fetch_or(got, std::memory_order_acq_rel);
+      gp->sigpending.fetch_or(got, std::memory_order_acq_rel);
+    }
+    if (signal_has_pending(gp)) signal_deliver(gp);
+  }
   // Dekker with signal_route: it sets sigpending_proc, then reads sigmask.
   __atomic_store_n(&gp->sigmask, ~0ull, __ATOMIC_SEQ_CST);
   uint64_t left = gp->sigpending_proc.exchange(0, std::memory_order_seq_cst);
+  pool_drop(gp);  // its thread-directed signals go with it
   if (!left) return;
   gp->sigpending.fetch_and(~left, std::memory_order_acq_rel);
   proc_pending.fetch_or(left, std::memory_order_acq_rel);
   sysmon_wake();
 }
 
+void signal_g_start(G* gp) { account_mask(gp->sigmask, 1); }
+
+void signal_g_gone() { nexiting.fetch_sub(1, std::memory_order_seq_cst); }
+
 void signal_after_fork(G* gp, M* mp) {
+  for (auto& n : nblock) n.store(0, std::memory_order_relaxed);
+  nexiting.store(0, std::memory_order_relaxed);
+  if (gp) account_mask(gp->sigmask, 1);
   proc_pending.store(0, std::memory_order_relaxed);
   for (auto& q : held_std) q.reset();
-  for (auto& q : held_rt) q.reset();
+  pool_reset();
   g_unrouted.store(false, std::memory_order_relaxed);
   if (gp) {
     gp->sigpending.store(0, std::memory_order_relaxed);
     gp->sigpending_proc.store(0, std::memory_order_relaxed);
-    for (auto& q : gp->sigslots) q.state.store(0, std::memory_order_relaxed);
     gp->intr_signal.store(0, std::memory_order_relaxed);
   }
   if (mp)
@@ -901,6 +1137,9 @@ bool signal_route_pending() {
 
 // Locks: none held; takes sema/scheduler locks through interrupt_wait.
 void signal_route() {
+  // Every handler of a signal sysmon took from the kernel before this
+  // point has run (a handler runs before the code it interrupts resumes).
+  sysmon_barrier_ack.store(sysmon_barrier_req.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
   // sysmon's own mask: receive what some G handles or waits for.
   static uint64_t seen_gen = ~0ull;
   uint64_t gen = mask_gen.load(std::memory_order_acquire);
@@ -958,6 +1197,7 @@ void signal_route() {
       if (g->magic != kGMagic) return;
       GStatus st = g->status.load(std::memory_order_acquire);
       if (st == GStatus::Idle || st == GStatus::Dead) return;
+      if (g->sig_exiting.load(std::memory_order_seq_cst)) return;  // it takes what is held itself
       if (g->sigwaiting.load(std::memory_order_relaxed) & b) {
         if (!waiter) waiter = g;
         return;
@@ -1030,9 +1270,13 @@ int signal_altstack(G* gp, const stack_t* ss, stack_t* old) {
   }
   if (!ss) return 0;
   if (on) return EPERM;
-  if (ss->ss_flags & ~(SS_DISABLE | SS_AUTODISARM)) return EINVAL;
+  // As the kernel: the mode is 0, SS_ONSTACK (old sigstack callers pass
+  // it; it means 0) or SS_DISABLE, plus SS_AUTODISARM.
+  int mode = ss->ss_flags & ~(int)SS_AUTODISARM;
+  if (mode != 0 && mode != SS_ONSTACK && mode != SS_DISABLE) return EINVAL;
   if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size < MINSIGSTKSZ) return ENOMEM;
   gp->altstack = *ss;
+  gp->altstack.ss_flags = ss->ss_flags & (int)SS_AUTODISARM;
   if (ss->ss_flags & SS_DISABLE) gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
   if (gp->m) signal_apply(gp->m, gp);
   return 0;

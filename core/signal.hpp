@@ -20,7 +20,9 @@
 //     it wakes with EINTR semantics. If every G blocks it, it stays pending
 //     until one unblocks it or sigwaits for it.
 //   - thread-directed signals to a G that blocks them stay pending on it;
-//     real-time instances queue there with their siginfo (G::sigslots).
+//     real-time instances queue there with their siginfo (the process's
+//     pool of queued instances, limited by RLIMIT_SIGPENDING as the
+//     kernel's queue).
 //
 // A G receives a signal pending on it at its next delivery point (return
 // from a park or yield, any interposed call) by sending it to its own M,
@@ -63,6 +65,12 @@ void signal_apply(M* mp, G* gp);
 // would hold it where the program's signalfd or sigwaitinfo cannot see it.
 uint64_t signal_new_m_mask(uint64_t inherited);
 
+// Before an M sleeps without a G (idle, or in netpoll): it blocks the
+// signals sysmon takes, which only sysmon may hold for the process while
+// no G runs here (signal_g_exit waits for sysmon, not for every M); the
+// next G's mask is applied when it runs (signal_apply). Without P or on g0.
+void signal_m_sleep(M* mp);
+
 // Around the creation of a kernel thread of goshim's (an M, sysmon): the
 // new thread must start with every signal blocked but SIGSETXID, because
 // until it has set tls_g a signal would run the program's handler there as
@@ -96,6 +104,10 @@ void signal_waiting(G* gp, uint64_t set);
 // On gp at its exit: process signals routed to it and not delivered go
 // back to the process.
 void signal_g_exit(G* gp);
+// gp's mask counts from its creation (after its sigmask is set) until
+// signal_g_exit; signal_g_gone once it no longer counts as a goroutine.
+void signal_g_start(G* gp);
+void signal_g_gone();
 
 // In a forked child (the caller alone, before sysmon starts): as the
 // kernel clears a new process's pending signals, forgets those goshim held

@@ -225,3 +225,90 @@ GOSHIM_EXPORT int pthread_cancel(pthread_t t) {
   if (!gp) return ESRCH;
   return cancel_send(gp);
 }
+
+// ---- glibc's other mask entry points -----------------------------------------
+//
+// glibc implements these on its internal __sigprocmask/__sigsuspend/
+// __sigaltstack/__pthread_kill, which an interposer does not see (the
+// kernel mask of the M would change under the G's feet, and the G's own
+// mask would not): each is rebuilt here, as glibc 2.36 writes it, on top of
+// the interposed sigprocmask/sigsuspend/sigaltstack/raise.
+
+namespace {
+
+// sigset-cvt-mask.h: an old-style int mask is the low 32 bits of the set.
+void set_from_old_mask(sigset_t* set, int mask) {
+  sigemptyset(set);
+  uint64_t v = (unsigned int)mask;
+  memcpy(set, &v, sizeof v);
+}
+int old_mask_of(const sigset_t* set) { return (int)(unsigned int)bits(set); }
+
+int one_signal(int how, int sig) {
+  sigset_t set;
+  sigemptyset(&set);
+  if (sigaddset(&set, sig) < 0) return -1;  // EINVAL, also for 32 and 33
+  return sigprocmask(how, &set, nullptr);
+}
+
+int old_mask_op(int how, int mask) {
+  sigset_t set, oset;
+  set_from_old_mask(&set, mask);
+  if (sigprocmask(how, &set, &oset) < 0) return -1;
+  return old_mask_of(&oset);
+}
+
+}  // namespace
+
+GOSHIM_EXPORT int sighold(int sig) { return one_signal(SIG_BLOCK, sig); }
+
+GOSHIM_EXPORT int sigrelse(int sig) { return one_signal(SIG_UNBLOCK, sig); }
+
+GOSHIM_EXPORT int sigblock(int mask) { return old_mask_op(SIG_BLOCK, mask); }
+
+GOSHIM_EXPORT int sigsetmask(int mask) { return old_mask_op(SIG_SETMASK, mask); }
+
+GOSHIM_EXPORT int siggetmask(void) { return old_mask_op(SIG_BLOCK, 0); }
+
+GOSHIM_EXPORT int __sigsuspend(const sigset_t* mask) { return sigsuspend(mask); }
+
+// is_sig: X/Open sigpause (the current mask without sig); else BSD (an
+// old-style mask replaces the mask). A cancellation point through
+// sigsuspend.
+GOSHIM_EXPORT int __sigpause(int sig_or_mask, int is_sig) {
+  sigset_t set;
+  if (is_sig) {
+    if (sigprocmask(0, nullptr, &set) < 0 || sigdelset(&set, sig_or_mask) < 0) return -1;
+  } else {
+    set_from_old_mask(&set, sig_or_mask);
+  }
+  return sigsuspend(&set);
+}
+
+// The symbol sigpause is the BSD one; <signal.h> redirects the X/Open
+// sigpause(sig) to __xpg_sigpause (and declares sigpause so here, hence
+// the other C name).
+GOSHIM_EXPORT int bsd_sigpause(int mask) __asm__("sigpause");
+GOSHIM_EXPORT int bsd_sigpause(int mask) { return __sigpause(mask, 0); }
+
+GOSHIM_EXPORT int __xpg_sigpause(int sig) { return __sigpause(sig, 1); }
+
+GOSHIM_EXPORT int gsignal(int sig) { return raise(sig); }
+
+// The old sigstack: no size, so everything below ss_sp is the stack.
+GOSHIM_EXPORT int sigstack(struct sigstack* ss, struct sigstack* oss) {
+  stack_t sas, osas;
+  stack_t* sasp = nullptr;
+  if (ss) {
+    sas.ss_sp = ss->ss_sp;
+    sas.ss_flags = ss->ss_onstack ? SS_ONSTACK : 0;
+    sas.ss_size = (size_t)ss->ss_sp;
+    sasp = &sas;
+  }
+  int r = sigaltstack(sasp, oss ? &osas : nullptr);
+  if (r == 0 && oss) {
+    oss->ss_sp = osas.ss_sp;
+    oss->ss_onstack = (osas.ss_flags & SS_ONSTACK) != 0;
+  }
+  return r;
+}
