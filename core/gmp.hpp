@@ -128,6 +128,7 @@ struct SemaWaiter {
   std::atomic<uint32_t> queued{0};  // 1 while on a bucket list
   uint64_t seq = 0;                 // which wait of gp this is
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
+  int prio = 0;  // a real-time waiter's priority (core/rtlock.hpp): woken first, as by the kernel
 };
 
 struct PollDesc;
@@ -189,6 +190,16 @@ struct G {
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;
   int sched_priority = 0;
+  // Real-time scheduling (core/rtlock.hpp): bound to its M, whose kernel
+  // thread has sched_policy applied; the G stays in GStatus::Syscall.
+  bool rt_locked = false;
+  // Priority protection as glibc's tpp (core/rtlock.cpp rt_pp_change): the
+  // ceilings counted (up to 8 distinct ones) and their maximum (0: none).
+  int rt_pp_max = 0;
+  uint8_t rt_pp_ceil[8] = {};
+  uint32_t rt_pp_count[8] = {};
+  void* rt_start = nullptr;  // pthread_create's handshake (core/rtlock.cpp), or nullptr
+  std::atomic<bool> rt_pending{false};  // another G gave it a real-time policy: bind at its next call
 
   // Parking
   WaitReason waitreason = WaitReason::None;
@@ -267,6 +278,7 @@ struct M {
   std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
   int64_t preempt_sent_at = 0;            // when (sysmon only)
   bool exit_requested = false;    // sysmon retires this idle M
+  bool rt = false;                // its kernel thread has a real-time policy (core/rtlock.cpp)
   bool dead = false;
   uint64_t rand = 0;        // per-M fast random state
   // park continuation (park.cpp)

@@ -76,7 +76,8 @@ const char* wait_reason_name(WaitReason r) {
   gp->m = mp;
   cputime_in(gp);
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
-  gp->preempt.store(false, std::memory_order_relaxed);
+  // A pending real-time request (core/rtlock.hpp) is served at its next call.
+  gp->preempt.store(gp->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   if (!inherit_time) mp->p->schedtick++;
   trace_ev(TraceEv::GStart, gp);
   signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
@@ -161,7 +162,7 @@ static void park_switch_post(void* arg) {
   mp->curg = next;
   cputime_in(next);
   next->status.store(GStatus::Running, std::memory_order_relaxed);
-  next->preempt.store(false, std::memory_order_relaxed);
+  next->preempt.store(next->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
   trace_ev(TraceEv::GStart, next);
   signal_apply(mp, next);  // as execute() does

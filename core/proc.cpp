@@ -11,6 +11,7 @@
 // a pointer into the arena is always readable (slots are never unmapped).
 // Slots are recycled through per-P free lists and a global one.
 #include "core/proc.hpp"
+#include "core/rtlock.hpp"
 
 #include <errno.h>
 #include <limits.h>
@@ -157,6 +158,7 @@ void goexit_g0(void* arg) {
   cputime_out(gp);
   mp->curg = nullptr;
   gp->m = nullptr;
+  gp->rt_locked = false;
   gp->status.store(GStatus::Dead, std::memory_order_release);
   if (!gp->is_main() && !(gp->flags & kGFlagUserStack) && gp->stack.map_lo)
     stack_free(pp, gp->stack);
@@ -174,6 +176,9 @@ void goexit_g0(void* arg) {
       break;
     }
   }
+  // A real-time G ended on its own M, without a P (its destructors and
+  // its joiner's wake ran with its policy, as natively): SCHED_OTHER back.
+  if (!pp) rt_exit_m();
   schedule();
 }
 
@@ -190,6 +195,8 @@ void g_entry(void* arg) {
     ub.__pad[1] = nullptr;  // cleanup
     tls::set_cleanup_jmp_buf(gp->tp, &ub);
     if (signal_has_pending(gp)) signal_deliver(gp);
+    // A real-time attribute: applied to this M before the routine runs.
+    if (gp->rt_start && !rt_start(gp)) thread_exit_landed();
     void* r = gp->start_routine(gp->start_arg);
     getg()->retval = r;
   }
@@ -334,6 +341,14 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->name[0] = 0;
   gp->sched_policy = a.sched_policy;
   gp->sched_priority = a.sched_priority;
+  gp->rt_locked = false;
+  gp->rt_pp_max = 0;
+  for (uint32_t& c : gp->rt_pp_count) c = 0;
+  gp->rt_pending.store(false, std::memory_order_relaxed);
+  RtStart rs;
+  bool rt = rt_policy(a.sched_policy);
+  gp->rt_start = rt ? &rs : nullptr;
+  rs.creator_bound = cur && !cur->is_g0() && cur->rt_locked;
   gp->sigmask = a.has_sigmask ? a.sigmask : (cur ? cur->sigmask : 0);
   signal_g_start(gp);
   gp->sigpending.store(0, std::memory_order_relaxed);
@@ -367,6 +382,7 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   else
     globrunqput(gp);
   wakep();
+  if (rt) return rt_start_wait(&rs);  // gp may have ended already: rs only
   return 0;
 }
 

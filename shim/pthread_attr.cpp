@@ -113,6 +113,14 @@ size_t default_stacksize() {
   return in(&default_attr)->stacksize;
 }
 
+// The goroutine whose scheduling a new thread inherits: the caller, M:N
+// or bound to its M by a real-time policy (core/rtlock.hpp).
+G* sched_creator() {
+  G* g = tls_g;
+  if (g && !g->is_g0() && g->rt_locked) return g;
+  return shim::user_g();
+}
+
 uint64_t sigset_bits(const sigset_t* s) {
   uint64_t v;
   memcpy(&v, s, sizeof v);
@@ -129,7 +137,7 @@ int goshim::attr::to_create_attr(const pthread_attr_t* attr, CreateAttr* out) {
     static const size_t page = (size_t)getpagesize();
     out->guard_size = page;
     out->guard_set = true;
-    if (G* cur = shim::user_g()) {
+    if (G* cur = sched_creator()) {
       out->sched_policy = cur->sched_policy;
       out->sched_priority = cur->sched_priority;
     }
@@ -153,15 +161,12 @@ int goshim::attr::to_create_attr(const pthread_attr_t* attr, CreateAttr* out) {
   out->guard_size = a->guardsize;
   out->guard_set = true;
   if (out->stack_size && out->stack_size + out->guard_size < out->stack_size) return EINVAL;
-  G* cur = shim::user_g();
+  G* cur = sched_creator();
   if (a->flags & kNotInheritSched) {
+    // A real-time policy is applied by the new G on its M before its start
+    // routine runs; pthread_create returns the kernel's error (EPERM).
     out->sched_policy = (a->flags & kPolicySet) ? a->schedpolicy : SCHED_OTHER;
     out->sched_priority = (a->flags & kSchedSet) ? a->schedparam.sched_priority : 0;
-    if ((out->sched_policy == SCHED_FIFO || out->sched_policy == SCHED_RR) && geteuid() != 0) {
-      struct rlimit rl;
-      if (getrlimit(RLIMIT_RTPRIO, &rl) != 0 || rl.rlim_cur < (rlim_t)out->sched_priority)
-        return EPERM;
-    }
   } else if (cur) {
     out->sched_policy = cur->sched_policy;
     out->sched_priority = cur->sched_priority;

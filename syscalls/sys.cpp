@@ -57,6 +57,11 @@ long gettid() { return raw0(SYS_gettid); }
 long getpid() { return raw0(SYS_getpid); }
 long tgkill(long tgid, long tid, int sig) { return raw3(SYS_tgkill, tgid, tid, sig); }
 long sched_yield() { return raw0(SYS_sched_yield); }
+long sched_setscheduler(long pid, int policy, const void* param) {
+  return raw3(SYS_sched_setscheduler, pid, policy, (long)param);
+}
+long sched_getscheduler(long pid) { return raw1(SYS_sched_getscheduler, pid); }
+long sched_getparam(long pid, void* param) { return raw2(SYS_sched_getparam, pid, (long)param); }
 long sched_getaffinity(long pid, size_t size, void* mask) {
   return raw3(SYS_sched_getaffinity, pid, (long)size, (long)mask);
 }
