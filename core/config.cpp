@@ -194,8 +194,8 @@ void parse_debug(const char* s) {
       ok = parse_int(val, 0, 1, &v);
       if (ok) config.stats = v;
     } else if (strcmp(tok, "deadlock") == 0) {
-      ok = parse_int(val, 0, 1, &v);
-      if (ok) config.deadlock = v;
+      ok = strcmp(val, "fatal") == 0 ? (v = 2, true) : parse_int(val, 0, 2, &v);
+      if (ok) config.deadlock = (int)v;
     } else if (strcmp(tok, "pinned") == 0) {
       ok = parse_int(val, 1, 3600000, &v);
       if (ok) config.pinned_ms = (int)v;

@@ -7,7 +7,7 @@
 //   GOSHIM_PREEMPT=off|SIGNAL   async preemption signal (default SIGURG)
 //   GOSHIM_TRACE=FILE      scheduler trace (Chrome trace-event JSON)
 //   GOSHIM_DEBUG=k=v,...   schedtrace=MS, scheddetail=1, stats=1,
-//                          deadlock=0, pinned=MS, dumpsignal=SIG
+//                          deadlock=0|1|fatal, pinned=MS, dumpsignal=SIG
 //
 // A bad value is reported once on stderr and the default is used.
 #pragma once
@@ -25,7 +25,7 @@ struct Config {
   int schedtrace_ms = 0;
   bool scheddetail = false;
   bool stats = false;
-  bool deadlock = true;
+  int deadlock = 1;        // 0 off, 1 report once and keep waiting, 2 report and exit(2)
   int pinned_ms = 0;
   int dump_signal = 0;
 };

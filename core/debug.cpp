@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "core/config.hpp"
@@ -52,9 +54,9 @@ void note_kthreads() {
 
 // ---- deadlock --------------------------------------------------------------------
 
-// Every goroutine parked on synchronization that nothing can end: no timer,
-// no fd, no blocking call, no signal wait, no program signal handler that
-// could post something, no foreign kernel thread that could wake one.
+// Every goroutine parked on in-process synchronization (no timed wait, no
+// fd, no blocking call, no signal wait). others_could_wake() then looks
+// for what could still end such a wait from outside.
 bool all_asleep() {
   if (netpoll_any_waiters()) return false;
   bool any = false;
@@ -91,6 +93,60 @@ bool all_asleep() {
   return any;
 }
 
+// Some timer of the process is armed: alarm/setitimer (any of the three
+// interval timers) or a POSIX timer (timer_create; listed in
+// /proc/self/timers). When the list cannot be read, a timer may exist.
+bool timer_armed() {
+  struct {
+    long iv_sec, iv_usec, v_sec, v_usec;
+  } it;
+  for (int which = 0; which < 3; which++)
+    if (sys::raw2(SYS_getitimer, which, (long)&it) == 0 && (it.v_sec || it.v_usec)) return true;
+  long fd = sys::openat(-100, "/proc/self/timers", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return true;
+  // Lines "ID: N" name the timers; the other lines are skipped.
+  static const char kTag[] = "ID: ";
+  char buf[1024];
+  int col = 0;  // position in the current line; -1: not an ID line
+  long id = -1;
+  bool armed = false;
+  long n;
+  while (!armed && (n = sys::read((int)fd, buf, sizeof buf)) > 0) {
+    for (long i = 0; i < n && !armed; i++) {
+      char c = buf[i];
+      if (c == '\n') {
+        if (id >= 0) {
+          struct timespec spec[2];  // interval, value
+          long r = sys::raw2(SYS_timer_gettime, id, (long)spec);
+          armed = r != 0 || spec[1].tv_sec || spec[1].tv_nsec;
+        }
+        col = 0;
+        id = -1;
+      } else if (col >= 0 && col < 4) {
+        col = c == kTag[col] ? col + 1 : -1;
+        if (col == 4) id = 0;
+      } else if (col == 4) {
+        if (c >= '0' && c <= '9') id = id * 10 + (c - '0');
+        else col = -1, id = -1;
+      }
+    }
+  }
+  sys::close((int)fd);
+  return armed;
+}
+
+// The process has a child (running, stopped or a zombie): it may send a
+// signal, write to a pipe, post a process-shared object.
+bool has_children() {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  long r = sys::raw5(SYS_waitid, P_ALL, 0, (long)&si,
+                     WNOHANG | WNOWAIT | WEXITED | WSTOPPED | WCONTINUED | __WALL, 0);
+  return r != -ECHILD;
+}
+
+// Something goshim cannot see may still wake a goroutine or end the
+// program in its own way.
 bool others_could_wake() {
   // Program signal handlers may post a semaphore or write a flag: a
   // program waiting for a signal is not deadlocked.
@@ -100,28 +156,44 @@ bool others_could_wake() {
   // Kernel threads goshim did not create can wake goroutines.
   int k = kernel_threads();
   int ours = sched.mcount + 1;  // the Ms and sysmon
-  return k < 0 || k > ours;
+  if (k < 0 || k > ours) return true;
+  // A timer will send a signal (even with no handler, its default action
+  // ends the program as it would natively).
+  if (timer_armed()) return true;
+  return has_children();
 }
 
+// Reports a deadlock once per episode (no park or creation in between);
+// with deadlock=fatal also exits with status 2. Any other process may
+// still end or wake the program (a signal, a write to a shared mapping),
+// so by default the program keeps waiting, as it would natively.
 void check_deadlock(int64_t now) {
   static int64_t last_check;
   static uint64_t seen_parks, seen_created;
   static int strikes;
+  static bool reported;
   if (now - last_check < 100 * 1000000LL) return;
   last_check = now;
   uint64_t parks = total_parks(), created = sched.ngcreated.load();
   bool asleep = all_asleep();
   if (!asleep || parks != seen_parks || created != seen_created) {
     strikes = 0;
+    reported = false;
     seen_parks = parks;
     seen_created = created;
     return;
   }
-  if (others_could_wake()) return;
+  if (reported) return;
+  if (others_could_wake()) {
+    strikes = 0;
+    return;
+  }
   if (++strikes < 2) return;  // unchanged over two looks, 200 ms apart
+  reported = true;
   rawlog("goshim: all goroutines are asleep - deadlock!\n\n");
   dump_goroutines(2, "goroutines:");
-  sys::exit_group(2);
+  if (config.deadlock == 2) sys::exit_group(2);
+  rawlog("goshim: the program keeps waiting (GOSHIM_DEBUG=deadlock=fatal exits instead)\n");
 }
 
 // ---- schedtrace --------------------------------------------------------------------
@@ -138,7 +210,7 @@ void tick(int64_t now) {
 }
 
 // Every G that pinned its M long enough for sysmon to take the P away.
-void stall(M* mp, G* gp, int64_t stalled_ns) { npinned.fetch_add(1, std::memory_order_relaxed); }
+void stall(M* /*mp*/, G* /*gp*/, int64_t /*stalled_ns*/) { npinned.fetch_add(1, std::memory_order_relaxed); }
 
 // Names of the system calls a thread is most often found stuck in.
 const char* syscall_name(long nr) {

@@ -201,12 +201,20 @@ long run_blocking(IoOp* op, int fd, BlockKind kind) {
   return op->attempt(op, fd);
 }
 
+// An operation whose descriptor was closed before it could take a
+// reference starts over with a new lookup of the number, as if it had been
+// called after the close (fdio_pd's result, never returned to the program).
+constexpr long kRelookup = -1000000;
+
 // The descriptor an operation works on. Until the operation must wait it
 // holds no reference (fd_lookup's snapshot, validated with pd_still) and
 // its syscalls use the program's fd number, exactly as a native call that
 // races with close would. Before its first wait it takes a reference
 // (pd_hold): from then on close keeps the file open for it (under a hidden
-// number, pd->fd) until the operation ends.
+// number, pd->fd) until the operation ends, and its system calls go
+// through attempt() (pd_num_enter: close does not free the program's
+// number while one is under way) or, blocking ones, through a private
+// copy of the number (blocking()).
 struct OpDesc {
   PollDesc* pd;
   int fd;          // the program's number
@@ -220,7 +228,29 @@ struct OpDesc {
     if (!held) held = pd_hold(pd, fd, seq);
     return held;
   }
-  int num() const { return held ? pd->fd.load(std::memory_order_acquire) : fd; }
+  // One non-blocking system call on the file.
+  template <typename F>
+  long call(F fn) {
+    if (!held) return fn(fd);
+    bool counted;
+    int n = pd_num_enter(pd, fd, &counted);
+    long r = n >= 0 ? fn(n) : -EBADF;
+    pd_num_exit(pd, counted);
+    return r;
+  }
+  long attempt(IoOp* op) {
+    return call([op](int n) { return op->attempt(op, n); });
+  }
+  // The operation as a blocking call (the file may make it wait in the
+  // kernel): a held descriptor's on a private copy of the number.
+  long blocking(IoOp* op, BlockKind kind) {
+    if (!held) return run_blocking(op, fd, kind);
+    long c = fd_private_copy(pd, fd);
+    if (c < 0) return c;
+    long r = run_blocking(op, (int)c, kind);
+    sys::close((int)c);
+    return r;
+  }
   void release() {
     if (held) pd_put(pd);
     held = false;
@@ -251,18 +281,21 @@ void interrupted(OpDesc& d) {
 // A pollable file goshim must not switch to O_NONBLOCK (inherited): wait
 // for readiness in netpoll, then make the (blocking) call.
 long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
-  if (!d.hold()) return -EBADF;
+  if (!d.hold()) return kRelookup;
   PollDesc* pd = d.pd;
   int64_t timeo = timeout_of(f, op->mode);
   int64_t deadline = 0;
   bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
   uint32_t h0 = getg()->nhandled;
   for (;;) {
-    int fd = d.num();
     uint32_t snap = pd_events(pd, op->mode);
-    struct pollfd p = {fd, (short)(op->mode == kModeRead ? POLLIN : POLLOUT), 0};
-    struct timespec zero = {0, 0};
-    if (sys::ppoll(&p, 1, &zero, nullptr) != 0) return run_blocking(op, fd, BlockKind::Short);
+    short ev = op->mode == kModeRead ? POLLIN : POLLOUT;
+    long pr = d.call([ev](int n) {
+      struct pollfd p = {n, ev, 0};
+      struct timespec zero = {0, 0};
+      return sys::ppoll(&p, 1, &zero, nullptr);
+    });
+    if (pr != 0) return d.blocking(op, BlockKind::Short);
     if (timeo && !deadline) deadline = sys::nanotime() + timeo;
     size_t got;
     long err;
@@ -282,7 +315,7 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
         return -EINTR;
       }
       case WakeReason::None:
-        if (err == -EPERM) return run_blocking(op, fd, BlockKind::Long);
+        if (err == -EPERM) return d.blocking(op, BlockKind::Long);
         return err;
     }
   }
@@ -304,7 +337,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
   bool nonblock = (fl & kFileUserNonblock) || op->nowait;
   if (!(fl & kFileNbUnder)) {
     if (nonblock) return op->attempt(op, d.fd);
-    if (!((fl & kFileOwned) && d.hold() && fd_make_nonblocking(pd))) {
+    if (!((fl & kFileOwned) && d.hold() && fd_make_nonblocking(pd, d.fd))) {
       return foreign_wait_then_block(d, f, op);
     }
     fl = f->flags.load(std::memory_order_acquire);
@@ -335,7 +368,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
     // edge wakes us). After any wake-up, ask the kernel.
     if (!(reader_chan && first && !(c & 1))) {
       if (writes_peer) file_chan_bump(v.peer);
-      long r = op->attempt(op, d.num());
+      long r = d.attempt(op);
       if (r != -EAGAIN) {
         if (writes_peer && r > 0) file_chan_bump(v.peer);
         long out;
@@ -345,10 +378,10 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
       }
       if (op->stop_eagain_progress && op->done) return (long)op->done;
       // About to wait: from here the file must stay what it is.
-      if (!d.hold()) return op->done ? (long)op->done : -EBADF;
+      if (!d.hold()) return op->done ? (long)op->done : kRelookup;
       if (reader_chan) f->chan.compare_exchange_strong(c, c & ~1ull, std::memory_order_acq_rel);
     } else if (!d.hold()) {
-      return -EBADF;
+      return kRelookup;
     }
     first = false;
     int64_t timeo = timeout_of(f, op->mode);
@@ -381,7 +414,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
         return -EINTR;
       }
       case WakeReason::None:
-        if (err == -EPERM) return run_blocking(op, d.num(), BlockKind::Long);
+        if (err == -EPERM) return d.blocking(op, BlockKind::Long);
         return op->done ? (long)op->done : err;
     }
   }
@@ -395,7 +428,9 @@ long fdio_g(int fd, IoOp* op) {
     PollDesc* pd = fd_lookup(fd, &seq, &err);
     if (!pd) {
       if (err == -EBADF) return -EBADF;
-      return run_blocking(op, fd, BlockKind::Long);  // beyond the table
+      // Untracked (beyond the table, or the number is being closed and may
+      // already name a file goshim has not seen): the kernel decides.
+      return run_blocking(op, fd, BlockKind::Long);
     }
     FileView v;
     v.f = __atomic_load_n(&pd->file, __ATOMIC_ACQUIRE);
@@ -404,7 +439,8 @@ long fdio_g(int fd, IoOp* op) {
     v.peer_gen = v.f ? v.f->peer_gen : 0;
     if (!v.f || !pd_still(pd, seq)) continue;  // closed and reused meanwhile: look again
     OpDesc d(pd, fd, seq);
-    return fdio_pd(d, v, op);
+    long r = fdio_pd(d, v, op);
+    if (r != kRelookup) return r;
   }
 }
 
@@ -443,9 +479,11 @@ long fdio_kt(int fd, IoOp* op) {
   bool restartable = !(f->kind == FdKind::Socket && timeo != 0);
   long out;
   for (;;) {
-    int n = pd->fd.load(std::memory_order_acquire);
+    bool counted;
+    int n = pd_num_enter(pd, fd, &counted);
     if (writes_peer) bump_peer(f);
-    long r = op->attempt(op, n);
+    long r = n >= 0 ? op->attempt(op, n) : -EBADF;
+    pd_num_exit(pd, counted);
     if (r != -EAGAIN) {
       if (writes_peer && r > 0) bump_peer(f);
       if (settle(op, r, &out)) break;
@@ -476,7 +514,13 @@ long fdio_kt(int fd, IoOp* op) {
 
 long run(int fd, IoOp* op) {
   if (io_user_g()) return fdio_g(fd, op);
-  if (__builtin_expect(real::read == nullptr, 0)) real::resolve();  // before goshim's constructor
+  if (__builtin_expect(real::read == nullptr, 0)) {  // before goshim's constructor
+    // Within resolve() itself (Debian 11: dlsym -> calloc -> jemalloc's
+    // boot -> syscall(SYS_read) -> here): the kernel call, as no fd is
+    // goshim's yet. Resolving again deadlocked on jemalloc's init lock.
+    if (real::resolving() && op->attempt) return op->attempt(op, fd);
+    real::resolve();
+  }
   return fdio_kt(fd, op);
 }
 
@@ -792,8 +836,12 @@ long io_accept4(int fd, struct sockaddr* a, socklen_t* alen, int flags) {
   op.alenp = alen;
   op.flags = flags;
   op.attempt = [](IoOp* o, int f) {
+    // A new socket is O_NONBLOCK from here until fd_new records it.
     o->raw_used = true;
-    return sys::accept4(f, o->addr, o->alenp, o->flags | SOCK_NONBLOCK);
+    fd_creating_begin();
+    long r = sys::accept4(f, o->addr, o->alenp, o->flags | SOCK_NONBLOCK);
+    if (r < 0) fd_creating_end();
+    return r;
   };
   op.passthru = [](IoOp* o, int f) {
     o->raw_used = false;
@@ -810,6 +858,7 @@ long io_accept4(int fd, struct sockaddr* a, socklen_t* alen, int flags) {
     if (flags & SOCK_NONBLOCK) fl |= kFileUserNonblock;
     if (op.raw_used) fl |= kFileNbUnder;
     FileRec* nf = fd_new((int)r, FdKind::Socket, fl);
+    if (op.raw_used) fd_creating_end();
     if (nf && lf) {
       nf->rcvtimeo.store(lf->rcvtimeo.load(std::memory_order_relaxed), std::memory_order_relaxed);
       nf->sndtimeo.store(lf->sndtimeo.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -825,7 +874,7 @@ namespace {
 // read the outcome. timeout_result: what the call returns when SO_SNDTIMEO
 // expires (EINPROGRESS for a new attempt, EALREADY when one was already
 // under way, as the kernel's connect).
-long connect_wait(PollDesc* pd, FileRec* f, uint32_t snap, long timeout_result) {
+long connect_wait(PollDesc* pd, int pfd, FileRec* f, uint32_t snap, long timeout_result) {
   int64_t timeo = f->sndtimeo.load(std::memory_order_relaxed);
   int64_t deadline = timeo ? sys::nanotime() + timeo : 0;
   bool restartable = timeo == 0;
@@ -850,20 +899,24 @@ long connect_wait(PollDesc* pd, FileRec* f, uint32_t snap, long timeout_result) 
       default:
         break;
     }
-    int fd = pd->fd.load(std::memory_order_acquire);
     snap = pd_events(pd, kModeWrite);
     int soerr = 0;
+    bool counted;
+    int fd = pd_num_enter(pd, pfd, &counted);
     socklen_t len = sizeof soerr;
-    long r = sys::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
-    if (r < 0) return r;
+    long r = fd >= 0 ? sys::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) : -EBADF;
+    if (r == 0 && !soerr) {
+      // SO_ERROR 0 may be a spurious wake-up: connected only if there is a peer.
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof ss;
+      r = sys::raw3(SYS_getpeername, fd, (long)&ss, (long)&sl);
+      soerr = r == -ENOTCONN ? EINPROGRESS : 0;
+    }
+    pd_num_exit(pd, counted);
+    if (r < 0 && r != -ENOTCONN) return r;
     if (soerr == EINPROGRESS || soerr == EALREADY || soerr == EINTR) continue;
     if (soerr) return -soerr;
-    // SO_ERROR 0 may be a spurious wake-up: connected only if there is a peer.
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    r = sys::raw3(SYS_getpeername, fd, (long)&ss, (long)&sl);
-    if (r == 0) return 0;
-    if (r != -ENOTCONN) return r;
+    return 0;
   }
 }
 
@@ -933,23 +986,37 @@ long io_connect(int fd, const struct sockaddr* a, socklen_t alen) {
   FileRec* f = pd->file;
   uint32_t fl = f->flags.load(std::memory_order_acquire);
   long r;
+  bool counted;
   if (fl & kFileUserNonblock) {
-    r = sys::connect(pd->fd.load(std::memory_order_acquire), a, alen);
-  } else if (!(fl & kFileNbUnder) && !((fl & kFileOwned) && fd_make_nonblocking(pd))) {
-    BlockingCall bc(BlockKind::Long, "connect");
-    r = sys::connect(pd->fd.load(std::memory_order_acquire), a, alen);
+    int n = pd_num_enter(pd, fd, &counted);
+    r = n >= 0 ? sys::connect(n, a, alen) : -EBADF;
+    pd_num_exit(pd, counted);
+  } else if (!(fl & kFileNbUnder) && !((fl & kFileOwned) && fd_make_nonblocking(pd, fd))) {
+    // Blocking in the kernel: on a private copy (close must not wait).
+    long c = fd_private_copy(pd, fd);
+    if (c >= 0) {
+      BlockingCall bc(BlockKind::Long, "connect");
+      r = sys::connect((int)c, a, alen);
+    } else {
+      r = c;
+    }
+    if (c >= 0) sys::close((int)c);
   } else {
-    int n = pd->fd.load(std::memory_order_acquire);
     uint32_t snap = pd_events(pd, kModeWrite);
-    r = sys::connect(n, a, alen);
-    if (r == -EAGAIN && (fl & kFileUnix))
-      r = connect_unix_blocking(n, a, alen);
-    else if (r == -EINPROGRESS)
-      r = connect_wait(pd, f, snap, -EINPROGRESS);
-    else if (r == -EALREADY)
+    int n = pd_num_enter(pd, fd, &counted);
+    r = n >= 0 ? sys::connect(n, a, alen) : -EBADF;
+    pd_num_exit(pd, counted);
+    if (r == -EAGAIN && (fl & kFileUnix)) {
+      long c = fd_private_copy(pd, fd);
+      r = c >= 0 ? connect_unix_blocking((int)c, a, alen) : c;
+      if (c >= 0) sys::close((int)c);
+    } else if (r == -EINPROGRESS) {
+      r = connect_wait(pd, fd, f, snap, -EINPROGRESS);
+    } else if (r == -EALREADY) {
       // An attempt already under way (an earlier connect was interrupted or
       // timed out): a blocking connect waits for it like the first one.
-      r = connect_wait(pd, f, snap, -EALREADY);
+      r = connect_wait(pd, fd, f, snap, -EALREADY);
+    }
   }
   pd_put(pd);
   if (r == -EINTR) cancel_point();  // an interrupted wait may be a cancellation
@@ -1006,11 +1073,11 @@ long twofd_check(void* ctx) {
 
 // Whether an end needs goshim to wait: O_NONBLOCK underneath while the
 // program sees it blocking. *foreign: an end that blocks in the kernel.
-bool end_waits(PollDesc* pd, bool* foreign) {
+bool end_waits(PollDesc* pd, int fd, bool* foreign) {
   FileRec* f = pd->file;
   uint32_t fl = f->flags.load(std::memory_order_acquire);
   if (!(fl & kFilePollable) || (fl & kFileUserNonblock)) return false;
-  if (!(fl & kFileNbUnder) && !((fl & kFileOwned) && fd_make_nonblocking(pd))) {
+  if (!(fl & kFileNbUnder) && !((fl & kFileOwned) && fd_make_nonblocking(pd, fd))) {
     *foreign = true;
     return false;
   }
@@ -1047,8 +1114,8 @@ long twofd(TwoFd* t) {
     return err == -EBADF ? -EBADF : twofd_attempt(t);
   }
   bool foreign = false;
-  bool win = end_waits(pin, &foreign);
-  bool wout = end_waits(pout, &foreign);
+  bool win = end_waits(pin, t->in, &foreign);
+  bool wout = end_waits(pout, t->out, &foreign);
   FileRec* fout = pout->file;
   long r;
   if (nowait || (!win && !wout)) {

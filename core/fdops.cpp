@@ -12,6 +12,16 @@
 #include <sys/timerfd.h>
 
 #include "core/fdtable.hpp"
+// Older headers (glibc < 2.34, Debian 11) lack these Linux 5.9 names.
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
 #include "core/netpoll.hpp"
 #include "core/ownfd.hpp"
 #include "core/real_io.hpp"
@@ -52,6 +62,7 @@ int64_t tv_ns(const void* val, socklen_t len) {
 
 long fdop_socket(int domain, int type, int proto) {
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::socket(domain, type | (nb ? SOCK_NONBLOCK : 0), proto);
   if (r < 0) return r;
   uint32_t fl = base_flags(type & SOCK_NONBLOCK, nb);
@@ -63,6 +74,7 @@ long fdop_socket(int domain, int type, int proto) {
 
 long fdop_socketpair(int domain, int type, int proto, int sv[2]) {
   bool nb = nb_now();
+  FdCreating creating(nb);
   int v[2];
   long r = sys::socketpair(domain, type | (nb ? SOCK_NONBLOCK : 0), proto, v);
   if (r < 0) return r;
@@ -99,6 +111,7 @@ long fdop_pipe2(int fds[2], int flags) {
     return 0;
   }
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::pipe2(v, flags | (nb ? O_NONBLOCK : 0));
   if (r < 0) return r;
   uint32_t fl = base_flags(flags & O_NONBLOCK, nb);
@@ -115,6 +128,7 @@ long fdop_pipe2(int fds[2], int flags) {
 
 long fdop_eventfd(unsigned initval, int flags) {
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::eventfd2(initval, flags | (nb ? EFD_NONBLOCK : 0));
   if (r >= 0) fd_new((int)r, FdKind::EventFd, base_flags(flags & EFD_NONBLOCK, nb));
   return r;
@@ -122,6 +136,7 @@ long fdop_eventfd(unsigned initval, int flags) {
 
 long fdop_timerfd_create(int clk, int flags) {
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::raw2(SYS_timerfd_create, clk, flags | (nb ? TFD_NONBLOCK : 0));
   if (r >= 0) fd_new((int)r, FdKind::TimerFd, base_flags(flags & TFD_NONBLOCK, nb));
   return r;
@@ -130,6 +145,7 @@ long fdop_timerfd_create(int clk, int flags) {
 long fdop_signalfd(int fd, const sigset_t* mask, int flags) {
   if (fd != -1) return sys::raw4(SYS_signalfd4, fd, (long)mask, 8, flags);  // changes the mask only
   bool nb = nb_now();
+  FdCreating creating(nb);
   long r = sys::raw4(SYS_signalfd4, -1, (long)mask, 8, flags | (nb ? SFD_NONBLOCK : 0));
   if (r >= 0) fd_new((int)r, FdKind::SignalFd, base_flags(flags & SFD_NONBLOCK, nb));
   return r;
@@ -148,15 +164,16 @@ long fdop_epoll_create1(int flags) {
 // stdio's stdin, stdout and stderr do their I/O on fds 0-2 inside libc,
 // behind goshim's back: a file that becomes one of them gets its blocking
 // mode back (it is shared with the program's other copies).
-static void dup_done(int oldfd, int newfd) {
-  fd_dup(oldfd, newfd);
-  if (newfd <= 2) fd_release_to_kernel(newfd);
+static void dup_done(const FdDupSrc& src, int oldfd, long newfd) {
+  fd_dup_end(src, oldfd, newfd >= 0 ? (int)newfd : -1);
+  if (newfd >= 0 && newfd <= 2) fd_release_to_kernel((int)newfd);
 }
 
 long fdop_dup(int fd) {
   if (ownfd_is(fd)) return -EBADF;  // not the program's
+  FdDupSrc src = fd_dup_begin(fd);
   long r = sys::dup(fd);
-  if (r >= 0) dup_done(fd, (int)r);
+  dup_done(src, fd, r);
   return r;
 }
 
@@ -174,9 +191,10 @@ long fdop_dup3(int oldfd, int newfd, int flags, bool is_dup2) {
   // newfd may be one of goshim's own fds: it moves elsewhere first.
   long v = ownfd_vacate(newfd);
   if (v < 0) return v;
-  PollDesc* old = fd_close_begin(newfd);  // dup3 closes newfd implicitly
+  FdDupSrc src = fd_dup_begin(oldfd);
+  FdClose old = fd_close_begin(newfd);  // dup3 closes newfd implicitly
   long r = sys::dup3(oldfd, newfd, flags);
-  if (r >= 0) dup_done(oldfd, newfd);
+  dup_done(src, oldfd, r >= 0 ? newfd : -1);
   fd_close_end(newfd, old);
   return r;
 }
@@ -188,8 +206,9 @@ long fdop_fcntl(int fd, int cmd, long arg) {
   switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC: {
+      FdDupSrc src = fd_dup_begin(fd);
       long r = sys::fcntl(fd, cmd, arg);
-      if (r >= 0) dup_done(fd, (int)r);
+      dup_done(src, fd, r);
       return r;
     }
     case F_GETFL: {
@@ -261,7 +280,8 @@ long fdop_ioctl(int fd, unsigned long req, long arg) {
 
 long fdop_close(int fd) {
   if (ownfd_is(fd)) return -EBADF;  // not the program's
-  PollDesc* pd = fd_close_begin(fd);
+  FdClose c = fd_close_begin(fd);
+  PollDesc* pd = c.pd;
   long r;
   if (op_user_g()) {
     if (!pd || pd_kind(pd) == FdKind::File || pd_kind(pd) == FdKind::Other) {
@@ -274,7 +294,7 @@ long fdop_close(int fd) {
   } else {
     r = real::close ? errno_result(real::close(fd)) : sys::close(fd);
   }
-  fd_close_end(fd, pd);
+  fd_close_end(fd, c);
   return r;
 }
 
@@ -286,11 +306,9 @@ long fdop_close_range(unsigned first, unsigned last, int flags) {
     for (int fd = fd_next_tracked((int)first); fd >= 0 && (unsigned)fd <= last;
          fd = fd_next_tracked(fd + 1)) {
       if (ownfd_is(fd)) continue;
-      PollDesc* pd = fd_close_begin(fd);
-      if (pd) {
-        sys::close(fd);
-        fd_close_end(fd, pd);
-      }
+      FdClose c = fd_close_begin(fd);
+      if (c.word) sys::close(fd);  // before the slot is "unknown" again
+      fd_close_end(fd, c);
     }
   }
   // goshim's own fds stay open: close the range around them.

@@ -1,15 +1,18 @@
 // The fd table (see fdtable.hpp).
 //
-// Slots: fd -> PollDesc*, in 4096-entry chunks mapped on first use, for fds
-// below kMaxFd. A slot is null (unknown: classify on first use), a live
-// descriptor, or kClosing while close runs (lookups then answer EBADF, as
-// the kernel may for a call racing with close).
+// Slots: fd -> one 64-bit word, in 4096-entry chunks mapped on first use,
+// for fds below kMaxFd. The word is (generation << 32 | state); the state
+// is kEmpty (unknown: classify on first use), kClosing (a close of the
+// number is under way) or a live descriptor's arena index + 2. Every
+// change of the word increments the generation, so a compare-and-swap
+// from a word read earlier fails if anything happened to the number in
+// between (fdtable.hpp: "Numbers and the kernel").
 //
 //   fd_get (any op)                      fd_close_begin
 //   ---------------                      --------------
-//   refs++ (CAS from >0)        [S]      slot = kClosing (CAS)       [S]
+//   refs++ (CAS from >0)        [S]      slot = (g+1, kClosing) (CAS) [S]
 //   #StoreLoad (seq_cst)                 #StoreLoad (seq_cst)
-//   slot still == pd?           [L]      refs > 1 ? orphan : detach  [L]
+//   slot still == word?         [L]      refs > 1 ? orphan : detach   [L]
 //
 // so either close sees the operation (and keeps the file open for it under
 // a hidden number) or the operation sees the close (and drops its ref).
@@ -39,6 +42,7 @@
 namespace goshim {
 
 std::atomic<uint32_t> g_fork_epoch{1};
+std::atomic<int32_t> g_fd_creating{0};
 
 namespace {
 
@@ -146,24 +150,57 @@ void file_put(FileRec* f) {
 constexpr int kSlotBits = 12;
 constexpr int kSlotChunk = 1 << kSlotBits;
 constexpr int kMaxFd = 1 << 22;
-PollDesc* const kClosing = (PollDesc*)1;
 
-std::atomic<std::atomic<PollDesc*>*> slot_chunks[kMaxFd >> kSlotBits];
+using Slot = std::atomic<uint64_t>;
+constexpr uint32_t kEmpty = 0;
+constexpr uint32_t kClosing = 1;
+inline uint32_t st_of(uint64_t w) { return (uint32_t)w; }
+inline uint32_t st_pd(const PollDesc* pd) { return pd->idx + 2; }
+// The word that follows w with state st (the generation moves on).
+inline uint64_t next_word(uint64_t w, uint32_t st) { return ((w >> 32) + 1) << 32 | st; }
 
-std::atomic<PollDesc*>* slot_of(int fd, bool create) {
+std::atomic<Slot*> slot_chunks[kMaxFd >> kSlotBits];
+
+Slot* slot_of(int fd, bool create) {
   if (fd < 0 || fd >= kMaxFd) return nullptr;
-  std::atomic<std::atomic<PollDesc*>*>& c = slot_chunks[fd >> kSlotBits];
-  std::atomic<PollDesc*>* chunk = c.load(std::memory_order_acquire);
+  std::atomic<Slot*>& c = slot_chunks[fd >> kSlotBits];
+  Slot* chunk = c.load(std::memory_order_acquire);
   if (!chunk) {
     if (!create) return nullptr;
-    auto* fresh = (std::atomic<PollDesc*>*)map_chunk(sizeof(std::atomic<PollDesc*>) * kSlotChunk);
+    auto* fresh = (Slot*)map_chunk(sizeof(Slot) * kSlotChunk);
     if (c.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
       chunk = fresh;
     } else {
-      sys::munmap(fresh, sizeof(std::atomic<PollDesc*>) * kSlotChunk);
+      sys::munmap(fresh, sizeof(Slot) * kSlotChunk);
     }
   }
   return &chunk[fd & (kSlotChunk - 1)];
+}
+
+// The live descriptor a slot state names (st >= 2).
+PollDesc* pd_of(uint32_t st);
+
+// A reference being taken on a descriptor found in a slot is tentative
+// until the slot is checked again: if a close began in between, the taker
+// drops it. Close must not count such a reference as an operation in
+// flight (it would keep the file open under a hidden number for nobody:
+// a pipe would accept a write no reader will ever see), so it waits for
+// the tentative ones to settle (a few instructions, never a wait) before
+// it counts references.
+struct TentRef {
+  PollDesc* pd;
+  explicit TentRef(PollDesc* p) : pd(p) { pd->tent.fetch_add(1, std::memory_order_seq_cst); }
+  ~TentRef() { pd->tent.fetch_sub(1, std::memory_order_release); }
+  TentRef(const TentRef&) = delete;
+  TentRef& operator=(const TentRef&) = delete;
+};
+
+// Lets another thread finish a short step close is waiting for.
+void close_spin() {
+  if (fd_user_g())
+    gosched();
+  else
+    sys::sched_yield();
 }
 
 bool ref_inc_not_zero(PollDesc* pd) {
@@ -213,12 +250,20 @@ void pd_free(PollDesc* pd) {
   pd_dealloc(pd);
 }
 
-// Publishes pd (refs == 1) in fd's slot, retiring a stale descriptor.
-void install(int fd, PollDesc* pd) {
-  std::atomic<PollDesc*>* s = slot_of(fd, true);
+// The kernel has just handed out fd (open, socket, accept, dup...): the
+// slot gets state st (a new descriptor, or kEmpty: classify on first use)
+// whatever it held, with a new generation. A close of the number's previous
+// file still under way (kClosing) then fails its fd_close_end CAS, and a
+// classification begun before fails its install CAS. A stale descriptor
+// (its file was closed behind goshim's back) is retired.
+void replace_slot(int fd, uint32_t st) {
+  Slot* s = slot_of(fd, true);
   if (!s) return;
-  PollDesc* old = s->exchange(pd, std::memory_order_seq_cst);
-  if (old && old != kClosing) {
+  uint64_t w = s->load(std::memory_order_relaxed);
+  while (!s->compare_exchange_weak(w, next_word(w, st), std::memory_order_seq_cst)) {
+  }
+  if (st_of(w) >= 2) {
+    PollDesc* old = pd_of(st_of(w));
     // Closed behind goshim's back (inside libc): the number now names
     // another file, so neither unregister nor close it.
     {
@@ -230,6 +275,9 @@ void install(int fd, PollDesc* pd) {
     pd_put(old);
   }
 }
+
+// Publishes pd (refs == 1) in fd's slot.
+void install(int fd, PollDesc* pd) { replace_slot(fd, st_pd(pd)); }
 
 int64_t tv_ns(const struct timeval& tv) { return (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000; }
 
@@ -346,6 +394,10 @@ PollDesc* pd_at(uint32_t idx) {
   return chunk ? chunk + idx % kPdChunk : nullptr;
 }
 
+namespace {
+PollDesc* pd_of(uint32_t st) { return pd_at(st - 2); }
+}  // namespace
+
 void file_chan_bump(FileRec* f) {
   uint64_t o = f->chan.load(std::memory_order_relaxed);
   while (!f->chan.compare_exchange_weak(o, (o + 2) | 1, std::memory_order_acq_rel)) {
@@ -358,76 +410,123 @@ const char* fd_kind_name(FdKind k) {
   return (size_t)k < sizeof names / sizeof names[0] ? names[(size_t)k] : "?";
 }
 
-PollDesc* fd_get(int fd, int* err) {
+namespace {
+
+// A lookup found fd's slot "closing": the number is closed, or still the
+// old file (the kernel's close has not run yet: using it would read a file
+// goshim keeps O_NONBLOCK underneath as the program's blocking one), or
+// already a new file the kernel handed out behind goshim's back. A
+// goroutine waits for the close to finish (yielding: the closer may need
+// this processor), then looks again, as a call made after the close. Off
+// a goroutine (a signal handler may have interrupted the closer itself)
+// the caller gets kFdUntracked and asks the kernel.
+bool closing_wait() {
+  if (!fd_user_g()) return false;
+  gosched();
+  return true;
+}
+
+// fd_get, also returning the slot word the descriptor was found under.
+PollDesc* get_word(int fd, int* err, uint64_t* word) {
   if (fd < 0) {
     *err = -EBADF;
     return nullptr;
   }
   if (fd >= kMaxFd) {
-    *err = -EMFILE;
+    *err = kFdUntracked;
     return nullptr;
   }
+  Slot* s = slot_of(fd, true);
+  int creating_waits = 0;
   for (;;) {
-    std::atomic<PollDesc*>* s = slot_of(fd, true);
-    PollDesc* pd = s->load(std::memory_order_acquire);
-    if (pd == kClosing) {
-      *err = -EBADF;
+    uint64_t w = s->load(std::memory_order_acquire);
+    uint32_t st = st_of(w);
+    if (st == kClosing) {
+      if (closing_wait()) continue;
+      *err = kFdUntracked;
       return nullptr;
     }
-    if (!pd) {
+    if (st == kEmpty) {
       long e = 0;
       FileRec* f = classify(fd, &e);
       if (!f) {
         *err = (int)e;
         return nullptr;
       }
+      if ((f->flags.load(std::memory_order_relaxed) & kFileUserNonblock) &&
+          g_fd_creating.load(std::memory_order_seq_cst) != 0 &&
+          (fd_user_g() || creating_waits++ < 1000)) {
+        // Maybe a file goshim is creating, not yet recorded: its
+        // O_NONBLOCK is goshim's, not the program's (fd_creating_begin).
+        // Creators never wait between their system call and their record,
+        // so this ends; off a goroutine (perhaps a signal handler that
+        // interrupted the creator) only a bounded number of times.
+        file_put(f);
+        close_spin();
+        continue;
+      }
       PollDesc* fresh = new_desc(fd, f);
-      PollDesc* expect = nullptr;
-      if (!s->compare_exchange_strong(expect, fresh, std::memory_order_seq_cst)) {
-        // Someone else recorded fd first.
+      // Recorded only if nothing happened to the number since w was read
+      // (no close began, no creation recorded): then what classify saw is
+      // the number's current file.
+      if (!s->compare_exchange_strong(w, next_word(w, st_pd(fresh)), std::memory_order_seq_cst)) {
         fresh->refs.store(0, std::memory_order_relaxed);
         pd_free(fresh);
       }
       continue;
     }
+    PollDesc* pd = pd_of(st);
+    TentRef t(pd);
     if (!ref_inc_not_zero(pd)) continue;  // being freed: reload
-    if (s->load(std::memory_order_seq_cst) != pd) {
+    if (s->load(std::memory_order_seq_cst) != w) {
       pd_put(pd);
       continue;
     }
+    *word = w;
     return pd;
   }
 }
 
+}  // namespace
+
+PollDesc* fd_get(int fd, int* err) {
+  uint64_t w;
+  return get_word(fd, err, &w);
+}
+
 PollDesc* fd_lookup(int fd, uint32_t* seq, int* err) {
-  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  Slot* s = slot_of(fd, false);
   for (;;) {
-    PollDesc* pd = s ? s->load(std::memory_order_acquire) : nullptr;
-    if (pd == kClosing) {
-      *err = -EBADF;
+    uint64_t w = s ? s->load(std::memory_order_acquire) : 0;
+    uint32_t st = st_of(w);
+    if (st == kClosing) {
+      if (closing_wait()) continue;
+      *err = kFdUntracked;
       return nullptr;
     }
-    if (!pd) {
+    if (st == kEmpty) {
       // First sight (or out of range): classify and record, with a reference.
-      pd = fd_get(fd, err);
+      PollDesc* pd = fd_get(fd, err);
       if (!pd) return nullptr;
       *seq = pd->seq.load(std::memory_order_acquire);
       pd_put(pd);
       return pd;
     }
+    PollDesc* pd = pd_of(st);
     uint32_t q = pd->seq.load(std::memory_order_acquire);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (s->load(std::memory_order_relaxed) != pd) continue;  // replaced meanwhile
+    if (s->load(std::memory_order_relaxed) != w) continue;  // replaced meanwhile
     *seq = q;
     return pd;
   }
 }
 
 bool pd_hold(PollDesc* pd, int fd, uint32_t seq) {
+  TentRef t(pd);
   if (!ref_inc_not_zero(pd)) return false;
-  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  Slot* s = slot_of(fd, false);
   // seq_cst: pairs with fd_close_begin's slot store and refs load.
-  if (!s || s->load(std::memory_order_seq_cst) != pd ||
+  if (!s || st_of(s->load(std::memory_order_seq_cst)) != st_pd(pd) ||
       pd->seq.load(std::memory_order_relaxed) != seq) {
     pd_put(pd);
     return false;
@@ -440,10 +539,34 @@ void pd_put(PollDesc* pd) {
 }
 
 PollDesc* fd_peek(int fd) {
-  std::atomic<PollDesc*>* s = slot_of(fd, false);
+  Slot* s = slot_of(fd, false);
   if (!s) return nullptr;
-  PollDesc* pd = s->load(std::memory_order_acquire);
-  return pd == kClosing ? nullptr : pd;
+  uint32_t st = st_of(s->load(std::memory_order_acquire));
+  return st >= 2 ? pd_of(st) : nullptr;
+}
+
+// ---- numbers in use ------------------------------------------------------------------------
+
+int pd_num_enter(PollDesc* pd, int fd, bool* counted) {
+  pd->inuse.fetch_add(1, std::memory_order_seq_cst);
+  int n = pd->fd.load(std::memory_order_seq_cst);
+  *counted = n == fd;
+  // Otherwise the hidden number (it lives as long as the caller's
+  // reference) or -1: nothing for close to wait for.
+  if (!*counted) pd->inuse.fetch_sub(1, std::memory_order_release);
+  return n;
+}
+
+void pd_num_exit(PollDesc* pd, bool counted) {
+  if (counted) pd->inuse.fetch_sub(1, std::memory_order_release);
+}
+
+long fd_private_copy(PollDesc* pd, int fd) {
+  bool counted;
+  int n = pd_num_enter(pd, fd, &counted);
+  long c = n >= 0 ? sys::fcntl(n, F_DUPFD_CLOEXEC, hidden_base()) : -EBADF;
+  pd_num_exit(pd, counted);
+  return c;
 }
 
 // ---- creation ----------------------------------------------------------------------------
@@ -459,18 +582,8 @@ FileRec* fd_new(int fd, FdKind kind, uint32_t flags) {
 }
 
 void fd_forget(int fd) {
-  std::atomic<PollDesc*>* s = slot_of(fd, false);
-  if (!s) return;
-  PollDesc* old = s->load(std::memory_order_acquire);
-  if (!old || old == kClosing) return;
-  if (!s->compare_exchange_strong(old, nullptr, std::memory_order_seq_cst)) return;
-  {
-    PdGuard g(old->lock);
-    old->closing = true;
-    old->fd.store(-1, std::memory_order_relaxed);
-    old->registered = false;
-  }
-  pd_put(old);
+  if (fd < 0 || fd >= kMaxFd) return;
+  replace_slot(fd, kEmpty);
 }
 
 void fd_link(int from, int to) {
@@ -491,25 +604,52 @@ void fd_link(int from, int to) {
   pd_put(a);
 }
 
-void fd_dup(int oldfd, int newfd) {
+FdDupSrc fd_dup_begin(int oldfd) {
+  FdDupSrc d;
   int err;
-  PollDesc* o = fd_get(oldfd, &err);
-  if (!o) return;
-  FileRec* f = o->file;
-  f->refs.fetch_add(1, std::memory_order_relaxed);
-  install(newfd, new_desc(newfd, f));
-  pd_put(o);
+  d.pd = get_word(oldfd, &err, &d.word);
+  return d;
+}
+
+void fd_dup_end(const FdDupSrc& d, int oldfd, int newfd) {
+  if (newfd >= 0 && newfd < kMaxFd) {
+    Slot* s = d.pd ? slot_of(oldfd, false) : nullptr;
+    // The kernel copied d.pd's file only if oldfd's slot did not change
+    // from before the dup to now (no close of oldfd began meanwhile).
+    if (s && s->load(std::memory_order_seq_cst) == d.word) {
+      FileRec* f = d.pd->file;
+      f->refs.fetch_add(1, std::memory_order_relaxed);
+      install(newfd, new_desc(newfd, f));
+    } else {
+      fd_forget(newfd);  // unknown copy: classified on first use
+    }
+  }
+  if (d.pd) pd_put(d.pd);
 }
 
 // ---- close --------------------------------------------------------------------------------
 
-PollDesc* fd_close_begin(int fd) {
-  std::atomic<PollDesc*>* s = slot_of(fd, false);
-  if (!s) return nullptr;
-  PollDesc* pd = s->load(std::memory_order_acquire);
-  if (!pd || pd == kClosing) return nullptr;
-  if (!s->compare_exchange_strong(pd, kClosing, std::memory_order_seq_cst)) return nullptr;
+FdClose fd_close_begin(int fd) {
+  FdClose c;
+  Slot* s = slot_of(fd, true);
+  if (!s) return c;
+  uint64_t w = s->load(std::memory_order_acquire);
+  do {
+    // Another close of the same number is under way (the program closes
+    // it twice at once): that one owns the slot.
+    if (st_of(w) == kClosing) return c;
+  } while (!s->compare_exchange_weak(w, next_word(w, kClosing), std::memory_order_seq_cst));
+  c.word = next_word(w, kClosing);
+  if (st_of(w) == kEmpty) return c;
+  PollDesc* pd = pd_of(st_of(w));
+  c.pd = pd;
   bool lost = false;
+  bool moved = false;
+  // References taken before the slot changed and not yet checked against
+  // it: each either sees the close and drops its reference, or checked
+  // before and holds one. Once none is pending, refs - 1 counts exactly the
+  // operations in flight (new takers all see the close).
+  while (pd->tent.load(std::memory_order_seq_cst) != 0) close_spin();
   {
     PdGuard g(pd->lock);
     pd->closing = true;
@@ -529,7 +669,8 @@ PollDesc* fd_close_begin(int fd) {
           if (netpoll_register((int)h, pd_tag(pd)) < 0) pd->registered = false;
           netpoll_unregister(fd);
         }
-        pd->fd.store((int)h, std::memory_order_release);
+        pd->fd.store((int)h, std::memory_order_seq_cst);
+        moved = true;
       } else {
         // Out of numbers: the operations fail with EBADF instead.
         lost = true;
@@ -538,20 +679,29 @@ PollDesc* fd_close_begin(int fd) {
     if (pd->fd.load(std::memory_order_relaxed) == fd) {
       if (pd->registered) netpoll_unregister(fd);
       pd->registered = false;
-      pd->fd.store(-1, std::memory_order_release);
+      pd->fd.store(-1, std::memory_order_seq_cst);
     }
   }
+  if (moved || lost) {
+    // An operation that read the number fd before the store above may be
+    // about to use it in a system call (pd_num_enter): the kernel must not
+    // free fd (and give it to another file) before that call is over.
+    // Those calls do not block (the file is O_NONBLOCK underneath) and no
+    // new one can start on fd, so this wait is short and bounded.
+    while (pd->inuse.load(std::memory_order_seq_cst) != 0) close_spin();
+  }
   if (lost) pd_wake_all(pd);
-  return pd;
+  return c;
 }
 
-void fd_close_end(int fd, PollDesc* pd) {
-  std::atomic<PollDesc*>* s = slot_of(fd, false);
-  if (s) {
-    PollDesc* mark = kClosing;
-    s->compare_exchange_strong(mark, nullptr, std::memory_order_seq_cst);
+void fd_close_end(int fd, const FdClose& c) {
+  Slot* s = slot_of(fd, false);
+  if (s && c.word) {
+    // Unknown again, unless a creation recorded the number meanwhile.
+    uint64_t w = c.word;
+    s->compare_exchange_strong(w, next_word(w, kEmpty), std::memory_order_seq_cst);
   }
-  if (pd) pd_put(pd);
+  if (c.pd) pd_put(c.pd);
 }
 
 FdKind pd_kind(PollDesc* pd) { return pd && pd->file ? pd->file->kind : FdKind::Unknown; }
@@ -574,17 +724,21 @@ void fd_set_user_nonblock(PollDesc* pd, bool on) {
     pd->file->flags.fetch_and(~kFileUserNonblock, std::memory_order_acq_rel);
 }
 
-bool fd_make_nonblocking(PollDesc* pd) {
+bool fd_make_nonblocking(PollDesc* pd, int fd) {
   FileRec* f = pd->file;
   uint32_t fl = f->flags.load(std::memory_order_acquire);
   if (fl & kFileNbUnder) return true;
   if (!(fl & kFileOwned) || !(fl & kFilePollable)) return false;
-  int fd = pd->fd.load(std::memory_order_acquire);
-  long k = sys::fcntl(fd, F_GETFL, 0);
-  if (k < 0) return false;
-  if (!(k & O_NONBLOCK) && sys::fcntl(fd, F_SETFL, k | O_NONBLOCK) < 0) return false;
-  f->flags.fetch_or(kFileNbUnder, std::memory_order_acq_rel);
-  return true;
+  bool counted;
+  int n = pd_num_enter(pd, fd, &counted);
+  bool ok = false;
+  long k = n >= 0 ? sys::fcntl(n, F_GETFL, 0) : -EBADF;
+  if (k >= 0 && ((k & O_NONBLOCK) || sys::fcntl(n, F_SETFL, k | O_NONBLOCK) >= 0)) {
+    f->flags.fetch_or(kFileNbUnder, std::memory_order_acq_rel);
+    ok = true;
+  }
+  pd_num_exit(pd, counted);
+  return ok;
 }
 
 void fd_release_to_kernel(int fd) {
@@ -605,7 +759,7 @@ void fd_release_to_kernel(int fd) {
       if (nf >= 0) {
         pd_put(pd);
         fd_taint(fd);
-        PollDesc* old = fd_close_begin(fd);
+        FdClose old = fd_close_begin(fd);
         sys::dup3((int)nf, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0);
         fd_close_end(fd, old);
         sys::close((int)nf);
@@ -650,12 +804,16 @@ void fd_install_atfork() {
 void fd_fork_child() {
   // Only this thread exists: reset every lock and queue without locking.
   arena_lock.reset();
+  g_fd_creating.store(0, std::memory_order_relaxed);
   uint32_t n = pd_next;
   for (uint32_t i = 0; i < n; i++) {
     PollDesc* pd = pd_chunks[i / kPdChunk].load(std::memory_order_relaxed) + i % kPdChunk;
     new (&pd->lock) PdLock();
     pd->rq_head = pd->rq_tail = pd->wq_head = pd->wq_tail = nullptr;
     pd->nhandoff.store(0, std::memory_order_relaxed);
+    // Counts of threads that are not in the child (close would wait for them).
+    pd->inuse.store(0, std::memory_order_relaxed);
+    pd->tent.store(0, std::memory_order_relaxed);
     pd->registered = false;  // the child gets a fresh epoll instance
     if (pd->refs.load(std::memory_order_relaxed) > 0) {
       // Operations in flight belonged to goroutines the child does not
@@ -669,11 +827,12 @@ void fd_fork_child() {
     }
   }
   for (int c = 0; c < (kMaxFd >> kSlotBits); c++) {
-    std::atomic<PollDesc*>* chunk = slot_chunks[c].load(std::memory_order_relaxed);
+    Slot* chunk = slot_chunks[c].load(std::memory_order_relaxed);
     if (!chunk) continue;
-    for (int i = 0; i < kSlotChunk; i++)
-      if (chunk[i].load(std::memory_order_relaxed) == kClosing)
-        chunk[i].store(nullptr, std::memory_order_relaxed);
+    for (int i = 0; i < kSlotChunk; i++) {
+      uint64_t w = chunk[i].load(std::memory_order_relaxed);
+      if (st_of(w) == kClosing) chunk[i].store(next_word(w, kEmpty), std::memory_order_relaxed);
+    }
   }
 }
 
@@ -684,11 +843,13 @@ void fd_fork_child() {
 template <typename W, typename F>
 void each_inheritable(W wanted, F fn) {
   for (int c = 0; c < (kMaxFd >> kSlotBits); c++) {
-    std::atomic<PollDesc*>* chunk = slot_chunks[c].load(std::memory_order_acquire);
+    Slot* chunk = slot_chunks[c].load(std::memory_order_acquire);
     if (!chunk) continue;
     for (int i = 0; i < kSlotChunk; i++) {
-      PollDesc* pd = chunk[i].load(std::memory_order_acquire);
-      if (!pd || pd == kClosing || !wanted(pd)) continue;
+      uint32_t st = st_of(chunk[i].load(std::memory_order_acquire));
+      if (st < 2) continue;
+      PollDesc* pd = pd_of(st);
+      if (!wanted(pd)) continue;
       int fd = (c << kSlotBits) | i;
       long fdfl = sys::fcntl(fd, F_GETFD, 0);
       if (fdfl < 0 || (fdfl & FD_CLOEXEC)) continue;
@@ -740,13 +901,12 @@ void fd_exec_failed() {
 int fd_next_tracked(int from) {
   if (from < 0) from = 0;
   for (int fd = from; fd < kMaxFd;) {
-    std::atomic<PollDesc*>* chunk = slot_chunks[fd >> kSlotBits].load(std::memory_order_acquire);
+    Slot* chunk = slot_chunks[fd >> kSlotBits].load(std::memory_order_acquire);
     if (!chunk) {
       fd = ((fd >> kSlotBits) + 1) << kSlotBits;
       continue;
     }
-    PollDesc* pd = chunk[fd & (kSlotChunk - 1)].load(std::memory_order_acquire);
-    if (pd && pd != kClosing) return fd;
+    if (st_of(chunk[fd & (kSlotChunk - 1)].load(std::memory_order_acquire)) >= 2) return fd;
     fd++;
   }
   return -1;

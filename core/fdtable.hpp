@@ -31,6 +31,54 @@
 // on the file and gets its data (or its EOF after shutdown). The last
 // operation out closes the hidden number.
 //
+// Numbers and the kernel. The kernel may give a number to a new file the
+// moment its close (or the dup2/dup3 onto it) is done, to any thread, so
+// the table never answers for a number from what it knew of an earlier
+// file. Each fd-table slot is one word: (generation, state), the state
+// being "unknown", "closing" or a descriptor; every change of a slot
+// increments its generation. The invariant:
+//
+//   the slot of fd names a descriptor only if no close of fd began since
+//   that descriptor's file was seen at fd.
+//
+// It holds because
+//   - close marks the slot "closing" (a compare-and-swap) BEFORE the
+//     kernel's close, and only a compare-and-swap from that very word
+//     makes it "unknown" again afterwards (fd_close_begin/fd_close_end);
+//   - a number the kernel has just handed out (open, socket, accept, pipe,
+//     dup...) is recorded unconditionally, with a new generation (fd_new,
+//     fd_forget, fd_dup_end): a close of the number's previous file that
+//     is still finishing then fails its compare-and-swap, and cannot clear
+//     or misname the new record;
+//   - first-use classification records its result with a compare-and-swap
+//     from the word it read before asking the kernel (fstat...): if a close
+//     began or a creation was recorded in between, the result is dropped.
+//     A file goshim creates O_NONBLOCK underneath is at its number before
+//     its creator records it; while such a creation is under way
+//     (FdCreating) a classification that sees O_NONBLOCK looks again;
+//   - a copy (dup, dup2, dup3, F_DUPFD) shares the source's record only if
+//     the source's slot word is the same before and after the kernel's dup
+//     (fd_dup_begin/fd_dup_end); otherwise the copy is "unknown";
+//   - while a slot is "closing", a lookup on a goroutine yields until the
+//     close is over and looks again (as a call made after the close);
+//     elsewhere it returns kFdUntracked and the caller asks the kernel
+//     directly (the number may already be a new file made behind goshim's
+//     back). It is never EBADF from the table.
+// An operation that must wait holds its descriptor (pd_hold); close then
+// moves the file to a hidden number (PollDesc::fd) and the operation's
+// system calls use that. Close counts holders only after every reference
+// taken before its slot change has been checked against the slot
+// (PollDesc::tent): a reference that is about to fail never keeps a file
+// open under a hidden number. A system call on the program's number by a
+// holder is bracketed by pd_num_enter/pd_num_exit, and close waits for
+// those brackets (short, non-blocking calls) before the kernel frees the
+// number, so a holder never reaches a file that replaced its own; a holder
+// that must block in the kernel does so on a private copy of the number
+// (fd_private_copy), which close does not wait for. Operations that hold
+// nothing use the program's number, exactly like a native call racing
+// with close. Not covered: numbers closed and reused entirely inside libc
+// (fclose, then fopen) keep the old record until goshim sees a creation.
+//
 // Locks: the descriptor lock (rank pollDesc) guards a PollDesc's queues,
 // registration and fd; the arena lock (leaf) guards the free lists. Records
 // live in mmap'd chunks that are never unmapped (type-stable), so a stale
@@ -38,6 +86,7 @@
 // whether it still means the same thing.
 #pragma once
 
+#include <errno.h>
 #include <stdint.h>
 
 #include <atomic>
@@ -96,10 +145,16 @@ struct FileRec {
 
 // ---- lookup -------------------------------------------------------------------
 
+// Lookups that return nullptr set *err to -EBADF (the kernel says fd is not
+// open), another -errno of the classification, or kFdUntracked: goshim has
+// no record to offer (fd lies beyond the table, or, off a goroutine, a
+// close of it is under way and the kernel may have reused it): callers
+// pass the call to the kernel as it is. On a goroutine, lookups of a
+// number being closed yield until the close is over.
+constexpr int kFdUntracked = -EMFILE;
+
 // Any thread. The descriptor of fd with a reference held (drop it with
-// pd_put), classifying an fd seen for the first time. Returns nullptr with
-// *err = -EBADF when fd is not open (or is being closed), -EMFILE when it
-// lies beyond the table (callers then pass the call to the kernel).
+// pd_put), classifying an fd seen for the first time.
 PollDesc* fd_get(int fd, int* err);
 // Any thread. Drops a reference; the last one frees the descriptor (and
 // closes its hidden number if it was orphaned by close).
@@ -124,7 +179,38 @@ inline bool pd_still(const PollDesc* pd, uint32_t seq) {
 // and without classifying (racy: for hints only, e.g. fcntl views).
 PollDesc* fd_peek(int fd);
 
+// A holder of pd (a reference taken with pd_hold or fd_get on the
+// program's number fd) about to make a system call on pd's file: returns
+// the number to use (fd, the hidden number after a close, or -1) and
+// whether the call is counted; pd_num_exit(pd, counted) after the call.
+// Only for calls that do not block (close waits for counted ones).
+int pd_num_enter(PollDesc* pd, int fd, bool* counted);
+void pd_num_exit(PollDesc* pd, bool counted);
+// A holder that must block in the kernel: a private duplicate of pd's
+// file (close it after the call), or -errno.
+long fd_private_copy(PollDesc* pd, int fd);
+
 // ---- creation -------------------------------------------------------------------
+
+// Creations of files goshim keeps O_NONBLOCK underneath while the program
+// sees them blocking, between the kernel's call and fd_new: such a file is
+// already at its number with an O_NONBLOCK the program did not ask for, so
+// a first-use classification that sees O_NONBLOCK while one is under way
+// waits and looks again (the creator's record replaces the slot).
+extern std::atomic<int32_t> g_fd_creating;
+inline void fd_creating_begin() { g_fd_creating.fetch_add(1, std::memory_order_seq_cst); }
+inline void fd_creating_end() { g_fd_creating.fetch_sub(1, std::memory_order_release); }
+struct FdCreating {
+  bool on;
+  explicit FdCreating(bool o) : on(o) {
+    if (on) fd_creating_begin();
+  }
+  ~FdCreating() {
+    if (on) fd_creating_end();
+  }
+  FdCreating(const FdCreating&) = delete;
+  FdCreating& operator=(const FdCreating&) = delete;
+};
 
 // Records fd, just created by an interposed call, as a new open file
 // description: kind and kFile* flags. Replaces whatever stale record held
@@ -137,18 +223,31 @@ void fd_forget(int fd);
 // Links a same-process pair: writes on from arrive at to (pipe: write end
 // -> read end; socketpair: both ways, call twice). Any thread.
 void fd_link(int from, int to);
-// Records newfd (just made by dup/dup2/dup3/F_DUPFD) as sharing oldfd's
-// open file description. Any thread.
-void fd_dup(int oldfd, int newfd);
+// dup/dup2/dup3/F_DUPFD: fd_dup_begin(oldfd) before the kernel's call,
+// fd_dup_end(src, oldfd, newfd) after it (newfd < 0: the call failed).
+// newfd shares oldfd's record only if oldfd's slot did not change
+// meanwhile; otherwise it is classified on first use. Any thread.
+struct FdDupSrc {
+  PollDesc* pd = nullptr;  // with a reference
+  uint64_t word = 0;       // oldfd's slot word
+};
+FdDupSrc fd_dup_begin(int oldfd);
+void fd_dup_end(const FdDupSrc& src, int oldfd, int newfd);
 
 // ---- close ------------------------------------------------------------------------
 
 // Detaches fd from the table before the program's close (or dup2 onto it):
-// its descriptor leaves epoll, and if operations are in flight on it they
-// move to a hidden duplicate. Returns the detached descriptor, or nullptr
-// if fd was not tracked. The caller closes fd, then calls fd_close_end.
-PollDesc* fd_close_begin(int fd);
-void fd_close_end(int fd, PollDesc* pd);
+// the slot becomes "closing", its descriptor leaves epoll, and if
+// operations are in flight on it they move to a hidden duplicate. Returns
+// the detached descriptor (pd, nullptr if fd was not tracked) and the
+// slot word. The caller closes fd in the kernel, then calls fd_close_end,
+// which makes the slot "unknown" unless a creation recorded fd meanwhile.
+struct FdClose {
+  PollDesc* pd = nullptr;
+  uint64_t word = 0;  // 0: another close of fd owns the slot
+};
+FdClose fd_close_begin(int fd);
+void fd_close_end(int fd, const FdClose& c);
 // Kind of a detached descriptor's file (to decide how to close it).
 FdKind pd_kind(PollDesc* pd);
 
@@ -161,7 +260,8 @@ bool fd_emulates_blocking(int fd);
 // The program's O_NONBLOCK view changes (fcntl F_SETFL, ioctl FIONBIO).
 void fd_set_user_nonblock(PollDesc* pd, bool on);
 // Sets O_NONBLOCK underneath on an owned file (lazily, first blocking op).
-bool fd_make_nonblocking(PollDesc* pd);
+// The caller holds pd, found at the program's number fd.
+bool fd_make_nonblocking(PollDesc* pd, int fd);
 // Stops keeping fd's file O_NONBLOCK underneath (it is about to be seen by
 // another process, or wrapped by stdio): restores the program's view in
 // the kernel and marks the file foreign. Any thread.

@@ -6,12 +6,14 @@
 
 #include <new>
 
+#include "core/cputime.hpp"
 #include "core/netpoll.hpp"
 #include "core/preempt.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
+#include "core/sharedwatch.hpp"
 #include "core/setxid.hpp"
 #include "core/signal.hpp"
 #include "core/stack.hpp"
@@ -19,7 +21,8 @@
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
-extern "C" char __libc_single_threaded;
+// glibc 2.32 and later; weak, so the library also loads on older glibc.
+extern "C" __attribute__((weak)) char __libc_single_threaded;
 
 namespace goshim {
 
@@ -80,6 +83,7 @@ void register_fork_child_hook(void (*fn)()) {
 
 void fork_init() {
   register_fork_child_hook(sema_after_fork);
+  register_fork_child_hook(watch_after_fork);
   register_fork_child_hook(stack_after_fork);
   register_fork_child_hook(tls::after_fork);
   register_fork_child_hook(preempt_after_fork);
@@ -164,10 +168,11 @@ void fork_child_reset() {
   if (gp) {
     tls::set_tid(gp->tp, gp->vtid);
     gp->preempt.store(false, std::memory_order_relaxed);
+    cputime_reset(gp, true);  // the child's thread starts with no CPU time
   }
   signal_after_fork(gp, mp);
 
-  __libc_single_threaded = 0;
+  if (&__libc_single_threaded) __libc_single_threaded = 0;
   for (int i = 0; i < nhooks; i++) hooks[i]();
   sysmon_start();
 }

@@ -124,9 +124,11 @@ struct SemaWaiter {
   G* gp = nullptr;                 // nullptr for a foreign (kernel) waiter
   std::atomic<uint32_t> kwake{0};  // foreign waiter: futex word, 1 = woken
   uint32_t bitset = ~0u;
+  uint32_t val = 0;                 // the value the word held when it was enqueued
   std::atomic<uint32_t> queued{0};  // 1 while on a bucket list
   uint64_t seq = 0;                 // which wait of gp this is
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
+  int prio = 0;  // a real-time waiter's priority (core/rtlock.hpp): woken first, as by the kernel
 };
 
 struct PollDesc;
@@ -173,6 +175,11 @@ struct G {
   void* retval = nullptr;
   // Join protocol (proc.cpp): kJoin* bits; the word is also a sema address.
   std::atomic<uint32_t> join_state{0};
+  // CPU time (core/cputime.hpp): ns used in finished runs, and its M's
+  // thread CPU clock when the current run began (-1: not running, or not
+  // accounted).
+  std::atomic<int64_t> cpu_ns{0};
+  std::atomic<int64_t> cpu_mark{-1};
   std::atomic<G*> joiner{nullptr};
   uint64_t creator_goid = 0;
   uint32_t fp_mxcsr = 0;   // initial floating-point control state
@@ -183,6 +190,16 @@ struct G {
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;
   int sched_priority = 0;
+  // Real-time scheduling (core/rtlock.hpp): bound to its M, whose kernel
+  // thread has sched_policy applied; the G stays in GStatus::Syscall.
+  bool rt_locked = false;
+  // Priority protection as glibc's tpp (core/rtlock.cpp rt_pp_change): the
+  // ceilings counted (up to 8 distinct ones) and their maximum (0: none).
+  int rt_pp_max = 0;
+  uint8_t rt_pp_ceil[8] = {};
+  uint32_t rt_pp_count[8] = {};
+  void* rt_start = nullptr;  // pthread_create's handshake (core/rtlock.cpp), or nullptr
+  std::atomic<bool> rt_pending{false};  // another G gave it a real-time policy: bind at its next call
 
   // Parking
   WaitReason waitreason = WaitReason::None;
@@ -212,6 +229,8 @@ struct G {
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   int insig = 0;  // depth of program signal handlers running on this G
   std::atomic<uint32_t> cancel{0};
+  bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
+  bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
 
   // GOSHIM_TRACE (trace.cpp): start of its current slice and block.
   int64_t trace_start = 0;
@@ -259,6 +278,7 @@ struct M {
   std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
   int64_t preempt_sent_at = 0;            // when (sysmon only)
   bool exit_requested = false;    // sysmon retires this idle M
+  bool rt = false;                // its kernel thread has a real-time policy (core/rtlock.cpp)
   bool dead = false;
   uint64_t rand = 0;        // per-M fast random state
   // park continuation (park.cpp)

@@ -2,6 +2,7 @@
 #include "core/lock.hpp"
 
 #include <errno.h>
+#include <sched.h>
 #include <time.h>
 
 #include "syscalls/sys.hpp"
@@ -25,6 +26,28 @@ void Mutex::lock_slow() {
 }
 
 void Mutex::unlock_slow() { sys::futex_wake(&state_, 1); }
+
+void spin_yield() {
+  long pol = sys::sched_getscheduler(0);
+  if (pol >= 0 && ((pol & ~SCHED_RESET_ON_FORK) == SCHED_FIFO || (pol & ~SCHED_RESET_ON_FORK) == SCHED_RR)) {
+    struct timespec ts = {0, 50 * 1000};
+    sys::nanosleep(&ts, nullptr);
+  } else {
+    sys::sched_yield();
+  }
+}
+
+void SpinLock::lock_slow() {
+  for (int spins = 0;;) {
+    while (v_.load(std::memory_order_relaxed)) {
+      if (++spins < 256)
+        __builtin_ia32_pause();
+      else
+        spin_yield();
+    }
+    if (!v_.exchange(1, std::memory_order_acquire)) return;
+  }
+}
 
 void Note::wakeup() {
   if (key_.exchange(1, std::memory_order_release) == 0) {

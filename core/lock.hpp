@@ -77,19 +77,24 @@ class Note {
   std::atomic<uint32_t> key_{0};
 };
 
+// Gives the CPU away in a spin wait whose holder may be preempted:
+// sched_yield, or a 50 us sleep for a real-time kernel thread (whose
+// sched_yield never lets a lower-priority holder on its CPU run).
+// Signal-safe; any thread.
+void spin_yield();
+
 // A test-and-test-and-set spinlock for very short sections that must work
 // in a signal handler (no futex wait, no M accounting).
 class SpinLock {
  public:
   void lock() {
-    while (v_.exchange(1, std::memory_order_acquire)) {
-      while (v_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
-    }
+    if (__builtin_expect(v_.exchange(1, std::memory_order_acquire), 0)) lock_slow();
   }
   bool try_lock() { return !v_.exchange(1, std::memory_order_acquire); }
   void unlock() { v_.store(0, std::memory_order_release); }
 
  private:
+  void lock_slow();
   std::atomic<uint32_t> v_{0};
 };
 

@@ -34,6 +34,7 @@ constexpr int kLeafOrder = 1000;
   X(Setxid, kLeafOrder, false, "setxid_lock (leaf)")                              \
   X(PreemptRanges, kLeafOrder, false, "preempt ranges_lock (leaf)")               \
   X(AttrDefault, kLeafOrder, false, "pthread attr default_lock (leaf)")           \
+  X(SharedWatch, kLeafOrder, false, "sharedwatch wlock (leaf)")                  \
   X(Leaf, kLeafOrder, false, "a leaf lock")
 
 enum class LockRank : uint8_t {

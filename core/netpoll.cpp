@@ -28,6 +28,7 @@
 
 #include "core/fdtable.hpp"
 #include "core/rawlog.hpp"
+#include "core/rtlock.hpp"
 #include "core/sched.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
@@ -89,7 +90,7 @@ void PdLock::lock_slow() {
       if (++spins < 256)
         __builtin_ia32_pause();
       else
-        sys::sched_yield();  // the holder's M may be descheduled
+        rt_spin_yield();  // the holder's M may be descheduled
     }
     if (!v_.exchange(1, std::memory_order_acquire)) return;
   }

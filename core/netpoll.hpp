@@ -151,6 +151,8 @@ struct PollDesc {
   PollWaiter* wq_head = nullptr;
   PollWaiter* wq_tail = nullptr;
   std::atomic<int32_t> nhandoff{0};  // parked readers that take a direct handoff
+  std::atomic<int32_t> inuse{0};     // holders in a system call on the program's number
+  std::atomic<int32_t> tent{0};      // references being taken, not yet validated (fdtable.cpp)
   PollDesc* freelink = nullptr;      // arena free list
 };
 

@@ -14,6 +14,7 @@
 // whose registers are still being saved.
 #include "arch/arch.hpp"
 #include "core/contract.hpp"
+#include "core/cputime.hpp"
 #include "core/gmp.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
@@ -73,8 +74,10 @@ const char* wait_reason_name(WaitReason r) {
   M* mp = getg()->m;
   mp->curg = gp;
   gp->m = mp;
+  cputime_in(gp);
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
-  gp->preempt.store(false, std::memory_order_relaxed);
+  // A pending real-time request (core/rtlock.hpp) is served at its next call.
+  gp->preempt.store(gp->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   if (!inherit_time) mp->p->schedtick++;
   trace_ev(TraceEv::GStart, gp);
   signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
@@ -90,6 +93,7 @@ static void park_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
+  cputime_out(gp);
   // [S] the G is parked once this store is visible; its registers are saved.
   gp->status.store(GStatus::Waiting, std::memory_order_release);
   mp->curg = nullptr;
@@ -132,6 +136,7 @@ static void park_switch_post(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   G* next = getg();
+  cputime_out(gp);  // before gp is published: a waker may run it elsewhere at once
   // This stack is next's: whatever unlockf calls that looks at
   // getg()->m (ready() puts on that M's P, the lock-order checker) must
   // find this M, not the one that last ran next.
@@ -155,8 +160,9 @@ static void park_switch_post(void* arg) {
     execute(gp, true);
   }
   mp->curg = next;
+  cputime_in(next);
   next->status.store(GStatus::Running, std::memory_order_relaxed);
-  next->preempt.store(false, std::memory_order_relaxed);
+  next->preempt.store(next->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
   trace_ev(TraceEv::GStart, next);
   signal_apply(mp, next);  // as execute() does
@@ -253,6 +259,7 @@ static void gosched_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);
+  cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -265,6 +272,7 @@ static void gosched_global_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
+  cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;

@@ -331,8 +331,12 @@ long epoll_check(void* ctx) {
   EpCtx* c = (EpCtx*)ctx;
   // Like the kernel's epoll_wait, which holds the instance for the whole
   // wait: a close by another thread does not end it.
-  int fd = c->pd ? c->pd->fd.load(std::memory_order_acquire) : c->epfd;
-  return sys::epoll_pwait(fd < 0 ? c->epfd : fd, c->ev, c->max, 0, nullptr);
+  if (!c->pd) return sys::epoll_pwait(c->epfd, c->ev, c->max, 0, nullptr);
+  bool counted;
+  int fd = pd_num_enter(c->pd, c->epfd, &counted);
+  long r = sys::epoll_pwait(fd < 0 ? c->epfd : fd, c->ev, c->max, 0, nullptr);
+  pd_num_exit(c->pd, counted);
+  return r;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Asynchronous preemption (see preempt.hpp).
 #include "core/preempt.hpp"
+#include "core/rtlock.hpp"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -248,6 +249,10 @@ void preempt_at_call(G* gp, const void* caller_pc) {
   M* mp = gp->m;
   if (!mp || mp->locks.load(std::memory_order_relaxed) > 0) return;
   gp->preempt.store(false, std::memory_order_relaxed);
+  if (gp->rt_pending.load(std::memory_order_relaxed)) {
+    rt_pending_apply(gp);  // another G gave this one a real-time policy
+    if (gp->rt_locked) return;
+  }
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
   trace_ev(TraceEv::Preempt, gp, gp->goid);
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);

@@ -11,6 +11,7 @@
 // a pointer into the arena is always readable (slots are never unmapped).
 // Slots are recycled through per-P free lists and a global one.
 #include "core/proc.hpp"
+#include "core/rtlock.hpp"
 
 #include <errno.h>
 #include <limits.h>
@@ -23,6 +24,7 @@
 #include <new>
 
 #include "arch/arch.hpp"
+#include "core/cputime.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
@@ -153,8 +155,10 @@ void goexit_g0(void* arg) {
   M* mp = gp->m;
   P* pp = mp->p;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Exit);
+  cputime_out(gp);
   mp->curg = nullptr;
   gp->m = nullptr;
+  gp->rt_locked = false;
   gp->status.store(GStatus::Dead, std::memory_order_release);
   if (!gp->is_main() && !(gp->flags & kGFlagUserStack) && gp->stack.map_lo)
     stack_free(pp, gp->stack);
@@ -172,6 +176,9 @@ void goexit_g0(void* arg) {
       break;
     }
   }
+  // A real-time G ended on its own M, without a P (its destructors and
+  // its joiner's wake ran with its policy, as natively): SCHED_OTHER back.
+  if (!pp) rt_exit_m();
   schedule();
 }
 
@@ -188,6 +195,8 @@ void g_entry(void* arg) {
     ub.__pad[1] = nullptr;  // cleanup
     tls::set_cleanup_jmp_buf(gp->tp, &ub);
     if (signal_has_pending(gp)) signal_deliver(gp);
+    // A real-time attribute: applied to this M before the routine runs.
+    if (gp->rt_start && !rt_start(gp)) thread_exit_landed();
     void* r = gp->start_routine(gp->start_arg);
     getg()->retval = r;
   }
@@ -245,7 +254,9 @@ bool is_goshim_tp(pthread_t t) {
   return off % slot_size == 0 && off / slot_size < arena_nslots();
 }
 
-G* g_from_pthread(pthread_t t) {
+namespace {
+// The goroutine slot t names (live or not), or null.
+G* slot_from_pthread(pthread_t t) {
   uintptr_t tp = (uintptr_t)t;
   if (tp == 0) return nullptr;
   if (tp == g1.tp && g1.magic == kGMagic) return &g1;
@@ -255,9 +266,28 @@ G* g_from_pthread(pthread_t t) {
   size_t idx = off / slot_size;
   if (idx >= arena_nslots()) return nullptr;
   G* gp = slot_g(idx);
-  if (gp->magic != kGMagic) return nullptr;
-  if (gp->status.load(std::memory_order_acquire) == GStatus::Idle) return nullptr;
+  return gp->magic == kGMagic ? gp : nullptr;
+}
+}  // namespace
+
+G* g_from_pthread(pthread_t t) {
+  G* gp = slot_from_pthread(t);
+  if (!gp || gp->status.load(std::memory_order_acquire) == GStatus::Idle) return nullptr;
   return gp;
+}
+
+bool thread_exited(G* gp) {
+  GStatus st = gp->status.load(std::memory_order_acquire);
+  return st == GStatus::Dead || st == GStatus::Idle ||
+         (gp->join_state.load(std::memory_order_acquire) & kJoinExited);
+}
+
+int gone_thread_error(pthread_t t) {
+  G* gp = slot_from_pthread(t);
+  if (gp && gp->status.load(std::memory_order_acquire) == GStatus::Idle &&
+      (gp->join_state.load(std::memory_order_acquire) & kJoinDetached))
+    return EINVAL;
+  return ESRCH;
 }
 
 // ---- create ------------------------------------------------------------------
@@ -304,12 +334,21 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->retval = nullptr;
   gp->join_state.store(a.detached ? (uint32_t)kJoinDetached : 0u, std::memory_order_relaxed);
   gp->joiner.store(nullptr, std::memory_order_relaxed);
+  cputime_reset(gp, false);
   gp->goid = sched.goidgen.fetch_add(1, std::memory_order_relaxed) + 1;
   gp->creator_goid = cur ? cur->goid : 0;
   gp->started = false;
   gp->name[0] = 0;
   gp->sched_policy = a.sched_policy;
   gp->sched_priority = a.sched_priority;
+  gp->rt_locked = false;
+  gp->rt_pp_max = 0;
+  for (uint32_t& c : gp->rt_pp_count) c = 0;
+  gp->rt_pending.store(false, std::memory_order_relaxed);
+  RtStart rs;
+  bool rt = rt_policy(a.sched_policy);
+  gp->rt_start = rt ? &rs : nullptr;
+  rs.creator_bound = cur && !cur->is_g0() && cur->rt_locked;
   gp->sigmask = a.has_sigmask ? a.sigmask : (cur ? cur->sigmask : 0);
   signal_g_start(gp);
   gp->sigpending.store(0, std::memory_order_relaxed);
@@ -343,6 +382,7 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   else
     globrunqput(gp);
   wakep();
+  if (rt) return rt_start_wait(&rs);  // gp may have ended already: rs only
   return 0;
 }
 

@@ -42,6 +42,14 @@ int thread_detach(G* target);
 // The G whose pthread_t (its TCB address) is t, or nullptr when t is not a
 // live goroutine (a foreign kernel thread, or a freed G).
 G* g_from_pthread(pthread_t t);
+// The error glibc gives for a join or detach of a t that g_from_pthread
+// does not find: EINVAL for a detached goroutine that exited (its slot
+// still says detached until it is reused, like glibc's cached
+// descriptor), ESRCH otherwise (joined already, or no goroutine).
+int gone_thread_error(pthread_t t);
+// gp has finished running (a zombie waiting for its joiner, or a detached
+// G on its way to the free list).
+bool thread_exited(G* gp);
 
 // Whether t is the pthread_t of a goroutine slot (main or the arena),
 // live or not: such a value must never reach glibc (its tid is virtual).

@@ -8,6 +8,8 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/resource.h>
+#include <time.h>
 
 namespace goshim::real {
 
@@ -23,6 +25,8 @@ namespace goshim::real {
   X(int, pthread_setname_np, (pthread_t, const char*))                                       \
   X(int, pthread_getname_np, (pthread_t, char*, size_t))                                     \
   X(int, pthread_getcpuclockid, (pthread_t, clockid_t*))                                     \
+  X(int, clock_getres, (clockid_t, struct timespec*))                                        \
+  X(int, getrusage, (int, struct rusage*))                                                   \
   X(int, pthread_setaffinity_np, (pthread_t, size_t, const cpu_set_t*))                      \
   X(int, pthread_getaffinity_np, (pthread_t, size_t, cpu_set_t*))                            \
   X(int, pthread_setschedparam, (pthread_t, int, const struct sched_param*))                 \
@@ -56,5 +60,9 @@ GOSHIM_REAL_FUNCS(GOSHIM_REAL_DECL)
 
 // Resolves every entry. Safe to call more than once and from any thread.
 void resolve();
+// True while resolve() runs: glibc before 2.34 callocs in dlsym, and
+// jemalloc's first allocation reads /proc and /sys files through the
+// interposed syscall(); those calls must not resolve again.
+bool resolving();
 
 }  // namespace goshim::real

@@ -17,6 +17,7 @@
 #include "core/fork.hpp"
 #include "core/netpoll.hpp"
 #include "core/proc.hpp"
+#include "core/cancelproto.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
@@ -30,7 +31,8 @@
 #include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
-extern "C" char __libc_single_threaded;
+// glibc 2.32 and later; weak, so the library also loads on older glibc.
+extern "C" __attribute__((weak)) char __libc_single_threaded;
 
 namespace goshim {
 
@@ -106,14 +108,10 @@ constexpr int64_t kNewmRetryNs = 10 * 1000000;
 std::atomic<int64_t> newm_retry_at{0};
 std::atomic<bool> newm_warned{false};
 
-// No kernel thread for pp (RLIMIT_NPROC, no memory): pp's queued Gs go to
-// the global queue and pp to the idle list, for the first M that comes
-// back from a blocking call or finds itself without work. The program
-// keeps running on the Ms it has, as it would if those were its threads;
-// it stalls only while every M is blocked.
-void newm_failed(P* pp, bool spinning, M* mp, int err) {
-  if (mp) mp->dead = true;
-  newm_retry_at.store(sys::nanotime() + kNewmRetryNs, std::memory_order_relaxed);
+// pp gets no kernel thread now: its queued Gs go to the global queue and
+// pp to the idle list, and sysmon is asked to start an M for them
+// (sysmon_want_m; it also notices such work left behind, sysmon.cpp).
+void newm_release(P* pp, bool spinning, M* mp) {
   if (spinning) sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
   GQueue q;
   bool inherit;
@@ -123,6 +121,19 @@ void newm_failed(P* pp, bool spinning, M* mp, int err) {
   if (!q.empty()) globrunqputbatch(q);
   pidleput(pp);
   sched.lock.unlock();
+  sysmon_want_m();
+}
+
+// No kernel thread for pp (RLIMIT_NPROC, no memory): as newm_release; the
+// first M that comes back from a blocking call or finds itself without
+// work takes the Gs, or sysmon's next try after kNewmRetryNs. The program
+// keeps running on the Ms it has, as it would if those were its threads;
+// it stalls only while every M is blocked. (Before sysmon retried, the Gs
+// waited forever when every other M was idle in stopm.)
+void newm_failed(P* pp, bool spinning, M* mp, int err) {
+  if (mp) mp->dead = true;
+  newm_retry_at.store(sys::nanotime() + kNewmRetryNs, std::memory_order_relaxed);
+  newm_release(pp, spinning, mp);
   if (!newm_warned.exchange(true, std::memory_order_relaxed))
     rawlog("goshim: warning: cannot create a kernel thread for an M (%s); goroutines wait "
            "for the busy ones\n", err == EAGAIN ? "EAGAIN: RLIMIT_NPROC or kernel.threads-max"
@@ -131,8 +142,27 @@ void newm_failed(P* pp, bool spinning, M* mp, int err) {
 
 }  // namespace
 
+// Whether this thread may start a kernel thread now. glibc's pthread_create
+// allocates (the DTV, with calloc): not from a program signal handler on a
+// G, nor on a foreign thread (perhaps in a handler too), which may have
+// interrupted the allocator in the middle of an operation on this very
+// thread's cache, or while it holds one of its locks. g0, sysmon and a G
+// outside handlers only reach newm from goshim's own code.
+static bool newm_context_ok() {
+  G* g = getg();
+  return g && (g->is_g0() || g->insig == 0);
+}
+
+bool newm_retry_due() {
+  return sys::nanotime() >= newm_retry_at.load(std::memory_order_relaxed);
+}
+
 // Without a P, not on g0 necessarily; takes sched.lock only on failure.
 void newm(P* pp, bool spinning) {
+  if (!newm_context_ok()) {
+    newm_release(pp, spinning, nullptr);
+    return;
+  }
   if (sys::nanotime() < newm_retry_at.load(std::memory_order_relaxed)) {
     newm_failed(pp, spinning, nullptr, EAGAIN);
     return;
@@ -178,6 +208,13 @@ bool runtime_init() {
   if (!tls::init(&why)) {
     rawlog("goshim: warning: %s; running every thread as a kernel thread (no M:N)\n", why);
     return false;
+  }
+  {
+    char cwhy[200];
+    if (!cancel_proto_init(cwhy, sizeof cwhy)) {
+      rawlog("goshim: warning: %s; running every thread as a kernel thread (no M:N)\n", cwhy);
+      return false;
+    }
   }
   stack_init();
   if (config.stack_size) set_default_stack_size(config.stack_size);
@@ -250,7 +287,8 @@ bool runtime_init() {
   sched.lock.unlock();
   acquirep(allp(0));
 
-  __libc_single_threaded = 0;  // goroutines share memory from now on
+  // goroutines share memory from now on
+  if (&__libc_single_threaded) __libc_single_threaded = 0;
   sched.ngoroutines.store(1, std::memory_order_relaxed);
   sched.ngpeak.store(1, std::memory_order_relaxed);
   runtime_up.store(true, std::memory_order_release);

@@ -103,7 +103,12 @@ P* spare_get();
 // timers) until some M picked it. Without locks.
 void pidle_drop_retired(P* pp);
 // Creates a kernel thread running the scheduler on pp. Without locks.
+// From a context that may have interrupted the allocator (a program signal
+// handler, a foreign thread) it leaves pp idle with its Gs on the global
+// queue and asks sysmon to do it (sysmon_want_m).
 void newm(P* pp, bool spinning);
+// Whether the pause after a failed thread creation is over.
+bool newm_retry_due();
 
 // Per-M fast random numbers.
 uint32_t fastrand();

@@ -16,6 +16,7 @@
 
 #include "arch/arch.hpp"
 #include "core/rawlog.hpp"
+#include "core/rtlock.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
 #include "core/tcb.hpp"
@@ -66,7 +67,7 @@ struct alignas(64) Bucket {
       if (++spins < 200)
         __builtin_ia32_pause();
       else
-        sys::sched_yield();  // the holder's kernel thread may be preempted
+        rt_spin_yield();  // the holder's kernel thread may be preempted
     }
   }
   // Locks held: this bucket's (nobody else writes the word meanwhile).
@@ -108,11 +109,29 @@ void enqueue(Bucket* b, SemaWaiter* w) {
     w->tail = w;
     w->nextaddr = b->heads;
     b->heads = w;
-  } else {
+  } else if (h->tail->prio >= w->prio) {
     w->prev = h->tail;
     h->tail->next = w;
     h->tail = w;
     w->nextaddr = nullptr;
+  } else {
+    // A real-time waiter goes ahead of every waiter of a lower priority
+    // (the kernel's futex order: by priority, FIFO within one).
+    SemaWaiter* x = h;
+    while (x->prio >= w->prio) x = x->next;  // stops: tail->prio < w->prio
+    w->next = x;
+    w->prev = x->prev;
+    if (x == h) {
+      w->tail = h->tail;
+      w->nextaddr = h->nextaddr;
+      h->tail = nullptr;
+      h->nextaddr = nullptr;
+      *pp = w;
+    } else {
+      x->prev->next = w;
+      w->nextaddr = nullptr;
+    }
+    x->prev = w;
   }
   w->queued.store(1, std::memory_order_relaxed);
   // The caller counted w in nwait when it locked (before it checked the word).
@@ -224,6 +243,7 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
   w.addr = addr;
   w.gp = nullptr;
   w.bitset = bitset;
+  w.prio = rt_wait_prio();
   b->lock(2);  // [S] nwait + 1 before the value check [L]: pairs with wake
   if (load_word(addr) != val) {
     b->add_waiters(-1);
@@ -324,6 +344,8 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   w->addr = addr;
   w->gp = gp;
   w->bitset = bitset;
+  w->val = val;
+  w->prio = 0;
   w->result = 0;
   // Only gp writes parkseq: no read-modify-write needed.
   w->seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
@@ -358,6 +380,29 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
   for (SemaWaiter* w = h; w && woken < n;) {
     SemaWaiter* next = w->next;
     if (w->bitset & bitset) {
+      dequeue(b, w);
+      release(w, 0, &q);
+      woken++;
+    }
+    w = next;
+  }
+  b->unlock();
+  ready_all(q);
+  return woken;
+}
+
+int sema_wake_stale(const void* addr, uint32_t cur, bool all) {
+  Bucket* b = bucket_of(addr);
+  if (b->nwait() == 0) {
+    arch::full_barrier();
+    if (b->nwait() == 0) return 0;
+  }
+  GQueue q;
+  int woken = 0;
+  b->lock();
+  for (SemaWaiter* w = *find_head(b, addr); w;) {
+    SemaWaiter* next = w->next;
+    if (w->gp && (all || w->val != cur)) {
       dequeue(b, w);
       release(w, 0, &q);
       woken++;

@@ -52,6 +52,11 @@ inline bool can_park() {
 // number woken. Any thread.
 int sema_wake(const void* addr, int n, uint32_t bitset = ~0u);
 
+// Wakes the G waiters on addr that were enqueued while the word held
+// another value than cur (any, if all is true). Returns the number woken.
+// Any thread.
+int sema_wake_stale(const void* addr, uint32_t cur, bool all);
+
 // Wakes up to nwake waiters on from and moves up to nrequeue of the rest to
 // to. If check is true and *from != val, does nothing and returns -EAGAIN.
 // Returns woken + requeued.

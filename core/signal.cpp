@@ -20,6 +20,7 @@
 #endif
 
 #include "arch/arch.hpp"
+#include "core/cancelproto.hpp"
 #include "core/config.hpp"
 #include "core/dump.hpp"
 #include "core/preempt.hpp"
@@ -354,6 +355,13 @@ bool default_ignored(int sig) {
   return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
 }
 
+// The program left sig at a default action that ends the process.
+bool terminates_by_default(int sig) {
+  if (prog_handler[sig].load(std::memory_order_acquire) != kHandlerDfl) return false;
+  if (default_ignored(sig)) return false;
+  return sig != SIGSTOP && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU;
+}
+
 // A fault the kernel raises for the instruction being executed: it belongs
 // to this G whatever its mask says.
 bool synchronous(int sig, const siginfo_t* si) {
@@ -666,17 +674,42 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
   errno = saved_errno;
 }
 
-// glibc's asynchronous cancellation of a G blocked in one of glibc's own
-// cancellation points (which switch to asynchronous mode around the
-// system call): pthread_cancel sends SIGCANCEL to the M running it.
-void sigcancel_handler(int sig, siginfo_t* si, void*) {
+// pthread_cancel sends SIGCANCEL to the M running a G that is in a
+// blocking call (cancel_send). The G is canceled here when glibc's own
+// handler would act:
+//   - asynchronous cancellation is on: the program's choice, or glibc <=
+//     2.40 inside one of its cancellable system calls (it switches to
+//     asynchronous mode around the call);
+//   - glibc >= 2.41: the interrupted pc lies in its cancellable system call
+//     bridge (core/cancelproto.hpp), i.e. before the system call or at it
+//     (a call the kernel would restart);
+// and goshim's own cancellable kernel waits (goshim_cancellable_syscall,
+// sync_wait on a process-shared object) are ended with EINTR instead, when
+// they are cancellation points or cancellation is asynchronous: the caller
+// leaves its blocking section normally and then acts on the cancellation.
+void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
   if (sig != kSigCancel || !si || si->si_pid != (pid_t)sys::getpid() || si->si_code != SI_TKILL)
     return;
   G* gp = tls_g;
   if (!gp || gp->is_g0()) return;
   int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
-  // enabled (bit 0 clear), asynchronous (bit 1), canceled (bit 3), not exiting (bit 4)
-  if ((ch & 0x1b) == 0x0a) cancel_point();
+  // enabled (bit 0 clear), canceled (bit 3), not exiting (bit 4)
+  if ((ch & 0x19) != 0x08) return;
+  bool async = ch & 0x02;
+  ucontext_t* uc = (ucontext_t*)uctx;
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  if (pc >= (uintptr_t)goshim_cancel_sc_start && pc < (uintptr_t)goshim_cancel_sc_end) {
+    if (async || gp->kwait_cancellable) {
+      uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)goshim_cancel_sc_end;
+      uc->uc_mcontext.gregs[REG_RAX] = -EINTR;
+    }
+    return;
+  }
+  // Never unwind goshim's own frames, nor a blocking section that has no
+  // cleanup for it (its exit would not run).
+  if (gp->status.load(std::memory_order_relaxed) == GStatus::Syscall && !gp->unwind_guarded) return;
+  if (dladdr_is_self(pc)) return;
+  if (async || cancel_in_glibc_bridge(pc)) cancel_point();
 }
 
 }  // namespace
@@ -863,8 +896,10 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
 }
 
 void signal_deliver(G* gp) {
-  M* mp = gp->m;
-  if (!mp || gp->insig) return;
+  // gp->m is read afresh where it is used: a handler may park (it should
+  // not, but it may), and a local live across getcontext could be
+  // clobbered if the program returns through the saved context.
+  if (!gp->m || gp->insig) return;
   for (;;) {
     uint64_t due = gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask;
     if (!due) break;
@@ -883,6 +918,7 @@ void signal_deliver(G* gp) {
     getcontext(&uc);
     uint64_t during = kmask(gp->sigmask | prog_mask[sig].load(std::memory_order_relaxed) |
                             ((prog_flags[sig].load() & SA_NODEFER) ? 0 : b));
+    M* mp = gp->m;
     uint64_t before = mp->cur_sigmask;
     if (during != before) sys::rt_sigprocmask(SIG_SETMASK, &during, nullptr, 8);
     mp->cur_sigmask = during;
@@ -893,10 +929,10 @@ void signal_deliver(G* gp) {
       real_sigaction(sig, &dfl, nullptr);
     }
     run_program(sig, &si, &uc, gp);
-    mp = gp->m;  // a handler may park (it should not, but it may)
   }
   // The G's own mask again, once nothing more is due: a signal still
   // queued in the kernel comes after those goshim delivered here.
+  M* mp = gp->m;
   uint64_t k = kmask(gp->sigmask);
   if (mp->cur_sigmask != k) {
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
@@ -1183,7 +1219,18 @@ void signal_route() {
     // natively), instead of leaving it pending in the kernel where no
     // thread takes it. One that every G blocks stays in the kernel, where
     // the program's signalfd or a later unblocking finds it.
-    uint64_t wrapped = wrapped_bits.load(std::memory_order_relaxed) & ~blocked_all;
+    // Likewise a signal whose default action ends the process and that
+    // goshim does not wrap (no G blocks it, or it would be wrapped):
+    // natively any thread would take it, so sysmon does, and the kernel
+    // ends the process. Otherwise, with every M idle in stopm on a kernel
+    // mask that blocks it (an M's mask is the last G's, or its creator's),
+    // a SIGTERM stayed pending forever. (Not signals ignored by default: a
+    // G may block one without goshim wrapping it or recomputing this mask,
+    // and sysmon would then take it from the G's sigwaitinfo.)
+    uint64_t fatal = 0;
+    for (int sig = 1; sig <= 64; sig++)
+      if (terminates_by_default(sig)) fatal |= bit(sig);
+    uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal) & ~blocked_all;
     uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
     uint64_t m = ~open & ~bit(kSigSetxid);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
@@ -1232,6 +1279,13 @@ void signal_route() {
     for (size_t i = 0; i < n && !waiter; i++) consider(arena_slot_g(i));
     G* target = waiter ? waiter : running ? running : parked;
     if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
+    if (!waiter && terminates_by_default(sig)) {
+      // Its default action ends the process whichever thread takes it: do
+      // it here. Routed to a G, it waited for that G to run, which a G
+      // parked on a lock, or runnable while no M runs it, may never do.
+      die_default(sig);
+      continue;
+    }
     if (target == running && !waiter) {
       // A forward of sig still in flight to that M: the next instance waits
       // for sysmon's next look. (Overwriting sigfwd made the handler take
@@ -1298,7 +1352,8 @@ int signal_altstack(G* gp, const stack_t* ss, stack_t* old) {
   // it; it means 0) or SS_DISABLE, plus SS_AUTODISARM.
   int mode = ss->ss_flags & ~(int)SS_AUTODISARM;
   if (mode != 0 && mode != SS_ONSTACK && mode != SS_DISABLE) return EINVAL;
-  if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size < MINSIGSTKSZ) return ENOMEM;
+  // MINSIGSTKSZ is sysconf(_SC_MINSIGSTKSZ), a long, on glibc 2.34 and later.
+  if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size < (size_t)MINSIGSTKSZ) return ENOMEM;
   gp->altstack = *ss;
   gp->altstack.ss_flags = ss->ss_flags & (int)SS_AUTODISARM;
   if (ss->ss_flags & SS_DISABLE) gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
@@ -1321,6 +1376,10 @@ int* cancelhandling(G* gp) { return (int*)(gp->tp + tls::L.cancelhandling); }
 bool cancel_pending(G* gp) {
   int ch = __atomic_load_n(cancelhandling(gp), __ATOMIC_ACQUIRE);
   return (ch & (kCancelDisabled | kCanceled | kExiting)) == kCanceled;
+}
+
+bool cancel_async_type(G* gp) {
+  return __atomic_load_n(cancelhandling(gp), __ATOMIC_RELAXED) & kCancelAsync;
 }
 
 bool cancel_async_pending(G* gp) {

@@ -149,5 +149,7 @@ bool cancel_pending(G* gp);
 // Pending and of the asynchronous type: acted upon wherever gp runs
 // (the cancellation signal, or gp's resumption after a preemption).
 bool cancel_async_pending(G* gp);
+// Whether gp's cancel type is asynchronous (only gp changes it).
+bool cancel_async_type(G* gp);
 
 }  // namespace goshim

@@ -2,6 +2,7 @@
 #include "core/stack.hpp"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>

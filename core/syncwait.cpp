@@ -4,12 +4,17 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
 
+#include "arch/arch.hpp"
+#include "core/cancelproto.hpp"
 #include "core/config.hpp"
 #include "core/proc.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
+#include "core/sharedwatch.hpp"
 #include "core/signal.hpp"
+#include "core/tls.hpp"
 #include "syscalls/blocking.hpp"
 #include "syscalls/sys.hpp"
 
@@ -28,12 +33,25 @@ int cpus() {
 }
 
 // The kernel futex on the word itself (shared: another process may wake).
-int kernel_wait(const void* addr, uint32_t val, const SyncDeadline& dl, uint32_t bitset) {
+// ch: the calling goroutine's cancelhandling when the wait may be ended by
+// its cancellation (goshim_cancellable_syscall), else null.
+int kernel_wait(const void* addr, uint32_t val, const SyncDeadline& dl, uint32_t bitset,
+                const int* ch = nullptr) {
   int op = FUTEX_WAIT_BITSET;
   if (dl.abs && dl.clk == CLOCK_REALTIME) op |= FUTEX_CLOCK_REALTIME;
-  long r = sys::futex(addr, op, val, dl.abs, nullptr, bitset);
+  long r = ch ? goshim_cancellable_syscall(ch, SYS_futex, (long)addr, op, val, (long)dl.abs, 0,
+                                           (long)bitset)
+              : sys::futex(addr, op, val, dl.abs, nullptr, bitset);
   if (r == 0) return 0;
   return (int)-r;  // EAGAIN, ETIMEDOUT, EINTR
+}
+
+// A goroutine's wait that a signal interrupted: with asynchronous
+// cancellation on and a cancellation pending, the goroutine is canceled
+// here, as glibc's handler would cancel a thread in its futex wait (the
+// object is left as glibc leaves it, e.g. a mutex word marked contended).
+void act_on_async_cancel(G* gp) {
+  if (cancel_async_pending(gp)) cancel_point();
 }
 
 }  // namespace
@@ -43,9 +61,13 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
   if (dl.abs && dl.abs->tv_sec < 0) return ETIMEDOUT;  // as glibc: before anything else
   if (!shared) {
     int64_t deadline = dl.abs ? deadline_from_abs(dl.clk, dl.abs) : 0;
+    // With asynchronous cancellation on, every wait of a goroutine ends at
+    // a cancellation, which is acted on below (only gp changes its type).
+    bool ends = cancellable || (can_park() && cancel_async_type(getg()));
     for (;;) {
-      int r = sema_wait(addr, val, deadline, why, bitset, endaddr, cancellable);
+      int r = sema_wait(addr, val, deadline, why, bitset, endaddr, ends);
       if (r != EINTR) return r;
+      if (can_park()) act_on_async_cancel(getg());
       if (cancellable && can_park() && cancel_pending(getg())) return EINTR;
       // A goroutine's wait was interrupted by a signal handler: restart it
       // when the kernel would (no timeout, handler with SA_RESTART). A
@@ -57,21 +79,65 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
     }
   }
   if (endaddr) *endaddr = addr;
+  if (can_park() && watch_available()) {
+    // A goroutine parks on sema like for a private object; a watcher
+    // thread relays wakes from other processes (core/sharedwatch.cpp).
+    int h = watch_register(addr, val);
+    if (h >= 0) {
+      G* gp = getg();
+      int64_t deadline = dl.abs ? deadline_from_abs(dl.clk, dl.abs) : 0;
+      int r;
+      for (;;) {
+        r = sema_wait(addr, val, deadline, why, bitset, nullptr,
+                      cancellable || cancel_async_type(gp));
+        if (r != EINTR) break;
+        if (cancel_async_pending(gp)) {
+          watch_unregister(h);
+          cancel_point();
+        }
+        if (cancellable && cancel_pending(gp)) break;
+        if (!signal_should_restart(gp) || deadline) break;
+      }
+      watch_unregister(h);
+      return r;
+    }
+  }
   if (can_park()) {
     // A goroutine waits in the kernel like a blocking call: its P goes to
-    // other goroutines meanwhile.
-    BlockingCall bc(BlockKind::Long, wait_reason_name(why));
-    return kernel_wait(addr, val, dl, bitset);
+    // other goroutines meanwhile. A cancellation point (or any wait, with
+    // asynchronous cancellation on) is ended by pthread_cancel: its
+    // SIGCANCEL makes the call return EINTR (signal.cpp), or the call sees
+    // the cancellation already pending and does not sleep.
+    G* gp = getg();
+    static const int kNotCancellable = 0;
+    int* ch = (int*)(gp->tp + tls::L.cancelhandling);
+    bool async = __atomic_load_n(ch, __ATOMIC_RELAXED) & 0x02;  // only gp changes its type
+    int r;
+    {
+      BlockingCall bc(BlockKind::Long, wait_reason_name(why));
+      gp->kwait_cancellable = cancellable;
+      // [S] status Syscall (bc) before [L] cancelhandling in the call;
+      // pthread_cancel stores the canceled bit before it reads the status.
+      arch::full_barrier();
+      r = kernel_wait(addr, val, dl, bitset, cancellable || async ? ch : &kNotCancellable);
+      gp->kwait_cancellable = false;
+    }
+    if (r == EINTR) act_on_async_cancel(gp);
+    return r;
   }
   return kernel_wait(addr, val, dl, bitset);
 }
 
 int sync_wake(const void* addr, int n, bool shared, uint32_t bitset) {
   if (!shared) return sema_wake(addr, n, bitset);
-  long r = bitset == ~0u ? sys::futex_wake_shared(addr, n)
-                         : sys::futex(addr, FUTEX_WAKE_BITSET, (uint32_t)n, nullptr, nullptr,
-                                      bitset);
-  return r > 0 ? (int)r : 0;
+  // This process's goroutines wait on sema (sharedwatch.cpp); the kernel
+  // gets what they did not take (other processes, kernel threads here).
+  int k = watch_available() ? sema_wake(addr, n, bitset) : 0;
+  if (k >= n) return k;
+  long r = bitset == ~0u ? sys::futex_wake_shared(addr, n - k)
+                         : sys::futex(addr, FUTEX_WAKE_BITSET, (uint32_t)(n - k), nullptr,
+                                      nullptr, bitset);
+  return k + (r > 0 ? (int)r : 0);
 }
 
 bool sync_can_spin(int iter, int32_t owner) {

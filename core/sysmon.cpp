@@ -322,6 +322,45 @@ std::atomic<int64_t> kick_after{0};
 std::atomic<int64_t> kick_quiet{0};
 int kick_looks;  // sysmon only: looks left that may prove a kick useful
 
+// newm left work for sysmon (sysmon_want_m).
+std::atomic<bool> want_m{false};
+// Consecutive looks that found Gs on the global queue, a P idle and no M
+// looking for work (sysmon only).
+int stranded_looks;
+
+// Starts an M for runnable Gs that no M will look for: those newm left
+// behind (a failed or deferred thread creation), or any lost wakeup that
+// leaves Gs queued (globally or on a busy P), a P idle and no M spinning
+// on two consecutive looks (every M can be idle in stopm then, and nothing else
+// would ever wake one). Returns true if it started one.
+bool rescue_stranded() {
+  bool stranded = sched.npidle.load(std::memory_order_seq_cst) != 0 &&
+                  sched.nmspinning.load(std::memory_order_seq_cst) == 0;
+  if (stranded && sched.runqsize.load(std::memory_order_seq_cst) == 0) {
+    // Or in the ring of a busy P, where a spinning M would steal them
+    // (runnext is left to its P, as stealing does until the last pass).
+    stranded = false;
+    for (int i = 0; i < sched.gomaxprocs && !stranded; i++) {
+      P* pp = allp(i);
+      stranded = pp->status.load(std::memory_order_relaxed) != PStatus::Idle &&
+                 pp->runqhead.load(std::memory_order_relaxed) !=
+                     pp->runqtail.load(std::memory_order_relaxed);
+    }
+  }
+  bool wanted = want_m.load(std::memory_order_acquire);
+  if (!stranded) {
+    stranded_looks = 0;
+    if (wanted) want_m.store(false, std::memory_order_relaxed);  // an M took the work
+    return false;
+  }
+  if (!wanted && ++stranded_looks < 2) return false;
+  if (!newm_retry_due()) return false;  // after a failure: not before its pause
+  stranded_looks = 0;
+  want_m.store(false, std::memory_order_relaxed);
+  wakep();
+  return true;
+}
+
 void* sysmon_main(void*) {
   // Program handlers never run here (signal_route opens the signals goshim
   // routes); the credential broadcast (33) must. The thread starts with
@@ -364,6 +403,7 @@ void* sysmon_main(void*) {
         idle = 0;
       }
     }
+    rescue_stranded();  // not work for sysmon itself: its naps still back off
     if (retake(now) != 0) {
       idle = 0;
       if (kick_looks > 0) {
@@ -397,6 +437,11 @@ void sysmon_kick() {
   if (after && sys::nanotime() < after) return;
   kicked.store(true, std::memory_order_relaxed);
   napping.store(false, std::memory_order_relaxed);
+  sysmon_wake();
+}
+
+void sysmon_want_m() {
+  want_m.store(true, std::memory_order_release);
   sysmon_wake();
 }
 

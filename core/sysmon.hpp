@@ -29,6 +29,9 @@ void sysmon_wake();
 // Any thread.
 void sysmon_kick();
 G* sysmon_g();
+// Runnable Gs wait on the global queue for an M that newm could not start
+// where it was called (newm): sysmon starts one (wakep). Signal-safe.
+void sysmon_want_m();
 
 // In a fork child, before sysmon_start (fork.hpp).
 void sysmon_after_fork();

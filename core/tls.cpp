@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <locale.h>
 #include <pthread.h>
@@ -136,6 +137,12 @@ struct Probe {
   uintptr_t specific0 = 0;
   uintptr_t list_next = 0;
   int multiple_threads = 0;
+  uintptr_t tcb_self0 = 0, tcb_self = 0;  // tcbhead_t.tcb and .self
+  uintptr_t stack_guard = 0, pointer_guard = 0;
+  uintptr_t robust_prev = 0;               // the word below robust_head
+  uint32_t rseq_cpu_id = 0;                // the rseq area's cpu_id at start
+  uint32_t rseq_reglen = 0;                // the length that unregistered it
+  bool rseq_unregister_failed = false;
 };
 
 void* probe_main(void* arg) {
@@ -164,6 +171,32 @@ void* probe_main(void* arg) {
   pr->specific0 = at<uintptr_t>(self, L.specific);
   pr->list_next = at<uintptr_t>(self, L.list);
   pr->multiple_threads = at<int>(self, kTcbMultipleThreads);
+  pr->tcb_self0 = at<uintptr_t>(self, kTcbSelf0);
+  pr->tcb_self = at<uintptr_t>(self, kTcbSelf);
+  pr->stack_guard = at<uintptr_t>(self, kTcbStackGuard);
+  pr->pointer_guard = at<uintptr_t>(self, kTcbPointerGuard);
+  if (pr->robust_head > self + 8 && pr->robust_head < self + L.sizeof_pthread)
+    pr->robust_prev = *(uintptr_t*)(pr->robust_head - 8);
+  // rseq: the length glibc registered is not exported (__rseq_size is the
+  // feature size), and unregistering needs it exactly. Find it here, on a
+  // thread that is about to exit, so that main's registration can be moved
+  // for sure later (move_kernel_registrations).
+  if (L.rseq_size) {
+    uintptr_t area = self + L.rseq;
+    pr->rseq_cpu_id = at<uint32_t>(area, 4);
+    if (pr->rseq_cpu_id != kRseqCpuIdRegistrationFailed) {
+      pr->rseq_unregister_failed = true;
+      for (uint32_t len = 32; len <= 1024; len += 32) {
+        long r = sys::rseq((void*)area, len, kRseqFlagUnregister, kRseqSig);
+        if (r == 0) {
+          pr->rseq_reglen = len;
+          pr->rseq_unregister_failed = false;
+          break;
+        }
+        if (r != -EINVAL) break;
+      }
+    }
+  }
   return nullptr;
 }
 
@@ -171,6 +204,18 @@ void* probe_main(void* arg) {
 
 bool init(const char** why) {
   *why = nullptr;
+  // glibc before 2.34 keeps the thread library in a separate libpthread.so.0
+  // with a different struct pthread and other internal paths: goshim has
+  // never been checked there (Debian 11, glibc 2.31, is tested in 1:1 mode).
+  int major = 0, minor = 0;
+  const char* ver = gnu_get_libc_version();
+  for (; *ver >= '0' && *ver <= '9'; ver++) major = major * 10 + (*ver - '0');
+  if (*ver == '.')
+    for (ver++; *ver >= '0' && *ver <= '9'; ver++) minor = minor * 10 + (*ver - '0');
+  if (major < 2 || (major == 2 && minor < 34)) {
+    *why = "glibc older than 2.34 (libpthread is a separate library) is not supported for M:N";
+    return false;
+  }
   dl_allocate_tls = (allocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
   dl_deallocate_tls =
       (deallocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_deallocate_tls", "GLIBC_PRIVATE");
@@ -291,6 +336,29 @@ bool init(const char** why) {
     *why = "struct pthread list/multiple_threads check failed";
     return false;
   }
+  // tcbhead_t (fixed offsets): the two self pointers, and the guards that
+  // glibc copies from the initial thread into every thread.
+  if (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
+      at<uintptr_t>(t0, kTcbSelf) != t0) {
+    *why = "tcbhead_t's self pointers are not at 0x0 and 0x10";
+    return false;
+  }
+  if (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
+      pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard)) {
+    *why = "tcbhead_t's stack and pointer guards are not at 0x28 and 0x30";
+    return false;
+  }
+  // robust_prev sits just below robust_head and points at it in a thread
+  // that holds no robust mutex.
+  if (pr.robust_prev != pr.robust_head) {
+    *why = "robust_prev is not just below robust_head in struct pthread";
+    return false;
+  }
+  if (pr.rseq_unregister_failed) {
+    *why = "cannot find the length glibc registered its rseq area with";
+    return false;
+  }
+  L.rseq_reglen = pr.rseq_reglen;  // 0: glibc registered no rseq area
   // tid: the descriptor offset must hold the kernel tid in a live thread;
   // check it on the current (initial) thread.
   if (at<pid_t>(t0, L.tid) != (pid_t)sys::gettid()) {
@@ -308,7 +376,8 @@ bool init(const char** why) {
     return false;
   }
   if (L.rseq_size && (L.rseq < -(intptr_t)L.below_tp ||
-                      L.rseq + 32 > (intptr_t)L.sizeof_pthread)) {
+                      L.rseq + (intptr_t)(L.rseq_reglen > 32 ? L.rseq_reglen : 32) >
+                          (intptr_t)L.sizeof_pthread)) {
     *why = "the rseq area is not in the thread's TLS block";
     return false;
   }
@@ -409,23 +478,21 @@ void adopt_main(G* g1) {
 }
 
 void move_kernel_registrations(uintptr_t s0) {
-  // rseq: glibc registered T0's area with a length of at least 32; this
-  // Debian build exports __rseq_size = 20, and unregistering needs the
-  // registered length, so try 32, 64, ... in turn.
-  if (L.rseq_size) {
+  // rseq: glibc registered T0's area with the length the probe thread
+  // found (init); this Debian 12 build exports __rseq_size = 20, but
+  // registered 32.
+  if (L.rseq_size && L.rseq_reglen &&
+      at<uint32_t>(t0 + L.rseq, 4) != kRseqCpuIdRegistrationFailed) {
     uintptr_t area = t0 + L.rseq;
-    for (uint32_t len = 32; len <= 1024; len *= 2) {
-      long r = sys::rseq((void*)area, len, kRseqFlagUnregister, kRseqSig);
-      if (r == 0) {
-        L.rseq_reglen = len;
-        break;
-      }
-      if (r != -EINVAL) break;
-    }
-    if (L.rseq_reglen) {
+    long r = sys::rseq((void*)area, L.rseq_reglen, kRseqFlagUnregister, kRseqSig);
+    if (r != 0) {
+      // Cannot happen if glibc registers every thread alike; the kernel
+      // keeps updating T0's area for this M then, which G1 ignores.
+      rawlog("goshim: warning: cannot unregister the initial thread's rseq area (%ld)\n", r);
+    } else {
       at<uint32_t>(area, 4) = kRseqCpuIdRegistrationFailed;  // G1 asks the vDSO
       uintptr_t s0area = s0 + L.rseq;
-      memset((void*)s0area, 0, 32);
+      memset((void*)s0area, 0, L.rseq_reglen);
       at<uint32_t>(s0area, 4) = kRseqCpuIdUninitialized;
       sys::rseq((void*)s0area, L.rseq_reglen, 0, kRseqSig);
     }

@@ -43,7 +43,7 @@ const char* kUsage =
     "\n"
     "Environment knobs (see README.md): GOSHIM_MAXPROCS, GOSHIM_STACK, GOSHIM_MODE,\n"
     "GOSHIM_PREEMPT, GOSHIM_TRACE, GOSHIM_DEBUG=schedtrace=MS,scheddetail=1,stats=1,\n"
-    "deadlock=0,pinned=MS,dumpsignal=SIG.\n";
+    "deadlock=0|fatal,pinned=MS,dumpsignal=SIG.\n";
 
 [[noreturn]] void die(const char* fmt, const char* arg = "") {
   fprintf(stderr, "goshim: ");

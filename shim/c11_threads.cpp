@@ -11,6 +11,14 @@
 // cnd_t and once_flag), so a mutex is driven by one protocol only.
 // tss_* live with the pthread keys (pthread_key.cpp), thrd_sleep with the
 // sleeps (sleep.cpp).
+
+// <threads.h> defines thrd_equal as a gnu_inline function when optimizing
+// (__USE_EXTERN_INLINES); this file defines the exported one, which clang
+// rejects as a redefinition. __NO_INLINE__ (what -O0 sets) turns glibc's
+// header inlines off for this file only.
+#ifndef __NO_INLINE__
+#define __NO_INLINE__ 1
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

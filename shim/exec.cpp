@@ -92,8 +92,10 @@ GOSHIM_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char
     va_end(ap);                                         \
   }
 
-#define GOSHIM_FILL_ARGS(arg, n, argv, ap) \
-  char* argv[n + 1];                       \
+// alloca, not a variable-length array: C++ has none (clang 18 and later
+// warn about the extension in -Wall).
+#define GOSHIM_FILL_ARGS(arg, n, argv, ap)                           \
+  char** argv = (char**)__builtin_alloca((n + 1) * sizeof(char*)); \
   argv[0] = (char*)arg;                    \
   va_list ap;                              \
   va_start(ap, arg);                       \

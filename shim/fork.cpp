@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/fork.hpp"
+#include "core/rtlock.hpp"
 #include "shim/shim.hpp"
 
 using namespace goshim;
@@ -22,7 +23,10 @@ GOSHIM_EXPORT pid_t fork(void) {
   static fork_fn real_fork;
   if (!real_fork) real_fork = (fork_fn)dlsym(RTLD_NEXT, "fork");
   pid_t pid = real_fork();
-  if (pid == 0 && mn_active()) fork_child_reset();
+  if (pid == 0 && mn_active()) {
+    fork_child_reset();
+    rt_after_fork();
+  }
   return pid;
 }
 
@@ -30,6 +34,9 @@ GOSHIM_EXPORT pid_t _Fork(void) {
   static fork_fn real_fork;
   if (!real_fork) real_fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
   pid_t pid = real_fork();
-  if (pid == 0 && mn_active()) fork_child_reset();
+  if (pid == 0 && mn_active()) {
+    fork_child_reset();
+    rt_after_fork();
+  }
   return pid;
 }

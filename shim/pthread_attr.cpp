@@ -4,6 +4,7 @@
 // process-wide defaults (pthread_{get,set}attr_default_np).
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +16,14 @@
 #include <new>
 
 #include "core/proc.hpp"
+
+// glibc 2.32 added the signal-mask attribute; goshim exports it whatever the
+// headers it is built with (Debian 11 has glibc 2.31).
+#ifndef PTHREAD_ATTR_NO_SIGMASK_NP
+#define PTHREAD_ATTR_NO_SIGMASK_NP (-1)
+extern "C" int pthread_attr_setsigmask_np(pthread_attr_t*, const sigset_t*);
+extern "C" int pthread_attr_getsigmask_np(const pthread_attr_t*, sigset_t*);
+#endif
 #include "core/stack.hpp"
 #include "shim/attr.hpp"
 #include "shim/shim.hpp"
@@ -104,6 +113,14 @@ size_t default_stacksize() {
   return in(&default_attr)->stacksize;
 }
 
+// The goroutine whose scheduling a new thread inherits: the caller, M:N
+// or bound to its M by a real-time policy (core/rtlock.hpp).
+G* sched_creator() {
+  G* g = tls_g;
+  if (g && !g->is_g0() && g->rt_locked) return g;
+  return shim::user_g();
+}
+
 uint64_t sigset_bits(const sigset_t* s) {
   uint64_t v;
   memcpy(&v, s, sizeof v);
@@ -120,7 +137,7 @@ int goshim::attr::to_create_attr(const pthread_attr_t* attr, CreateAttr* out) {
     static const size_t page = (size_t)getpagesize();
     out->guard_size = page;
     out->guard_set = true;
-    if (G* cur = shim::user_g()) {
+    if (G* cur = sched_creator()) {
       out->sched_policy = cur->sched_policy;
       out->sched_priority = cur->sched_priority;
     }
@@ -144,15 +161,12 @@ int goshim::attr::to_create_attr(const pthread_attr_t* attr, CreateAttr* out) {
   out->guard_size = a->guardsize;
   out->guard_set = true;
   if (out->stack_size && out->stack_size + out->guard_size < out->stack_size) return EINVAL;
-  G* cur = shim::user_g();
+  G* cur = sched_creator();
   if (a->flags & kNotInheritSched) {
+    // A real-time policy is applied by the new G on its M before its start
+    // routine runs; pthread_create returns the kernel's error (EPERM).
     out->sched_policy = (a->flags & kPolicySet) ? a->schedpolicy : SCHED_OTHER;
     out->sched_priority = (a->flags & kSchedSet) ? a->schedparam.sched_priority : 0;
-    if ((out->sched_policy == SCHED_FIFO || out->sched_policy == SCHED_RR) && geteuid() != 0) {
-      struct rlimit rl;
-      if (getrlimit(RLIMIT_RTPRIO, &rl) != 0 || rl.rlim_cur < (rlim_t)out->sched_priority)
-        return EPERM;
-    }
   } else if (cur) {
     out->sched_policy = cur->sched_policy;
     out->sched_priority = cur->sched_priority;
@@ -310,7 +324,11 @@ GOSHIM_EXPORT int pthread_attr_setstacksize(pthread_attr_t* attr, size_t size) {
 GOSHIM_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t* attr, size_t size,
                                               const cpu_set_t* set) {
   Attr* a = in(attr);
-  if ((const void*)set == nullptr || size == 0) {
+  // Declared nonnull, but glibc accepts NULL (it clears the set): hide the
+  // pointer from the optimizer so the test is neither warned about nor
+  // dropped.
+  const cpu_set_t* volatile setp = set;
+  if (setp == nullptr || size == 0) {
     if (a->extension) {
       free(a->extension->cpuset);
       a->extension->cpuset = nullptr;

@@ -1,5 +1,12 @@
 // Thread lifecycle: pthread_create, join (plain, try, timed, clock),
 // detach, exit, self, equal.
+// <pthread.h> defines pthread_equal as a gnu_inline function when
+// optimizing (__USE_EXTERN_INLINES); this file defines the exported one,
+// which clang rejects as a redefinition. __NO_INLINE__ (what -O0 sets)
+// turns glibc's header inlines off for this file only.
+#ifndef __NO_INLINE__
+#define __NO_INLINE__ 1
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -32,7 +39,7 @@ bool valid_timespec(const struct timespec* ts) {
 
 int join_common(pthread_t t, void** ret, int64_t deadline) {
   G* target = g_from_pthread(t);
-  if (!target) return ESRCH;
+  if (!target) return gone_thread_error(t);
   return thread_join(target, ret, deadline);
 }
 
@@ -70,7 +77,12 @@ GOSHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void** ret) {
     shim::ensure_real();
     return real::pthread_tryjoin_np(t, ret);
   }
-  return join_common(t, ret, -1);
+  // glibc answers EBUSY whenever the descriptor's tid is not 0: the
+  // thread runs (the caller itself included) or was joined (tid -1).
+  G* target = g_from_pthread(t);
+  if (!target) return gone_thread_error(t) == EINVAL ? EINVAL : EBUSY;
+  if (!thread_exited(target)) return EBUSY;
+  return thread_join(target, ret, -1);
 }
 
 GOSHIM_EXPORT int pthread_timedjoin_np(pthread_t t, void** ret, const struct timespec* abstime) {
@@ -111,7 +123,7 @@ GOSHIM_EXPORT int pthread_detach(pthread_t t) {
     return real::pthread_detach(t);
   }
   G* target = g_from_pthread(t);
-  if (!target) return ESRCH;
+  if (!target) return gone_thread_error(t);
   return thread_detach(target);
 }
 

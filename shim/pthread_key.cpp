@@ -7,7 +7,16 @@
 // are not exported, so goshim runs the destructors itself, at goroutine
 // exit (g_exit_hook) and, for foreign kernel threads, from a destructor of
 // one glibc key that goshim registers for that purpose.
+//
+// The program has all PTHREAD_KEYS_MAX keys to itself, as natively:
+// - keys created from inside libgoshim.so (jemalloc's) are numbered past
+//   PTHREAD_KEYS_MAX and their values live in a __thread array (per
+//   goroutine and per kernel thread alike, like the TCB slots);
+// - the TCB slot of goshim's glibc key holds glibc's value for that key,
+//   so the program key with the same index keeps its values in a __thread
+//   slot instead.
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -28,6 +37,7 @@ constexpr unsigned kKeysMax = PTHREAD_KEYS_MAX;  // 1024
 constexpr unsigned k2ndSize = 32;
 constexpr unsigned k1stSize = kKeysMax / k2ndSize;
 constexpr int kDestructorIterations = PTHREAD_DESTRUCTOR_ITERATIONS;
+constexpr unsigned kInternalKeys = 8;  // goshim's own (jemalloc's tsd key)
 
 struct KeyData {
   uintptr_t seq;
@@ -39,7 +49,7 @@ struct KeyEnt {
   void (*destr)(void*) = nullptr;
 };
 
-KeyEnt keys[kKeysMax];
+KeyEnt keys[kKeysMax + kInternalKeys];
 
 // Where glibc keeps the values in a TCB. Found on first use (jemalloc
 // creates its key long before goshim's runtime starts).
@@ -58,6 +68,39 @@ __thread bool helper_armed __attribute__((tls_model("initial-exec")));
 
 pthread_key_t helper_key;
 std::atomic<int> helper_state{0};  // 0 none, 1 creating, 2 ready, 3 unavailable
+
+// Values of the internal keys, and of the program key whose TCB slot
+// goshim's glibc key occupies.
+__thread KeyData internal_vals[kInternalKeys] __attribute__((tls_model("initial-exec")));
+__thread KeyData helper_twin __attribute__((tls_model("initial-exec")));
+
+extern "C" const char __ehdr_start[] __attribute__((visibility("hidden")));
+
+// The caller's code is libgoshim.so's own (jemalloc, linked in).
+bool from_goshim(const void* ra) {
+  static std::atomic<uintptr_t> lo{0}, hi{0};
+  uintptr_t l = lo.load(std::memory_order_acquire), h = hi.load(std::memory_order_acquire);
+  if (!h) {
+    const Elf64_Ehdr* eh = (const Elf64_Ehdr*)__ehdr_start;
+    const Elf64_Phdr* ph = (const Elf64_Phdr*)(__ehdr_start + eh->e_phoff);
+    l = UINTPTR_MAX;
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+      if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X)) continue;
+      uintptr_t a = (uintptr_t)__ehdr_start + ph[i].p_vaddr;
+      if (a < l) l = a;
+      if (a + ph[i].p_memsz > h) h = a + ph[i].p_memsz;
+    }
+    lo.store(l, std::memory_order_relaxed);
+    hi.store(h, std::memory_order_release);
+  }
+  return (uintptr_t)ra >= l && (uintptr_t)ra < h;
+}
+
+// key names a key the caller may use: a program key, or an internal key
+// used from libgoshim.so.
+inline bool key_valid(pthread_key_t key, const void* ra) {
+  return key < kKeysMax || (key < kKeysMax + kInternalKeys && from_goshim(ra));
+}
 
 void init_layout() {
   layout_lock.lock();
@@ -80,7 +123,10 @@ inline void ensure_layout() {
 inline KeyData* first_block(uintptr_t tp) { return (KeyData*)(tp + off_first); }
 inline KeyData** level1(uintptr_t tp) { return (KeyData**)(tp + off_specific); }
 
+// The calling thread's slot for key (tp is the caller's thread pointer).
 KeyData* slot(uintptr_t tp, unsigned key, bool alloc) {
+  if (key >= kKeysMax) return &internal_vals[key - kKeysMax];
+  if (key == helper_key && helper_state.load(std::memory_order_acquire) == 2) return &helper_twin;
   if (key < k2ndSize) return first_block(tp) + key;
   KeyData** l1 = level1(tp);
   KeyData* l2 = l1[key / k2ndSize];
@@ -93,8 +139,18 @@ KeyData* slot(uintptr_t tp, unsigned key, bool alloc) {
   return &l2[key % k2ndSize];
 }
 
+// Runs key's destructor on the value in d, if any (one round's step).
+inline void destroy_one(KeyData* d, unsigned key) {
+  void* data = d->data;
+  if (!data) return;
+  d->data = nullptr;
+  uintptr_t seq = keys[key].seq.load(std::memory_order_acquire);
+  if (d->seq == seq && (seq & 1) && keys[key].destr) keys[key].destr(data);
+}
+
 // Runs the destructors of the calling thread's values (glibc's
-// __nptl_deallocate_tsd) and frees its second-level blocks.
+// __nptl_deallocate_tsd) and frees its second-level blocks. goshim's own
+// keys (the allocator's) first, then the program's in index order.
 void run_destructors(uintptr_t tp) {
   if (!layout_ready.load(std::memory_order_acquire) || !tsd_ever) return;
   KeyData** l1 = level1(tp);
@@ -103,21 +159,21 @@ void run_destructors(uintptr_t tp) {
   do {
     tsd_used = false;
     again = false;
+    bool twin = helper_state.load(std::memory_order_acquire) == 2;
+    for (unsigned i = 0; i < kInternalKeys; i++) destroy_one(&internal_vals[i], kKeysMax + i);
     for (unsigned i = 0; i < k1stSize; i++) {
       KeyData* l2 = i == 0 ? first_block(tp) : l1[i];
-      if (!l2) continue;
       for (unsigned j = 0; j < k2ndSize; j++) {
-        void* data = l2[j].data;
-        if (!data) continue;
-        l2[j].data = nullptr;
         unsigned key = i * k2ndSize + j;
-        uintptr_t seq = keys[key].seq.load(std::memory_order_acquire);
-        if (l2[j].seq == seq && (seq & 1) && keys[key].destr) keys[key].destr(data);
+        if (twin && key == helper_key) destroy_one(&helper_twin, key);
+        else if (l2) destroy_one(&l2[j], key);
       }
     }
     again = tsd_used;
   } while (again && ++round < kDestructorIterations);
   memset(first_block(tp), 0, k2ndSize * sizeof(KeyData));
+  memset(internal_vals, 0, sizeof internal_vals);
+  helper_twin = KeyData{};
   for (unsigned i = 1; i < k1stSize; i++) {
     if (l1[i]) {
       free(l1[i]);
@@ -143,7 +199,7 @@ void ensure_helper() {
     create_fn real_create = (create_fn)dlsym(RTLD_NEXT, "pthread_key_create");
     if (real_create && real_create(&helper_key, helper_destructor) == 0 &&
         helper_key < kKeysMax) {
-      keys[helper_key].seq.store(1, std::memory_order_release);  // reserved, never handed out
+      // Its TCB slot is glibc's; the program key with its index uses helper_twin.
       helper_state.store(2, std::memory_order_release);
     } else {
       helper_state.store(3, std::memory_order_release);
@@ -164,10 +220,13 @@ void arm_helper() {
 
 }  // namespace
 
-GOSHIM_EXPORT int pthread_key_create(pthread_key_t* key, void (*destr)(void*)) {
+namespace {
+
+int key_create(pthread_key_t* key, void (*destr)(void*), bool internal) {
   ensure_layout();
   ensure_helper();
-  for (unsigned i = 0; i < kKeysMax; i++) {
+  unsigned first = internal ? kKeysMax : 0, end = internal ? kKeysMax + kInternalKeys : kKeysMax;
+  for (unsigned i = first; i < end; i++) {
     uintptr_t seq = keys[i].seq.load(std::memory_order_relaxed);
     if ((seq & 1) == 0 && seq + 2 > seq &&
         keys[i].seq.compare_exchange_strong(seq, seq + 1, std::memory_order_acq_rel)) {
@@ -179,15 +238,15 @@ GOSHIM_EXPORT int pthread_key_create(pthread_key_t* key, void (*destr)(void*)) {
   return EAGAIN;
 }
 
-GOSHIM_EXPORT int pthread_key_delete(pthread_key_t key) {
-  if (key >= kKeysMax || (helper_state.load() == 2 && key == helper_key)) return EINVAL;
+int key_delete(pthread_key_t key, const void* ra) {
+  if (!key_valid(key, ra)) return EINVAL;
   uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
   if (!(seq & 1) || !keys[key].seq.compare_exchange_strong(seq, seq + 1)) return EINVAL;
   return 0;
 }
 
-GOSHIM_EXPORT void* pthread_getspecific(pthread_key_t key) {
-  if (key >= kKeysMax) return nullptr;
+void* key_get(pthread_key_t key, const void* ra) {
+  if (!key_valid(key, ra)) return nullptr;
   ensure_layout();
   KeyData* d = slot(arch::get_tp(), key, false);
   if (!d) return nullptr;
@@ -196,10 +255,10 @@ GOSHIM_EXPORT void* pthread_getspecific(pthread_key_t key) {
   return v;
 }
 
-GOSHIM_EXPORT int pthread_setspecific(pthread_key_t key, const void* value) {
-  if (key >= kKeysMax) return EINVAL;
+int key_set(pthread_key_t key, uintptr_t value, const void* ra) {
+  if (!key_valid(key, ra)) return EINVAL;
   uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
-  if (!(seq & 1) || (helper_state.load() == 2 && key == helper_key)) return EINVAL;
+  if (!(seq & 1)) return EINVAL;
   ensure_layout();
   KeyData* d = slot(arch::get_tp(), key, true);
   if (!d) return ENOMEM;
@@ -216,21 +275,40 @@ GOSHIM_EXPORT int pthread_setspecific(pthread_key_t key, const void* value) {
   return 0;
 }
 
+}  // namespace
+
+// Keys created from libgoshim.so itself (jemalloc) are internal.
+GOSHIM_EXPORT int pthread_key_create(pthread_key_t* key, void (*destr)(void*)) {
+  return key_create(key, destr, from_goshim(__builtin_return_address(0)));
+}
+
+GOSHIM_EXPORT int pthread_key_delete(pthread_key_t key) {
+  return key_delete(key, __builtin_return_address(0));
+}
+
+GOSHIM_EXPORT void* pthread_getspecific(pthread_key_t key) {
+  return key_get(key, __builtin_return_address(0));
+}
+
+GOSHIM_EXPORT int pthread_setspecific(pthread_key_t key, const void* value) {
+  return key_set(key, (uintptr_t)value, __builtin_return_address(0));
+}
+
 // C11 thread-specific storage. glibc implements tss_* on its internal
 // __pthread_key_* functions, which would allocate from glibc's key table
 // while writing the same per-thread slots as the keys above: both kinds
 // share goshim's table instead (and tss destructors run at G exit).
 GOSHIM_EXPORT int tss_create(tss_t* key, tss_dtor_t destr) {
   pthread_key_t k;
-  if (pthread_key_create(&k, destr) != 0) return thrd_error;
+  if (key_create(&k, destr, false) != 0) return thrd_error;
   *key = (tss_t)k;
   return thrd_success;
 }
 
-GOSHIM_EXPORT void tss_delete(tss_t key) { pthread_key_delete((pthread_key_t)key); }
+GOSHIM_EXPORT void tss_delete(tss_t key) { key_delete((pthread_key_t)key, nullptr); }
 
-GOSHIM_EXPORT void* tss_get(tss_t key) { return pthread_getspecific((pthread_key_t)key); }
+GOSHIM_EXPORT void* tss_get(tss_t key) { return key_get((pthread_key_t)key, nullptr); }
 
 GOSHIM_EXPORT int tss_set(tss_t key, void* value) {
-  return pthread_setspecific((pthread_key_t)key, value) == 0 ? thrd_success : thrd_error;
+  return key_set((pthread_key_t)key, (uintptr_t)value, nullptr) == 0 ? thrd_success : thrd_error;
 }

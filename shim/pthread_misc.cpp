@@ -7,9 +7,12 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/cputime.hpp"
 #include "core/proc.hpp"
+#include "core/rtlock.hpp"
 #include "core/sched.hpp"
 #include "shim/shim.hpp"
 #include "syscalls/sys.hpp"
@@ -20,25 +23,85 @@ namespace {
 
 bool ours(pthread_t t) { return mn_active() && is_goshim_tp(t); }
 
-int check_policy_prio(int policy, int prio) {
+// The kernel's range check: EINVAL for an unknown policy or a priority
+// outside its range.
+int check_range(int policy, int prio) {
   switch (policy) {
     case SCHED_OTHER:
     case SCHED_BATCH:
     case SCHED_IDLE:
       return prio == 0 ? 0 : EINVAL;
     case SCHED_FIFO:
-    case SCHED_RR: {
-      if (prio < sched_get_priority_min(policy) || prio > sched_get_priority_max(policy))
-        return EINVAL;
-      if (geteuid() != 0) {
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_RTPRIO, &rl) != 0 || rl.rlim_cur < (rlim_t)prio) return EPERM;
-      }
-      return 0;
-    }
+    case SCHED_RR:
+      return prio < sched_get_priority_min(policy) || prio > sched_get_priority_max(policy)
+                 ? EINVAL
+                 : 0;
     default:
       return EINVAL;
   }
+}
+
+bool cap_sys_nice() {
+  struct {
+    uint32_t version;
+    int pid;
+  } hdr = {0x20080522, 0};  // _LINUX_CAPABILITY_VERSION_3
+  struct {
+    uint32_t effective, permitted, inheritable;
+  } data[2] = {};
+  if (syscall(SYS_capget, &hdr, data) != 0) return geteuid() == 0;
+  return data[0].effective & (1u << 23);  // CAP_SYS_NICE
+}
+
+// The kernel's privilege rule for a real-time policy on a thread that has
+// none yet, when goshim cannot ask the kernel on that thread right away
+// (another goroutine's request): CAP_SYS_NICE, or an RLIMIT_RTPRIO of at
+// least prio.
+int check_priv(int policy, int prio) {
+  if (!rt_policy(policy) || cap_sys_nice()) return 0;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_RTPRIO, &rl) != 0 || rl.rlim_cur == 0 || rl.rlim_cur < (rlim_t)prio)
+    return EPERM;
+  return 0;
+}
+
+// The calling goroutine, when it may change its own policy: running M:N
+// (shim::user_g) or bound to its M by a real-time policy.
+G* sched_self() {
+  G* g = tls_g;
+  if (!g || g->is_g0() || !mn_active()) return nullptr;
+  if (g->rt_locked) return g->insig ? nullptr : g;
+  return shim::user_g();
+}
+
+// pthread_setschedparam/setschedprio on goroutine gp (policy without
+// SCHED_RESET_ON_FORK in pol). Returns 0 or an errno value.
+int set_sched(G* gp, int policy, int prio) {
+  int pol = policy & ~SCHED_RESET_ON_FORK;
+  int r = check_range(pol, prio);
+  if (r) return r;
+  if (gp == sched_self()) return rt_set_self(policy, prio);
+  // Another goroutine.
+  if (gp->rt_locked) {
+    // Bound to its M: the kernel thread takes the new policy at once. A
+    // non-real-time one leaves it bound (only the G itself can unbind).
+    M* mp = gp->m;
+    struct sched_param sp = {};
+    sp.sched_priority = rt_policy(pol) ? (gp->rt_pp_max > prio ? gp->rt_pp_max : prio) : 0;
+    long k = sys::sched_setscheduler(mp ? mp->tid : -1, rt_policy(pol) ? pol | SCHED_RESET_ON_FORK
+                                                                         : SCHED_OTHER | SCHED_RESET_ON_FORK,
+                                     &sp);
+    if (k < 0) return (int)-k;
+    gp->sched_policy = pol;
+    gp->sched_priority = prio;
+    return 0;
+  }
+  r = check_priv(pol, prio);
+  if (r) return r;
+  gp->sched_policy = pol;
+  gp->sched_priority = prio;
+  if (rt_policy(pol)) rt_request(gp);  // bound at its next call
+  return 0;
 }
 
 }  // namespace
@@ -88,15 +151,12 @@ GOSHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t* clk) {
   }
   G* gp = g_from_pthread(t);
   if (!gp) return ESRCH;
-  if (gp == shim::user_g()) {
-    // The calling goroutine: the CPU clock of the kernel thread running it
-    // (goroutines have no kernel CPU clock of their own; see LD_PRELOAD.md).
-    *clk = CLOCK_THREAD_CPUTIME_ID;
-    return 0;
-  }
-  M* mp = gp->m;
-  pid_t tid = mp ? mp->tid : (pid_t)sys::getpid();
-  *clk = (clockid_t)((~(unsigned)tid << 3) | 6);  // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)
+  // The goroutine's own CPU clock, as glibc encodes a thread's
+  // (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)) with its virtual tid;
+  // clock_gettime serves it (shim/cpuclock.cpp). Asking starts the
+  // accounting (core/cputime.hpp).
+  cputime_enable(shim::user_g());
+  *clk = (clockid_t)((~(unsigned)gp->vtid << 3) | 6);
   return 0;
 }
 
@@ -135,11 +195,7 @@ GOSHIM_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sc
   }
   G* gp = g_from_pthread(t);
   if (!gp) return ESRCH;
-  int r = check_policy_prio(policy & ~SCHED_RESET_ON_FORK, p->sched_priority);
-  if (r) return r;
-  gp->sched_policy = policy & ~SCHED_RESET_ON_FORK;
-  gp->sched_priority = p->sched_priority;
-  return 0;
+  return set_sched(gp, policy, p->sched_priority);
 }
 
 GOSHIM_EXPORT int pthread_getschedparam(pthread_t t, int* policy, struct sched_param* p) {
@@ -162,10 +218,72 @@ GOSHIM_EXPORT int pthread_setschedprio(pthread_t t, int prio) {
   }
   G* gp = g_from_pthread(t);
   if (!gp) return ESRCH;
-  int r = check_policy_prio(gp->sched_policy, prio);
-  if (r) return r;
-  gp->sched_priority = prio;
-  return 0;
+  return set_sched(gp, gp->sched_policy, prio);
+}
+
+// sched_setscheduler and friends on the calling thread (pid 0, the tid of
+// the M running it, or the process id from main) act on the goroutine;
+// any other pid goes to the kernel (section 7.5 of LD_PRELOAD.md).
+namespace {
+
+G* sched_target(pid_t pid) {
+  G* self = sched_self();
+  if (!self) return nullptr;
+  if (pid == 0 || (self->m && pid == self->m->tid)) return self;
+  if (self->is_main() && pid == (pid_t)sys::getpid()) return self;
+  return nullptr;
+}
+
+int fail(int e) {
+  errno = e;
+  return -1;
+}
+
+}  // namespace
+
+GOSHIM_EXPORT int sched_setscheduler(pid_t pid, int policy, const struct sched_param* p) {
+  if (G* self = sched_target(pid)) {
+    if (!p) return fail(EINVAL);
+    int r = set_sched(self, policy, p->sched_priority);
+    return r ? fail(r) : 0;
+  }
+  long r = sys::sched_setscheduler(pid, policy, p);
+  return r < 0 ? fail((int)-r) : (int)r;
+}
+
+GOSHIM_EXPORT int sched_setparam(pid_t pid, const struct sched_param* p) {
+  if (G* self = sched_target(pid)) {
+    if (!p) return fail(EINVAL);
+    int r = set_sched(self, self->sched_policy, p->sched_priority);
+    return r ? fail(r) : 0;
+  }
+  long r = syscall(SYS_sched_setparam, (long)pid, p);
+  return (int)r;
+}
+
+GOSHIM_EXPORT int sched_getscheduler(pid_t pid) {
+  G* self = sched_target(pid);
+  if (self && !self->rt_locked) return self->sched_policy;
+  // A bound G's kernel thread has its policy (with goshim's SCHED_RESET_ON_FORK).
+  long r = sys::sched_getscheduler(self ? 0 : pid);
+  if (self && r >= 0) r &= ~SCHED_RESET_ON_FORK;
+  return r < 0 ? fail((int)-r) : (int)r;
+}
+
+GOSHIM_EXPORT int sched_getparam(pid_t pid, struct sched_param* p) {
+  G* self = sched_target(pid);
+  if (self && self->rt_locked) {
+    pid = 0;  // its own kernel thread: the priority applied (priority protection included)
+    self = nullptr;
+  }
+  if (self) {
+    if (!p) return fail(EINVAL);
+    memset(p, 0, sizeof *p);
+    p->sched_priority = self->sched_priority;
+    return 0;
+  }
+  long r = sys::sched_getparam(pid, p);
+  return r < 0 ? fail((int)-r) : 0;
 }
 
 GOSHIM_EXPORT int sched_yield(void) {

@@ -39,6 +39,7 @@
 #include "core/proc.hpp"
 #include "core/sema.hpp"
 #include "core/tcb.hpp"
+#include "core/rtlock.hpp"
 #include "shim/shim.hpp"
 #include "shim/sync.hpp"
 #include "syscalls/sys.hpp"
@@ -301,14 +302,27 @@ __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
 
 // ---- priority protect -------------------------------------------------------
 
+// The goroutine whose priority protection a PP mutex call changes: the
+// caller, M:N or bound to its M (core/rtlock.hpp). nullptr for a foreign
+// thread (its kernel priority is not raised).
+G* pp_self() {
+  G* g = tls_g;
+  if (g && !g->is_g0() && g->rt_locked && mn_active()) return g;
+  return shim::user_g();
+}
+
 // The caller's scheduling priority, as __pthread_current_priority gives it.
 int current_priority() {
-  if (G* gp = shim::user_g())
-    return (gp->sched_policy == SCHED_FIFO || gp->sched_policy == SCHED_RR) ? gp->sched_priority
-                                                                             : 0;
+  if (G* gp = pp_self()) return gp->sched_priority;
   struct sched_param sp;
   if (sched_getparam(0, &sp) != 0) return 0;
   return sp.sched_priority;
+}
+
+// glibc's __pthread_tpp_change_priority for the caller.
+int pp_change(int previous, int next) {
+  G* gp = pp_self();
+  return gp ? rt_pp_change(gp, previous, next) : 0;
 }
 
 __attribute__((noinline)) int pp_lock(MutexObj* m, int kind, const SyncDeadline* dl,
@@ -326,21 +340,37 @@ __attribute__((noinline)) int pp_lock(MutexObj* m, int kind, const SyncDeadline*
     }
   }
   int state = cond ? 2 : 1;  // the low bits we store when we take it
+  int oldprio = -1;          // the ceiling counted for the caller (glibc's tpp)
   for (;;) {
     int cur = ld(&m->lock);
     int ceiling = (int)((unsigned)(cur & kCeilMask) >> kCeilShift);
-    if (current_priority() > ceiling) return EINVAL;
+    if (current_priority() > ceiling) {
+      if (oldprio != -1) pp_change(oldprio, -1);
+      return EINVAL;
+    }
+    int r = pp_change(oldprio, ceiling);  // raised before the lock is taken
+    if (r) return r;
+    oldprio = ceiling;
     int ceilval = ceiling << kCeilShift;
     if ((cur & ~kCeilMask) == 0) {
       if (cas(&m->lock, &cur, ceilval | state)) break;
       continue;
     }
-    if (mode == LockMode::Try) return EBUSY;
+    if (mode == LockMode::Try) {
+      pp_change(oldprio, -1);
+      return EBUSY;
+    }
     if ((cur & ~kCeilMask) == 1 && !cas(&m->lock, &cur, ceilval | 2)) continue;
     const SyncDeadline& user = dl ? *dl : kForever;
-    if (user.abs && !valid_nsec(user.abs)) return EINVAL;
-    int r = sync_wait(&m->lock, (uint32_t)(ceilval | 2), user, WaitReason::Mutex, shared);
-    if (r == ETIMEDOUT) return ETIMEDOUT;
+    if (user.abs && !valid_nsec(user.abs)) {
+      pp_change(oldprio, -1);
+      return EINVAL;
+    }
+    r = sync_wait(&m->lock, (uint32_t)(ceilval | 2), user, WaitReason::Mutex, shared);
+    if (r == ETIMEDOUT) {
+      pp_change(oldprio, -1);
+      return ETIMEDOUT;
+    }
     state = 2;
   }
   m->count = 1;
@@ -365,7 +395,7 @@ __attribute__((noinline)) int pp_unlock(MutexObj* m, int kind, bool decr) {
                                       __ATOMIC_RELAXED)) {
   }
   if ((old & ~kCeilMask) > 1) sync_wake(&m->lock, 1, kind & kMutexPshared);
-  return 0;
+  return pp_change((int)((unsigned)(old & kCeilMask) >> kCeilShift), -1);
 }
 
 // ---- robust owner death at goroutine exit ---------------------------------------
@@ -759,7 +789,9 @@ GOSHIM_EXPORT int pthread_mutexattr_setprioceiling(pthread_mutexattr_t* attr, in
 // Binaries linked against them must reach the same implementation, or a
 // mutex would be driven by two protocols at once.
 #pragma GCC diagnostic push
+#ifndef __clang__  // gcc only: clang has no -Wmissing-attributes
 #pragma GCC diagnostic ignored "-Wmissing-attributes"  // same function, fewer declared attributes
+#endif
 GOSHIM_EXPORT int __pthread_mutex_init(pthread_mutex_t*, const pthread_mutexattr_t*)
     __attribute__((alias("pthread_mutex_init")));
 GOSHIM_EXPORT int __pthread_mutex_destroy(pthread_mutex_t*)

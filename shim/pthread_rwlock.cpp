@@ -276,7 +276,9 @@ GOSHIM_EXPORT int pthread_rwlockattr_setpshared(pthread_rwlockattr_t* attr, int 
 
 // ---- glibc's old __pthread_* names (still exported, GLIBC_2.2.5) ------------------
 #pragma GCC diagnostic push
+#ifndef __clang__  // gcc only: clang has no -Wmissing-attributes
 #pragma GCC diagnostic ignored "-Wmissing-attributes"  // same function, fewer declared attributes
+#endif
 GOSHIM_EXPORT int __pthread_rwlock_init(pthread_rwlock_t*, const pthread_rwlockattr_t*)
     __attribute__((alias("pthread_rwlock_init")));
 GOSHIM_EXPORT int __pthread_rwlock_destroy(pthread_rwlock_t*)

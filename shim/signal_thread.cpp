@@ -92,14 +92,23 @@ int suspend(G* gp, uint64_t mask) {
 
 }  // namespace
 
+// The goroutine whose own signal mask a mask call changes: M:N
+// (shim::user_g) or bound to its kernel thread by a real-time policy
+// (core/rtlock.hpp), outside a program signal handler.
+static G* mask_g() {
+  if (G* gp = shim::user_g()) return gp;
+  G* g = tls_g;
+  return g && !g->is_g0() && g->rt_locked && g->insig == 0 && mn_active() ? g : nullptr;
+}
+
 GOSHIM_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
-  if (G* gp = shim::user_g()) return signal_setmask(gp, how, set, old);
+  if (G* gp = mask_g()) return signal_setmask(gp, how, set, old);
   shim::ensure_real();
   return real::pthread_sigmask(how, set, old);
 }
 
 GOSHIM_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
-  if (G* gp = shim::user_g()) {
+  if (G* gp = mask_g()) {
     int r = signal_setmask(gp, how, set, old);
     if (r) {
       errno = r;

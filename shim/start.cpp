@@ -1,4 +1,5 @@
 // __libc_start_main: main runs as G1 (DESIGN.md decision 1).
+#include <errno.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -20,7 +21,12 @@ using start_fn = int (*)(main_fn, int, char**, void (*)(void), void (*)(void), v
 main_fn program_main;
 
 int goshim_main(int argc, char** argv, char** envp) {
-  if (!runtime_init()) return program_main(argc, argv, envp);
+  int saved_errno = errno;  // main starts with glibc's errno (0), not init's
+  if (!runtime_init()) {
+    errno = saved_errno;
+    return program_main(argc, argv, envp);
+  }
+  errno = saved_errno;
   // pthread_exit in main unwinds to here (not into glibc's
   // __libc_start_call_main, which would end the kernel thread).
   uintptr_t t0 = tls::initial_tp();

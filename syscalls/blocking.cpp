@@ -16,6 +16,7 @@
 #include <errno.h>
 
 #include "arch/arch.hpp"
+#include "core/cputime.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -81,6 +82,7 @@ void enter_blocking(BlockKind kind, const char* what) {
 static void exitsyscall_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -142,7 +144,12 @@ void exit_blocking() {
 // Cancellation unwinds through a blocking section (syscalls/blocking_unwind.c):
 // leave it first, so that cleanup handlers and the G's exit run with a P.
 // (A cancellation delivered by signal may have left it already.)
+namespace goshim {
+void blocking_guarded(bool on) { getg()->unwind_guarded = on; }
+}  // namespace goshim
+
 extern "C" __attribute__((visibility("hidden"))) void goshim_exit_blocking_for_unwind() {
   goshim::G* gp = goshim::getg();
+  gp->unwind_guarded = false;
   if (gp->status.load(std::memory_order_acquire) == goshim::GStatus::Syscall) goshim::exit_blocking();
 }

@@ -48,16 +48,23 @@ class BlockingCall {
 // frame with a cleanup, syscalls/blocking_unwind.c).
 extern "C" void goshim_call_unwind_guarded(void (*fn)(void*), void* ctx);
 
+// Marks the calling G as inside such a guarded section (the SIGCANCEL
+// handler unwinds a G in a blocking section only there).
+void blocking_guarded(bool on);
+
 template <typename F>
 auto blocking_cancellable(BlockKind kind, const char* what, F&& fn) -> decltype(fn()) {
   enter_blocking(kind, what);
+  blocking_guarded(true);
   if constexpr (__is_same(decltype(fn()), void)) {
     goshim_call_unwind_guarded([](void* c) { (*(F*)c)(); }, &fn);
+    blocking_guarded(false);
     exit_blocking();
   } else {
     decltype(fn()) r;
     auto body = [&] { r = fn(); };
     goshim_call_unwind_guarded([](void* c) { (*(decltype(body)*)c)(); }, &body);
+    blocking_guarded(false);
     exit_blocking();
     return r;
   }

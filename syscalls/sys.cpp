@@ -57,6 +57,11 @@ long gettid() { return raw0(SYS_gettid); }
 long getpid() { return raw0(SYS_getpid); }
 long tgkill(long tgid, long tid, int sig) { return raw3(SYS_tgkill, tgid, tid, sig); }
 long sched_yield() { return raw0(SYS_sched_yield); }
+long sched_setscheduler(long pid, int policy, const void* param) {
+  return raw3(SYS_sched_setscheduler, pid, policy, (long)param);
+}
+long sched_getscheduler(long pid) { return raw1(SYS_sched_getscheduler, pid); }
+long sched_getparam(long pid, void* param) { return raw2(SYS_sched_getparam, pid, (long)param); }
 long sched_getaffinity(long pid, size_t size, void* mask) {
   return raw3(SYS_sched_getaffinity, pid, (long)size, (long)mask);
 }
@@ -100,24 +105,27 @@ long prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, uns
 
 // clock_gettime goes through libc so that it uses the vDSO (about 20 ns
 // instead of a syscall). glibc's clock_gettime touches no TLS and takes no
-// lock, and goshim does not interpose it.
-long clock_gettime(int clk, struct timespec* ts) { return ::clock_gettime(clk, ts); }
+// lock. goshim interposes clock_gettime (per-goroutine CPU clocks, shim/
+// cpuclock.cpp), and -Bsymbolic-functions would bind ::clock_gettime here
+// to that interposer: glibc's own name for it, __clock_gettime, is used.
+extern "C" int __clock_gettime(clockid_t, struct timespec*);
+long clock_gettime(int clk, struct timespec* ts) { return __clock_gettime(clk, ts); }
 
 int64_t nanotime() {
   struct timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  __clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int64_t coarsetime() {
   struct timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  __clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int64_t walltime() {
   struct timespec ts;
-  ::clock_gettime(CLOCK_REALTIME, &ts);
+  __clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 

@@ -44,6 +44,9 @@ long gettid();
 long getpid();
 long tgkill(long tgid, long tid, int sig);
 long sched_yield();
+long sched_setscheduler(long pid, int policy, const void* param);
+long sched_getscheduler(long pid);
+long sched_getparam(long pid, void* param);
 long sched_getaffinity(long pid, size_t size, void* mask);
 long nanosleep(const struct timespec* req, struct timespec* rem);
 long clock_gettime(int clk, struct timespec* ts);  // vDSO through libc; never blocks

@@ -21,6 +21,14 @@
 # programs check while their threads are alive (common.h).
 # A program that cannot test what it claims here (not root, no pty, ...)
 # prints why and exits 77: the run counts as SKIP, never as a pass.
+#
+# The expected mode comes first from tests/goshim_mode.sh: M:N, or 1:1 when
+# goshim refuses M:N on this system (glibc older than 2.34) and says so in
+# one line. Every goshim run is checked against it: under M:N a run that
+# printed the refusal line fails; under 1:1 a run that did not print it
+# fails. Under 1:1 the M:N claims are not made (no MAX_KERNEL_THREADS, no
+# REQUIRE_MIGRATION), and the goshim-only cases (native: skip, e.g. 100,000
+# live threads) are reported as SKIP with the refusal as the reason.
 set -u
 build=${1:?usage: run_preload.sh BUILD_DIR [case ...]}
 shift
@@ -57,6 +65,12 @@ default_procs() {
 }
 dprocs=$(default_procs)
 
+mode_line=$("$here/goshim_mode.sh" "$lib") || exit 2
+echo "goshim mode: $mode_line"
+refusal='^goshim: warning: .*; running every thread as a kernel thread \(no M:N\)$'
+mn=1
+[ "${mode_line%% *}" = 1:1 ] && mn=0
+
 wanted() {
   [ ${#only[@]} -eq 0 ] && return 0
   local c
@@ -80,15 +94,17 @@ run_one() {
       rc=$? ;;
     pd)
       local extra=()
-      [ "$dprocs" -ge 2 ] && extra=(REQUIRE_MIGRATION=1)
-      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" MAX_KERNEL_THREADS=$((dprocs + 4)) \
+      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((dprocs + 4)))
+      [ $mn = 1 ] && [ "$dprocs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
+      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" \
         "${extra[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
     p*)
       local procs=${mode#p}
       local extra=()
-      [ "$procs" -ge 2 ] && extra=(REQUIRE_MIGRATION=1)
-      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" GOSHIM_MAXPROCS="$procs" MAX_KERNEL_THREADS=$((procs + 4)) \
+      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((procs + 4)))
+      [ $mn = 1 ] && [ "$procs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
+      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" GOSHIM_MAXPROCS="$procs" \
         "${extra[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
   esac
@@ -109,6 +125,18 @@ run_one() {
       [ "$rc" = $((128 + ${expect#signal:})) ] && ok=1 || why="status $rc, expected death by signal ${expect#signal:}" ;;
   esac
   [ "$rc" = 137 ] && [ "$expect" != "signal:9" ] && why="timed out after ${tmo}s (or killed)"
+  if [ "$mode" != native ]; then
+    if [ $mn = 1 ] && grep -Eq "$refusal" "$se"; then
+      ok=0; why="goshim fell back to 1:1 ($(grep -E "$refusal" "$se" | head -n 1))"
+    elif [ $mn = 0 ] && ! grep -Eq "$refusal" "$se"; then
+      ok=0; why="goshim did not print its refusal of M:N (expected mode: $mode_line)"
+    elif [ $mn = 0 ]; then
+      # The refusal is the expected output of every goshim process here (a
+      # program's children too); the rest of stderr is compared as usual.
+      grep -Ev "$refusal" "$se" >"$se.rest"
+      mv "$se.rest" "$se"
+    fi
+  fi
   if [ $ok = 1 ]; then
     printf 'PASS %-28s %-6s %s\n' "$name" "$mode" "$dt"
     pass=$((pass + 1))
@@ -136,6 +164,13 @@ while read -r name tmo expect native args; do
   fi
   # shellcheck disable=SC2086
   set -- $args
+  if [ "$native" = skip ] && [ $mn = 0 ]; then
+    for mode in p1 p2 pd; do
+      printf 'SKIP %-28s %-6s needs M:N; goshim refused it: %s\n' "$name" "$mode" "${mode_line#1:1 }"
+      skip=$((skip + 1)); skipped+=("$name/$mode")
+    done
+    continue
+  fi
   native_ok=0
   native_env=()
   case $native in run:*) IFS=, read -r -a native_env <<<"${native#run:}" ;; esac
@@ -164,7 +199,7 @@ while read -r name tmo expect native args; do
   done
 done <"$here/preload/cases.txt"
 
-echo "preload tests: $pass passed, $fail failed, $skip skipped"
+echo "preload tests: $pass passed, $fail failed, $skip skipped (goshim mode: ${mode_line%% *})"
 [ $skip -ne 0 ] && printf '  skipped: %s\n' "${skipped[@]}"
 if [ $fail -ne 0 ]; then
   printf '  failed: %s\n' "${failed[@]}"

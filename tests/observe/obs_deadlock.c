@@ -9,8 +9,10 @@
  *   obs_deadlock read      main reads a pipe nobody writes to yet
  *   obs_deadlock poll      main polls a socket with no timeout
  *   obs_deadlock epoll     main waits in epoll_wait on its own epoll fd
- * Natively the first two hang forever; all of them are killed by the
- * test's timeout unless goshim reports a deadlock. */
+ *   obs_deadlock alarm     main relocks a mutex it holds after alarm(2)
+ *                          (no handler: SIGALRM's default action ends it)
+ * Natively the first two hang forever; all but alarm are killed by the
+ * test's timeout (or by goshim's deadlock=fatal). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -120,6 +122,10 @@ int main(int argc, char **argv) {
     struct epoll_event ev = {.events = EPOLLIN};
     epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev);
     epoll_wait(ep, &ev, 1, -1);
+  } else if (strcmp(what, "alarm") == 0) {
+    pthread_mutex_lock(&a);
+    alarm(2);
+    pthread_mutex_lock(&a);
   }
   return 0;
 }

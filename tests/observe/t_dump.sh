@@ -39,7 +39,8 @@ check_dump() {
     'IO wait \(read\):blocked_in_read' 'sleep,:blocked_in_sleep'; do
     state=${pair%%:*} fn=${pair#*:}
     # the goroutine's block: from its header to the blank line after it
-    awk -v s="$state" '$0 ~ "^goroutine [0-9]+ \\[" s {f=1} f&&/^$/{exit} f' "$e" >"$T/one"
+    # (through the environment: awk -v would turn '\(' into '(')
+    S="$state" awk 'BEGIN{s=ENVIRON["S"]} $0 ~ "^goroutine [0-9]+ \\[" s {f=1} f&&/^$/{exit} f' "$e" >"$T/one"
     contains "$T/one" "$fn" "backtrace of the G in [$state] names $fn"
     contains "$T/one" '^created by goroutine 1$' "creator of the G in [$state]"
   done

@@ -892,6 +892,7 @@ static void test_fifo(void) {
 }
 
 /* ---- close_range over everything, then blocking I/O again ------------------------------------- */
+#if __GLIBC_PREREQ(2, 34)
 
 static int cr_pipe[2];
 static void *cr_writer(void *arg) {
@@ -927,6 +928,7 @@ static void test_close_range(void) {
   r = write(p[1], "x", 1);
   printf("write after closefrom(3): %zd %s\n", r, en(errno));
 }
+#endif
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
@@ -944,7 +946,15 @@ int main(void) {
   test_connect();
   test_misc();
   test_fifo();
+#if __GLIBC_PREREQ(2, 34)
   test_close_range();
+#else
+  /* Debian 11: glibc 2.31 has neither close_range nor closefrom. Every
+     other check above passed; this part could not run. */
+  fprintf(stderr, "the close_range part needs glibc 2.34; this is %d.%d\n", __GLIBC__,
+          __GLIBC_MINOR__);
+  return 77;
+#endif
   printf("done\n");
   return 0;
 }

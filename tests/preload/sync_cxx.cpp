@@ -7,6 +7,14 @@
 // the mutexes and condition variables and through syscall(SYS_futex)
 // (non-private operations) for atomic waits, semaphores, latch, barrier,
 // futures and static guards; all of them must park goroutines.
+#if !__has_include(<barrier>)
+// Debian 11: libstdc++ 10 has no <barrier>, <latch> or <semaphore>.
+#include <cstdio>
+int main() {
+  std::fprintf(stderr, "needs C++20 <barrier>, <latch>, <semaphore> (libstdc++ 11 or later)\n");
+  return 77;
+}
+#else
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -247,3 +255,4 @@ int main() {
   std::printf("async, future, statics, thread_local: ok\n");
   return 0;
 }
+#endif

@@ -56,9 +56,9 @@ uint32_t flags_of(int fd) {
 }
 
 void close_fd(int fd) {
-  PollDesc* pd = fd_close_begin(fd);
+  FdClose c = fd_close_begin(fd);
   sys::close(fd);
-  fd_close_end(fd, pd);
+  fd_close_end(fd, c);
 }
 
 }  // namespace

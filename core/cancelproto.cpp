@@ -1,0 +1,178 @@
+// Which protocol the running glibc uses to act on SIGCANCEL in a thread
+// blocked in one of its cancellable system calls (see cancelproto.hpp).
+//
+// glibc up to 2.40 switches the thread to asynchronous cancellation around
+// the system call (__pthread_enable_asynccancel): its handler acts when the
+// CANCELTYPE bit of cancelhandling is set. glibc 2.41 runs every
+// cancellable system call through __syscall_cancel_arch and its handler
+// acts when the interrupted instruction pointer lies in
+// [__syscall_cancel_arch_start, __syscall_cancel_arch_end), the end being
+// the instruction after the syscall (there the call has completed or
+// returned EINTR by itself). Those two labels are local symbols of a
+// stripped libc.so.6, so the range is found by observing it:
+//
+//   1. with __libc_single_threaded cleared (glibc takes the direct path in
+//      a single-threaded process) and SIGCANCEL blocked and made pending,
+//      call glibc's sigsuspend and then ppoll with a mask that unblocks it:
+//      the kernel runs the probe handler at once and each call returns
+//      EINTR. The handler records the interrupted instruction pointer and
+//      cancelhandling.
+//   2. CANCELTYPE set in both: the asynchronous protocol.
+//   3. CANCELTYPE clear in both, both calls interrupted at the same
+//      address E (one shared bridge), the two bytes before E are a syscall
+//      instruction (0f 05) and the byte at E a ret (c3), and the unwind
+//      information (_Unwind_Find_FDE) puts E - 1 in a function that starts
+//      at most 64 bytes before E: the bridge protocol, with the range
+//      [function start, E). (The function start precedes
+//      __syscall_cancel_arch_start only by an endbr64, if any.)
+//   4. anything else: not recognized; M:N does not start.
+#include "core/cancelproto.hpp"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+#include <atomic>
+
+#include "arch/arch.hpp"
+#include "core/tls.hpp"
+#include "syscalls/sys.hpp"
+
+extern "C" char __libc_single_threaded;
+
+struct dwarf_eh_bases {
+  void* tbase;
+  void* dbase;
+  void* func;
+};
+
+namespace goshim {
+
+namespace {
+
+constexpr int kSigCancel = 32;
+constexpr unsigned long kSaRestorer = 0x04000000;
+constexpr int kCancelTypeAsync = 1 << 1;
+
+struct KernelSigaction {
+  void (*handler)(int, siginfo_t*, void*);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+
+std::atomic<CancelProto> proto{CancelProto::Unknown};
+std::atomic<uintptr_t> bridge_lo{0}, bridge_hi{0};
+
+volatile uintptr_t probe_pc;
+volatile int probe_ch;
+volatile int probe_hits;
+
+void probe_handler(int, siginfo_t*, void* uc) {
+  probe_pc = (uintptr_t)((ucontext_t*)uc)->uc_mcontext.gregs[REG_RIP];
+  probe_ch = *(volatile int*)(arch::get_tp() + tls::L.cancelhandling);
+  probe_hits = probe_hits + 1;
+}
+
+using sigsuspend_fn = int (*)(const sigset_t*);
+using ppoll_fn = int (*)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*);
+
+// One probe: SIGCANCEL pending and blocked, then call (kind 0: sigsuspend,
+// 1: ppoll) with it unblocked. Returns false if the call did not behave.
+bool probe_once(int kind, uintptr_t* pc, int* ch) {
+  static sigsuspend_fn sigsuspend_p = (sigsuspend_fn)dlsym(RTLD_NEXT, "sigsuspend");
+  static ppoll_fn ppoll_p = (ppoll_fn)dlsym(RTLD_NEXT, "ppoll");
+  if (!sigsuspend_p || !ppoll_p) return false;
+  KernelSigaction ka, old;
+  memset(&ka, 0, sizeof ka);
+  ka.handler = probe_handler;
+  ka.flags = SA_SIGINFO | kSaRestorer;
+  ka.restorer = goshim_restore_rt;
+  ka.mask = ~0ull;
+  if (sys::raw4(SYS_rt_sigaction, kSigCancel, (long)&ka, (long)&old, 8) != 0) return false;
+  uint64_t bit = 1ull << (kSigCancel - 1), oldmask = 0;
+  sys::rt_sigprocmask(SIG_BLOCK, &bit, &oldmask, 8);
+  probe_hits = 0;
+  sys::tgkill(sys::getpid(), sys::gettid(), kSigCancel);
+  sigset_t open;
+  memset(&open, 0, sizeof open);
+  uint64_t m = oldmask & ~bit;
+  memcpy(&open, &m, sizeof m);
+  int saved = errno;
+  int r = kind == 0 ? sigsuspend_p(&open) : ppoll_p(nullptr, 0, nullptr, &open);
+  bool ok = r == -1 && errno == EINTR && probe_hits == 1;
+  errno = saved;
+  sys::rt_sigprocmask(SIG_SETMASK, &oldmask, nullptr, 8);
+  sys::raw4(SYS_rt_sigaction, kSigCancel, (long)&old, 0, 8);
+  *pc = probe_pc;
+  *ch = probe_ch;
+  return ok;
+}
+
+using find_fde_fn = const void* (*)(void*, struct dwarf_eh_bases*);
+
+}  // namespace
+
+bool cancel_proto_init(char* why, size_t n) {
+  const char* ver = gnu_get_libc_version();
+  int* chp = (int*)(arch::get_tp() + tls::L.cancelhandling);
+  if (!tls::L.cancelhandling) {
+    snprintf(why, n, "cancelhandling offset unknown");
+    return false;
+  }
+  // Cancellation must be enabled for glibc to use its cancellable path.
+  int saved_ch = *chp;
+  if (saved_ch & 1) __atomic_and_fetch(chp, ~1, __ATOMIC_RELAXED);
+  char saved_st = __libc_single_threaded;
+  __libc_single_threaded = 0;
+  uintptr_t pc[2] = {0, 0};
+  int ch[2] = {0, 0};
+  bool ok = probe_once(0, &pc[0], &ch[0]) && probe_once(1, &pc[1], &ch[1]);
+  __libc_single_threaded = saved_st;
+  if (saved_ch & 1) __atomic_or_fetch(chp, 1, __ATOMIC_RELAXED);
+  if (!ok) {
+    snprintf(why, n, "glibc %s: probe calls did not return EINTR", ver);
+    return false;
+  }
+  bool async0 = ch[0] & kCancelTypeAsync, async1 = ch[1] & kCancelTypeAsync;
+  if (async0 && async1) {
+    proto.store(CancelProto::Async, std::memory_order_release);
+    return true;
+  }
+  if (!async0 && !async1 && pc[0] == pc[1]) {
+    const unsigned char* e = (const unsigned char*)pc[0];
+    find_fde_fn find = (find_fde_fn)dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
+    struct dwarf_eh_bases bases = {nullptr, nullptr, nullptr};
+    if (e[-2] == 0x0f && e[-1] == 0x05 && e[0] == 0xc3 && find &&
+        find((void*)(pc[0] - 1), &bases) && bases.func) {
+      uintptr_t lo = (uintptr_t)bases.func;
+      if (lo < pc[0] - 2 && pc[0] - lo <= 64) {
+        bridge_lo.store(lo, std::memory_order_relaxed);
+        bridge_hi.store(pc[0], std::memory_order_relaxed);
+        proto.store(CancelProto::Bridge, std::memory_order_release);
+        return true;
+      }
+    }
+  }
+  snprintf(why, n,
+           "glibc %s: cancellation protocol not recognized (sigsuspend at %#lx type %d, "
+           "ppoll at %#lx type %d)",
+           ver, (unsigned long)pc[0], async0, (unsigned long)pc[1], async1);
+  return false;
+}
+
+CancelProto cancel_proto() { return proto.load(std::memory_order_acquire); }
+
+bool cancel_in_glibc_bridge(uintptr_t pc) {
+  return pc >= bridge_lo.load(std::memory_order_relaxed) &&
+         pc < bridge_hi.load(std::memory_order_relaxed);
+}
+
+}  // namespace goshim

@@ -1,0 +1,34 @@
+// How the running glibc acts on SIGCANCEL in a thread blocked in one of its
+// cancellable system calls, found at run time (cancelproto.cpp says how).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace goshim {
+
+enum class CancelProto : int {
+  Unknown = 0,
+  Async,   // glibc <= 2.40: asynchronous cancellation around the system call
+  Bridge,  // glibc >= 2.41: the interrupted pc lies in __syscall_cancel_arch
+};
+
+// Probes the protocol. On the initial thread, after tls::init, before any G
+// exists. Returns false with a one-line reason in why when it is not
+// recognized (the caller then runs every thread as a kernel thread).
+bool cancel_proto_init(char* why, size_t n);
+
+CancelProto cancel_proto();
+
+// Whether pc lies in glibc's cancellable system call bridge
+// [__syscall_cancel_arch_start, __syscall_cancel_arch_end) (Bridge
+// protocol; always false otherwise). Signal-safe.
+bool cancel_in_glibc_bridge(uintptr_t pc);
+
+}  // namespace goshim
+
+// goshim's own cancellable system call (arch/x86_64/cancel_syscall.S).
+extern "C" long goshim_cancellable_syscall(const int* ch, long nr, long a1, long a2, long a3, long a4,
+                                           long a5, long a6);
+extern "C" const char goshim_cancel_sc_start[];
+extern "C" const char goshim_cancel_sc_end[];

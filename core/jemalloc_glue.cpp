@@ -1,0 +1,133 @@
+// The allocator's own locks and threads, kept out of goshim's runtime.
+//
+// jemalloc is linked into libgoshim.so (Makefile). Left alone, its calls to
+// pthread_mutex_lock/unlock would bind to goshim's interposers: a
+// goroutine contending for an arena lock would park on core/sema, and the
+// unlock would wake it through ready -> wakep -> startm -> newm, which
+// starts a kernel thread with glibc's pthread_create, whose calloc
+// re-enters jemalloc in the middle of the operation that was unlocking
+// (a crash, or a goroutine waiting forever on a lock it holds itself).
+//
+// So the build renames jemalloc's references (objcopy --redefine-syms with
+// core/jemalloc_glue.syms) to the functions below:
+//   - its mutexes are plain futex locks (on the pthread_mutex_t's __lock
+//     word, the 0/1/2 protocol of glibc's lll_lock, private futex; not
+//     goshim's runtime Mutex, which carries a lock rank):
+//     no libc, no runtime, usable before init, on g0, on foreign threads,
+//     in a forked child and from signal handlers. A goroutine that finds
+//     one held blocks its M in the kernel, as with glibc's own internal
+//     locks; sysmon hands the P on (DESIGN.md, decision 7). The holder
+//     never parks inside the allocator (no preemption there, no call that
+//     parks), so the wait is short.
+//   - its condition variables and background threads (opt-in with
+//     MALLOC_CONF=background_thread:true) are glibc's own, on a real kernel
+//     thread: glibc's condvar releases and retakes the mutex with the same
+//     lll_lock protocol.
+// Any thread; no locks of goshim's held.
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include <dlfcn.h>
+
+#include "core/rawlog.hpp"
+#include "core/real.hpp"
+#include "syscalls/sys.hpp"
+
+namespace {
+
+// The lock word: pthread_mutex_t's __lock, 0 unlocked, 1 locked, 2 locked
+// with (possible) kernel waiters, as glibc's lll_lock.
+inline int* word(pthread_mutex_t* m) { return &m->__data.__lock; }
+
+void lock_slow(int* w) {
+  for (int i = 0; i < 100; i++) {  // jemalloc has spun with trylock already
+    int z = 0;
+    if (__atomic_load_n(w, __ATOMIC_RELAXED) == 0 &&
+        __atomic_compare_exchange_n(w, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return;
+    __builtin_ia32_pause();
+  }
+  while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0) goshim::sys::futex_wait(w, 2, nullptr);
+}
+
+// glibc's condvar functions (the default, GLIBC_2.3.2 versions), looked up
+// on first use: only background threads use them, long after start-up.
+using cond_init_fn = int (*)(pthread_cond_t*, const pthread_condattr_t*);
+using cond_signal_fn = int (*)(pthread_cond_t*);
+using cond_wait_fn = int (*)(pthread_cond_t*, pthread_mutex_t*);
+using cond_timedwait_fn = int (*)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*);
+
+template <typename F>
+F libc_fn(F* slot, const char* name) {
+  F f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = (F)dlsym(RTLD_NEXT, name);
+    if (!f) goshim::fatalf("cannot resolve libc's %s", name);
+    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+cond_init_fn cond_init;
+cond_signal_fn cond_signal;
+cond_wait_fn cond_wait;
+cond_timedwait_fn cond_timedwait;
+
+}  // namespace
+
+extern "C" {
+
+int goshim_je_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t*) {
+  memset(m, 0, sizeof *m);  // PTHREAD_MUTEX_NORMAL, unlocked
+  return 0;
+}
+
+int goshim_je_mutex_lock(pthread_mutex_t* m) {
+  int z = 0;
+  if (!__atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    lock_slow(word(m));
+  return 0;
+}
+
+int goshim_je_mutex_trylock(pthread_mutex_t* m) {
+  int z = 0;
+  return __atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
+             ? 0
+             : EBUSY;
+}
+
+int goshim_je_mutex_unlock(pthread_mutex_t* m) {
+  m->__data.__owner = 0;  // glibc's condvar relock records one and checks it is clear
+  if (__atomic_exchange_n(word(m), 0, __ATOMIC_RELEASE) == 2) goshim::sys::futex_wake(word(m), 1);
+  return 0;
+}
+
+int goshim_je_cond_init(pthread_cond_t* c, const pthread_condattr_t* a) {
+  return libc_fn(&cond_init, "pthread_cond_init")(c, a);
+}
+
+int goshim_je_cond_signal(pthread_cond_t* c) {
+  return libc_fn(&cond_signal, "pthread_cond_signal")(c);
+}
+
+int goshim_je_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
+  return libc_fn(&cond_wait, "pthread_cond_wait")(c, m);
+}
+
+int goshim_je_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t) {
+  return libc_fn(&cond_timedwait, "pthread_cond_timedwait")(c, m, t);
+}
+
+int goshim_je_thread_create(pthread_t* th, const pthread_attr_t* a, void* (*fn)(void*), void* arg) {
+  goshim::real::resolve();
+  return goshim::real::pthread_create(th, a, fn, arg);
+}
+
+int goshim_je_thread_join(pthread_t th, void** ret) {
+  goshim::real::resolve();
+  return goshim::real::pthread_join(th, ret);
+}
+
+}  // extern "C"

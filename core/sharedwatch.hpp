@@ -1,0 +1,26 @@
+// Goroutine waits on process-shared futex words without a kernel thread
+// each (see sharedwatch.cpp for the design and its invariant).
+#pragma once
+
+#include <stdint.h>
+
+namespace goshim {
+
+// Whether the kernel has FUTEX_WAITV (Linux 5.16): without it goroutines
+// wait on process-shared words in the kernel, in a blocking call. Any
+// thread.
+bool watch_available();
+
+// Registers a goroutine about to park on sema for the shared word addr,
+// having read val from it: a watcher thread then sleeps on the kernel
+// futex of addr and wakes this process's sema waiters of addr when another
+// process (or anything in the kernel) wakes it. Returns a handle for
+// watch_unregister, or -1 when the tables are full (the caller waits in the
+// kernel instead). On user G, no runtime locks held (may create a thread).
+int watch_register(const void* addr, uint32_t val);
+void watch_unregister(int handle);
+
+// Fork child: the watcher threads are gone. Any thread.
+void watch_after_fork();
+
+}  // namespace goshim
