@@ -8,10 +8,7 @@
  *      else running;
  *   3. the same while a thread that blocks the signal spins (the waiter
  *      shares the processors with it);
- *   4. sigsuspend (the handler runs, sigsuspend returns EINTR), signals
- *      from the child process.
  * A lost signal leaves the program waiting forever (the runner's timeout). */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -28,24 +25,6 @@ static void *waiter(void *arg) {
     int sig = 0;
     CHECK_EQ(sigwait(&wset, &sig), 0);
     CHECK_EQ(sig, SIGUSR1);
-    CHECK_EQ(write(ackp[1], "a", 1), 1);
-  }
-  return NULL;
-}
-
-static atomic_int handled;
-static void on_usr1(int sig) { atomic_fetch_add(&handled, 1); }
-
-static void *suspender(void *arg) {
-  sigset_t open;
-  CHECK_EQ(pthread_sigmask(SIG_BLOCK, NULL, &open), 0);
-  sigdelset(&open, SIGUSR1);
-  for (int i = 0; i < rounds; i++) {
-    int before = atomic_load(&handled);
-    CHECK_EQ(sigsuspend(&open), -1);
-    CHECK_EQ(errno, EINTR);
-    CHECK(atomic_load(&handled) == before + 1, "round %d: %d handlers ran", i,
-          atomic_load(&handled) - before);
     CHECK_EQ(write(ackp[1], "a", 1), 1);
   }
   return NULL;
@@ -118,16 +97,6 @@ int main(void) {
   /* 3. the same beside a spinning thread */
   from_child(waiter, 200, 1);
   printf("the same beside a spinning thread: every signal received\n");
-
-  /* 4. sigsuspend */
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_usr1;
-  sigemptyset(&sa.sa_mask);
-  CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
-  from_child(suspender, 3000, 0);
-  CHECK_EQ(atomic_load(&handled), 3000);
-  printf("sigsuspend entered while signals arrive: every handler ran once\n");
 
   return 0;
 }
