@@ -365,14 +365,18 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   return w->result;
 }
 
+// A wake's first look at b: true if it surely has no waiters. Waiters seen
+// without a barrier: the bucket lock taken next orders everything. None
+// seen: confirmed after a full barrier (the caller's store [S] before [L]).
+static inline bool no_waiters(Bucket* b) {
+  if (b->nwait() != 0) return false;
+  arch::full_barrier();
+  return b->nwait() == 0;
+}
+
 int sema_wake(const void* addr, int n, uint32_t bitset) {
   Bucket* b = bucket_of(addr);
-  // Waiters seen without a barrier: the lock below orders everything. None
-  // seen: confirm after a full barrier (the caller's store [S] before [L]).
-  if (b->nwait() == 0) {
-    arch::full_barrier();
-    if (b->nwait() == 0) return 0;
-  }
+  if (no_waiters(b)) return 0;
   GQueue q;
   int woken = 0;
   b->lock();
@@ -393,10 +397,7 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
 
 int sema_wake_stale(const void* addr, uint32_t cur, bool all) {
   Bucket* b = bucket_of(addr);
-  if (b->nwait() == 0) {
-    arch::full_barrier();
-    if (b->nwait() == 0) return 0;
-  }
+  if (no_waiters(b)) return 0;
   GQueue q;
   int woken = 0;
   b->lock();
