@@ -165,6 +165,7 @@ struct G {
   M* m = nullptr;          // the M running it (Running, Syscall)
   G* schedlink = nullptr;  // run queue and free list link
   uint64_t goid = 0;       // unique, never reused
+  int64_t freed_at = 0;    // on the global free list since (coarse ns; proc.cpp)
   int32_t vtid = 0;        // virtual tid stored in the TCB
   uint32_t magic = 0;      // kGMagic while the slot holds a G
   Stack stack;
@@ -406,9 +407,11 @@ struct Sched {
   // Global run queue.
   GQueue runq;
   std::atomic<int32_t> runqsize{0};
-  // Global free G list (lock: gflock).
+  // Global free G list (lock: gflock): warm ones newest first, and cold
+  // ones, whose slot stack pages went back to the kernel (proc.cpp).
   Mutex gflock{LockRank::GFree};
   G* gfree = nullptr;
+  G* gfree_cold = nullptr;
   int32_t ngfree = 0;
   // netpoll/timer coordination: 0 while an M is blocked in netpoll.
   std::atomic<int64_t> lastpoll{1};
