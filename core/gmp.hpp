@@ -187,6 +187,7 @@ struct G {
   uint16_t fp_fpcw = 0;
   bool started = false;    // has run at least once
   bool started_tls = false;  // its TLS block has been initialized once
+  bool block_clean = false;  // its block was brought back at exit (tls::block_clean_at_exit)
   bool exit_called = false;  // ended through pthread_exit (retval set)
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;

@@ -229,6 +229,9 @@ void goexit_g0(void* arg) {
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->rt_locked = false;
+  // The block is dead and hot in this CPU's cache: reset it here rather
+  // than at the next create, which may run on another CPU.
+  if (!gp->is_main()) gp->block_clean = tls::block_clean_at_exit(gp->tp);
   gp->status.store(GStatus::Dead, std::memory_order_release);
   if (!gp->is_main() && !(gp->flags & kGFlagUserStack) && gp->stack.map_lo)
     stack_free(pp, gp->stack);
@@ -455,7 +458,9 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     if (!gp) return EAGAIN;
     fresh = true;
   }
-  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls)) {
+  bool clean = !fresh && gp->started_tls && gp->block_clean;
+  gp->block_clean = false;
+  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls, clean)) {
     gp->started_tls = false;  // its TCB is zero again: start afresh next time
     gfput(pp, gp);
     return EAGAIN;
