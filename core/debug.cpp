@@ -157,7 +157,7 @@ bool others_could_wake() {
       return true;
   // Kernel threads goshim did not create can wake goroutines.
   int k = kernel_threads();
-  int ours = sched.mcount + 1;  // the Ms and sysmon
+  int ours = sched.mcount + 1 + privfd_threads();  // the Ms, sysmon, privfd
   if (k < 0 || k > ours) return true;
   // A timer will send a signal (even with no handler, its default action
   // ends the program as it would natively).

@@ -126,6 +126,8 @@ long privfd_read(const char* path, char* buf, size_t size) {
 
 bool privfd_on_thread() { return on_thread; }
 
+int privfd_threads() { return state.load(std::memory_order_acquire) == kRunning ? 1 : 0; }
+
 void privfd_after_fork() {
   // The thread did not survive the fork; requests of other threads went
   // with them.

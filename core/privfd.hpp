@@ -42,5 +42,8 @@ void privfd_after_fork();
 
 // Whether the calling thread is the privfd thread (tests, contracts).
 bool privfd_on_thread();
+// Kernel threads the privfd mechanism runs now (0 or 1): goshim's own,
+// not the program's (the deadlock check counts the others).
+int privfd_threads();
 
 }  // namespace goshim
