@@ -21,7 +21,7 @@
 
 #include "common.h"
 
-enum { kOpens = 20000, kRounds = 200, kMappings = 4 };
+enum { kOpens = 5000, kRounds = 50, kMappings = 4 };
 
 static atomic_int stop;
 static atomic_long cred_rounds, wait_rounds, futex_rounds;  /* progress of the other threads */
