@@ -21,7 +21,7 @@
 
 #include "common.h"
 
-enum { kOpens = 5000, kRounds = 50, kMappings = 4 };
+enum { kOpens = 5000, kRounds = 2000, kMappings = 4 };
 
 static atomic_int stop;
 static atomic_long cred_rounds, wait_rounds, futex_rounds;  /* progress of the other threads */
@@ -30,7 +30,7 @@ static void *cred_changer(void *arg) {
   (void)arg;
   uid_t r, e, s;
   CHECK(getresuid(&r, &e, &s) == 0, "getresuid");
-  while (!atomic_load(&stop)) {
+  while (!atomic_load(&stop) && atomic_load(&cred_rounds) < kRounds) {
     CHECK(setresuid(r, e, s) == 0, "setresuid: %s", strerror(errno));
     atomic_fetch_add(&cred_rounds, 1);
   }
@@ -55,7 +55,7 @@ static void *poster(void *arg) {
  * mapping is one the waiting side has not seen before. */
 static void *waiter(void *arg) {
   (void)arg;
-  while (!atomic_load(&stop)) {
+  while (!atomic_load(&stop) && atomic_load(&wait_rounds) < kRounds) {
     sem_t *s = mmap(NULL, kMappings * 2 * sizeof(sem_t), PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CHECK(s != MAP_FAILED, "mmap");
@@ -80,7 +80,7 @@ static void *waiter(void *arg) {
  * value, in a mapping made for it: EAGAIN at once. */
 static void *futex_prober(void *arg) {
   (void)arg;
-  while (!atomic_load(&stop)) {
+  while (!atomic_load(&stop) && atomic_load(&futex_rounds) < kRounds) {
     int flags = atomic_load(&futex_rounds) % 2 ? MAP_SHARED : MAP_PRIVATE;
     unsigned *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, flags | MAP_ANONYMOUS, -1, 0);
     CHECK(w != MAP_FAILED, "mmap");
@@ -100,7 +100,8 @@ int main(void) {
   CHECK(pthread_create(&w, NULL, waiter, NULL) == 0, "create");
   CHECK(pthread_create(&f, NULL, futex_prober, NULL) == 0, "create");
   /* At least kOpens opens, and on until the other threads have done
-   * enough rounds each (so the check does not depend on scheduling). */
+   * their kRounds rounds each (so the check does not depend on
+   * scheduling). */
   long opens = 0;
   while (opens < kOpens || atomic_load(&cred_rounds) < kRounds ||
          atomic_load(&wait_rounds) < kRounds || atomic_load(&futex_rounds) < kRounds) {
