@@ -17,14 +17,33 @@
 // the wake goes with that change and is for the goroutines enqueued before
 // it (their value differs from the current one); unchanged: for any
 // waiter. With no target here it passes the wake on (FUTEX_WAKE of one).
-// Every round, and at least every kSafetyNs while it has waiters, it also
-// wakes the goroutines whose value differs from the current one (a change
-// while it was not in the kernel on the word may have carried a wake they
-// missed; woken, they recheck and wait again). That periodic rescan is
-// also a safety net: sync_pshared (two goshim processes ping-ponging a
-// pshared mutex and condvar) lost a cross-process wake in about 1 run in
-// 3 at GOSHIM_MAXPROCS=1 without it (cause not found); with it such a
-// wake is late by at most kSafetyNs instead of lost.
+// Every round it also wakes the goroutines whose value differs from the
+// current one (a change while it was not in the kernel on the word may
+// have carried a wake they missed; woken, they recheck and wait again).
+//
+// Attribution. FUTEX_WAITV reports one woken futex (the last of the vector
+// the kernel unqueued); a wake of another word of the vector that arrives
+// before the watcher leaves the kernel is taken from the queue but not
+// reported. Such a wake is noticed only through the word's value: changed
+// since the watcher slept on it. So the watcher must sleep on the value its
+// goroutines expect: at the moment a goroutine's wait is in effect, either
+// it expects the value the watcher sleeps on, or the word already differs
+// (the goroutine's sema_wait returns EAGAIN, or the round's look wakes it).
+// A registration on a word already watched with another value than the
+// watcher last read (Slot::seen) makes it read the word again (the control
+// word). Without that, a watcher asleep on an old value (a slot kept from
+// an earlier wait, the word changed back and forth since) took a mutex
+// unlock's wake at the same time as a control-word wake and dropped it as
+// "unchanged": sync_pshared (two goshim processes ping-ponging a pshared
+// mutex and condvar: the helper unlocks the mutex, then registers its
+// condvar wait) lost a cross-process wake in about 1 run in 30 at
+// GOSHIM_MAXPROCS=1, the waiter parked on a free mutex (word 0, stale
+// value 2) forever. (An earlier version hid this behind a rescan every
+// 50 ms.) A word that returns to the value the watcher sleeps on
+// (V -> X -> V) with its wake unreported is not seen: for the protocols
+// on shared words (mutex, condvar sequence, semaphore, barrier and rwlock
+// counters) the value comes back only through another waiter taking what
+// was posted, as a kernel waiter would find it on its wake.
 //
 // A word's slot stays while it has registered waiters; the watcher frees
 // slots without waiters at its next round.
@@ -58,9 +77,6 @@ constexpr int kSlots = 64;      // shared words per watcher (FUTEX_WAITV takes 1
 constexpr int kWatchers = 64;   // watchers at most
 constexpr long kSysFutexWaitv = 449;
 constexpr uint32_t kFutex32 = 2;  // FUTEX2_SIZE_U32
-// A watcher with words to watch rescans at least this often: a safety net
-// (a changed word wakes its stale waiters at the next round).
-constexpr int64_t kSafetyNs = 50 * 1000000;
 
 struct FutexWaitv {
   uint64_t val;
@@ -162,7 +178,7 @@ void* watcher_main(void* arg) {
     v[m].uaddr = (uint64_t)(uintptr_t)&w->ctl;
     v[m].flags = kFutex32 | FUTEX_PRIVATE_FLAG;
     v[m].reserved = 0;
-    long r = futex_waitv(v, (unsigned)m + 1, m ? kSafetyNs : 0);
+    long r = futex_waitv(v, (unsigned)m + 1);
     // A wake of one futex of the vector ends the wait; wakes of the others
     // that arrive meanwhile are counted by the kernel but reported to
     // nobody. So after any return every word is looked at: a word that
@@ -226,7 +242,13 @@ int watch_register(const void* addr, uint32_t val) {
           return -1;
         }
         s.nlocal++;
+        // The watcher sleeps on the value it last read (seen); a waiter
+        // that expects another one makes it read the word again and sleep
+        // on that (see "Attribution" above).
+        bool resleep = s.seen != val;
+        if (resleep) w->ctl.fetch_add(1, std::memory_order_relaxed);
         wlock.unlock();
+        if (resleep) sys::futex_wake(&w->ctl, 1);
         return wi * kSlots + i;
       }
       if (!s.addr && free_w < 0 && !w->failed) {
