@@ -88,11 +88,11 @@ row() {
 
 goversion=$("$(command -v go || echo false)" version 2>/dev/null || echo "go: not installed")
 {
-  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r), $(ldd --version | head -1 | sed 's/^ldd //'), $goversion"
-  echo "command: bench/run.sh $build${only[*]:+ ${only[*]}}  (REPS=$reps), started $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "cells: median of $reps runs; the four modes run back to back in each repetition"
-  echo "modes: native; goshim:N = LD_PRELOAD at the default configuration (no GOSHIM_* variable); goshim:1 = GOSHIM_MAXPROCS=1; Go = bench/go/NAME"
-  echo "ratios: goshim:N / native and goshim:N / Go (below 1 is better for 'lower' rows, above 1 for 'higher' rows)"
+  echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r), $(ldd --version | head -1 | sed 's/^ldd //'), $goversion"
+  echo "- command: bench/run.sh $build${only[*]:+ ${only[*]}}  (REPS=$reps), started $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "- cells: median of $reps runs; the four modes run back to back in each repetition"
+  echo "- modes: native; goshim:N = LD_PRELOAD at the default configuration (no GOSHIM_* variable); goshim:1 = GOSHIM_MAXPROCS=1; Go = bench/go/NAME"
+  echo "- ratios: goshim:N / native and goshim:N / Go (below 1 is better for 'lower' rows, above 1 for 'higher' rows)"
   echo
   echo "| benchmark | unit | better | native | goshim:N | goshim:1 | Go | goshim/native | goshim/Go |"
   echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
@@ -123,4 +123,4 @@ row echo_server echo_server "$echo_specs" 5000 2
 # 19,000 connections: natively 19,000 threads are created under the accept
 # loop; one run per mode keeps make bench within about 15 minutes.
 row -r 1 echo_server echo_server "$echo_specs" 19000 2
-echo "finished $(date -u '+%H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out"
+{ echo; echo "finished $(date -u '+%H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"; } | tee -a "$out"
