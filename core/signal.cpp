@@ -1185,6 +1185,41 @@ void signal_after_fork(G* gp, M* mp) {
   mask_gen.fetch_add(1, std::memory_order_relaxed);  // the new sysmon's mask
 }
 
+void SigRoute::consider(G* g) {
+  if (g->magic != kGMagic) return;
+  GStatus st = g->status.load(std::memory_order_acquire);
+  if (st == GStatus::Idle || st == GStatus::Dead) return;
+  if (g->sig_exiting.load(std::memory_order_seq_cst)) return;  // it takes what is held itself
+  if (g->sigwaiting.load(std::memory_order_relaxed) & b) {
+    if (!waiter) waiter = g;
+    return;
+  }
+  if (g->sigmask & b) return;
+  if (st == GStatus::Running || st == GStatus::Syscall) {
+    if (!running) running = g;
+  } else if (!parked || (st == GStatus::Waiting && g->wait_kind.load() != WaitKind::None)) {
+    parked = g;
+  }
+}
+
+SigRoute::Kind SigRoute::kind() const {
+  if (!target()) return Pending;
+  // Its default action ends the process whichever thread takes it: sysmon
+  // does it. Routed to a G, it waited for that G to run, which a G parked
+  // on a lock, or runnable while no M runs it, may never do.
+  if (!waiter && terminates_by_default(sig)) return Die;
+  return waiter ? Waiter : running ? Running : Parked;
+}
+
+uint64_t signal_sysmon_mask(uint64_t waited, uint64_t blocked_all) {
+  uint64_t fatal = 0;
+  for (int sig = 1; sig <= 64; sig++)
+    if (terminates_by_default(sig)) fatal |= bit(sig);
+  uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal) & ~blocked_all;
+  uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
+  return ~open & ~bit(kSigSetxid);
+}
+
 bool signal_route_pending() {
   return proc_pending.load(std::memory_order_relaxed) != 0 || g_unrouted.load(std::memory_order_relaxed);
 }
@@ -1227,12 +1262,7 @@ void signal_route() {
     // a SIGTERM stayed pending forever. (Not signals ignored by default: a
     // G may block one without goshim wrapping it or recomputing this mask,
     // and sysmon would then take it from the G's sigwaitinfo.)
-    uint64_t fatal = 0;
-    for (int sig = 1; sig <= 64; sig++)
-      if (terminates_by_default(sig)) fatal |= bit(sig);
-    uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal) & ~blocked_all;
-    uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
-    uint64_t m = ~open & ~bit(kSigSetxid);
+    uint64_t m = signal_sysmon_mask(waited, blocked_all);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
   }
   // Gs that got a signal while not running: wake the parked ones.
@@ -1253,39 +1283,19 @@ void signal_route() {
     int sig = __builtin_ctzll(pend) + 1;
     uint64_t b = bit(sig);
     pend &= ~b;
-    // Candidates: a G waiting for it; else a running G that does not block
-    // it; else a parked or runnable one.
-    G* waiter = nullptr;
-    G* running = nullptr;
-    G* parked = nullptr;
-    auto consider = [&](G* g) {
-      if (g->magic != kGMagic) return;
-      GStatus st = g->status.load(std::memory_order_acquire);
-      if (st == GStatus::Idle || st == GStatus::Dead) return;
-      if (g->sig_exiting.load(std::memory_order_seq_cst)) return;  // it takes what is held itself
-      if (g->sigwaiting.load(std::memory_order_relaxed) & b) {
-        if (!waiter) waiter = g;
-        return;
-      }
-      if (g->sigmask & b) return;
-      if (st == GStatus::Running || st == GStatus::Syscall) {
-        if (!running) running = g;
-      } else if (!parked || (st == GStatus::Waiting && g->wait_kind.load() != WaitKind::None)) {
-        parked = g;
-      }
-    };
-    consider(main_g());
+    SigRoute r(sig);
+    r.consider(main_g());
     size_t n = arena_nslots();
-    for (size_t i = 0; i < n && !waiter; i++) consider(arena_slot_g(i));
-    G* target = waiter ? waiter : running ? running : parked;
-    if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
-    if (!waiter && terminates_by_default(sig)) {
-      // Its default action ends the process whichever thread takes it: do
-      // it here. Routed to a G, it waited for that G to run, which a G
-      // parked on a lock, or runnable while no M runs it, may never do.
+    for (size_t i = 0; i < n && !r.done(); i++) r.consider(arena_slot_g(i));
+    SigRoute::Kind kind = r.kind();
+    if (kind == SigRoute::Pending) continue;  // blocked everywhere: it waits for a G to unblock it
+    if (kind == SigRoute::Die) {
       die_default(sig);
       continue;
     }
+    G* target = r.target();
+    G* waiter = r.waiter;
+    G* running = r.running;
     if (target == running && !waiter) {
       // A forward of sig still in flight to that M: the next instance waits
       // for sysmon's next look. (Overwriting sigfwd made the handler take

@@ -121,6 +121,42 @@ void signal_after_fork(G* gp, M* mp);
 
 // sysmon: routes process-pending signals to goroutines. Without P.
 void signal_route();
+
+// signal_route's choice for a process-directed signal sig (exposed for
+// tests). Fed the live Gs (main first, then the arena in slot order) until
+// done(): a G waiting for sig (its sigwaiting set: sigwait, sigsuspend)
+// wins at once, even if it blocks sig; otherwise the first running G
+// (Running, or in a blocking call) that does not block it; otherwise a
+// parked or runnable G that does not block it (the last one found in an
+// interruptible wait, WaitKind, is preferred; else the first). Idle, dead
+// and exiting Gs are skipped.
+struct SigRoute {
+  enum Kind : uint8_t {
+    Pending,  // every G blocks it: it stays pending for the process
+    Die,      // no waiter and its default action ends the process: sysmon takes it
+    Waiter,   // to the waiter, woken
+    Running,  // forwarded to the running G's M
+    Parked,   // pending on a parked or runnable G, its wait interrupted
+  };
+  explicit SigRoute(int s) : sig(s), b(1ull << (s - 1)) {}
+  void consider(G* g);
+  bool done() const { return waiter != nullptr; }
+  G* target() const { return waiter ? waiter : running ? running : parked; }
+  // Reads the program's disposition of sig (Die).
+  Kind kind() const;
+  int sig;
+  uint64_t b;
+  G* waiter = nullptr;
+  G* running = nullptr;
+  G* parked = nullptr;
+};
+
+// sysmon's kernel signal mask (exposed for tests): open are the signals
+// the program handles, those some G waits for (waited), and those goshim
+// wraps or whose default action ends the process unless every live G
+// blocks them (blocked_all). The other internal signals (SIGCANCEL, the
+// preemption signal) stay blocked; SIGSETXID is always open.
+uint64_t signal_sysmon_mask(uint64_t waited, uint64_t blocked_all);
 // Whether sysmon should wake early to route signals.
 bool signal_route_pending();
 
