@@ -567,6 +567,41 @@ void account_mask(uint64_t m, int delta) {
 std::atomic<uint64_t> sysmon_barrier_req{0};
 std::atomic<uint64_t> sysmon_barrier_ack{0};
 
+}  // namespace
+
+SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd) {
+  uint64_t b = bit(sig);
+  bool sync = synchronous(sig, si);
+  // Sent to this M for a G that left it before the signal arrived: it is
+  // pending on that G (sysmon wakes it if it is parked).
+  if (want && want != gp) return SigHere::ForOther;
+  // A fault in the scheduler itself; else g0, an idle M or sysmon: route
+  // it to a G.
+  if (gp->is_g0()) return sync ? SigHere::DieHere : SigHere::Defer;
+  // The kernel gave a process signal to the M of a G entering sigsuspend
+  // (its set published, the G perhaps already past its last check and
+  // about to park): running the handler here would let it park with the
+  // handler already run and sleep forever. Held instead: sysmon routes
+  // it to the waiting G, which delivers it after its wait (wait_for's
+  // and suspend's protocol with signal_wake_waiter).
+  if (!want && !sync && !(gp->sigmask & b) &&
+      (gp->sigwaiting.load(std::memory_order_relaxed) & b) && si && si->si_code != SI_TKILL)
+    return SigHere::Defer;
+  if (!sync && (gp->sigmask & b)) {
+    // A process signal routed to gp by sysmon, which gp blocks again: still
+    // claimed by gp, delivered when it unblocks it; else gp took the
+    // instance another way (it unblocked the signal) or gave it back at
+    // its exit: this forward has nothing left to carry.
+    if (proc_fwd) return SigHere::ProcFwdBlocked;
+    // Thread-directed: waits for gp to unblock it.
+    if (want || (si && si->si_code == SI_TKILL)) return SigHere::PendingOnG;
+    return SigHere::Defer;  // a process signal: another G may take it
+  }
+  return SigHere::Run;  // gp leaves it open, or it is gp's own fault
+}
+
+namespace {
+
 void signal_handler_body(int sig, siginfo_t* si, void* uctx);
 
 // The single kernel handler for every signal goshim routes.
@@ -617,58 +652,46 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
   G* want = (G*)(fwd & ~(uintptr_t)1);
   bool proc_fwd = fwd & 1;
   uint64_t b = bit(sig);
-  if (want && want != gp) {
-    // Sent to this M for a G that left it before the signal arrived: it is
-    // pending on that G (sysmon wakes it if it is parked).
-    want->sigpending.fetch_or(b, std::memory_order_acq_rel);
-    g_unrouted.store(true, std::memory_order_release);
-    sysmon_wake();
-  } else if (gp->is_g0()) {
-    if (synchronous(sig, si))
-      die_default(sig);  // a fault in the scheduler itself
-    else
-      defer(sig, si);  // g0, an idle M or sysmon: route it to a G
-  } else if (!want && !synchronous(sig, si) && !(gp->sigmask & b) &&
-             (gp->sigwaiting.load(std::memory_order_relaxed) & b) && si &&
-             si->si_code != SI_TKILL) {
-    // The kernel gave a process signal to the M of a G entering sigsuspend
-    // (its set published, the G perhaps already past its last check and
-    // about to park): running the handler here would let it park with the
-    // handler already run and sleep forever. Held instead: sysmon routes
-    // it to the waiting G, which delivers it after its wait (wait_for's
-    // and suspend's protocol with signal_wake_waiter).
-    defer(sig, si);
-  } else if (!synchronous(sig, si) && (gp->sigmask & b)) {
-    if (proc_fwd) {
-      // Still claimed by gp: delivered when it unblocks it; else gp took
-      // the instance another way (it unblocked the signal) or gave it back
-      // at its exit: this forward has nothing left to carry.
+  switch (signal_here(gp, sig, si, want, proc_fwd)) {
+    case SigHere::ForOther:
+      want->sigpending.fetch_or(b, std::memory_order_acq_rel);
+      g_unrouted.store(true, std::memory_order_release);
+      sysmon_wake();
+      break;
+    case SigHere::DieHere:
+      die_default(sig);
+      break;
+    case SigHere::Defer:
+      defer(sig, si);
+      break;
+    case SigHere::ProcFwdBlocked:
       if (gp->sigpending_proc.load(std::memory_order_acquire) & b)
         gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
-    } else if (want || (si && si->si_code == SI_TKILL)) {
-      gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // thread-directed: waits for it
-    } else {
-      defer(sig, si);
-    }
-  } else {
-    // Routed process signals carry their original siginfo.
-    if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
-      siginfo_t orig;
-      if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
-    } else if (proc_fwd) {
-      // The forward of a process signal gp already took another way (it
-      // unblocked the signal and delivered the held instance itself): its
-      // plain tgkill must not run as a signal of its own with SI_TKILL.
-    } else if (!want && sig >= kSigRtMin && si && si->si_code != SI_TKILL && !held_empty(sig) &&
-               held_push(sig, si)) {
-      // A real-time process signal the kernel gave this G while goshim
-      // holds older instances of it (sysmon took them from the kernel
-      // first): it goes behind them and this G runs the oldest, so that
-      // they arrive in sending order.
-      siginfo_t orig;
-      if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
-    } else {
-      run_program(sig, si, uctx, gp);
+      break;
+    case SigHere::PendingOnG:
+      gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+      break;
+    case SigHere::Run: {
+      // Routed process signals carry their original siginfo.
+      if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+        siginfo_t orig;
+        if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
+      } else if (proc_fwd) {
+        // The forward of a process signal gp already took another way (it
+        // unblocked the signal and delivered the held instance itself): its
+        // plain tgkill must not run as a signal of its own with SI_TKILL.
+      } else if (!want && sig >= kSigRtMin && si && si->si_code != SI_TKILL && !held_empty(sig) &&
+                 held_push(sig, si)) {
+        // A real-time process signal the kernel gave this G while goshim
+        // holds older instances of it (sysmon took them from the kernel
+        // first): it goes behind them and this G runs the oldest, so that
+        // they arrive in sending order.
+        siginfo_t orig;
+        if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
+      } else {
+        run_program(sig, si, uctx, gp);
+      }
+      break;
     }
   }
   errno = saved_errno;

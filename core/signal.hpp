@@ -151,6 +151,20 @@ struct SigRoute {
   G* parked = nullptr;
 };
 
+// What goshim's kernel-level handler does with signal sig delivered to
+// the M on which gp's TLS is installed (exposed for tests; signal-safe).
+// want: the G the signal was forwarded to this M for (M::sigfwd), or null;
+// proc_fwd: that forward carries a process signal sysmon routed to want.
+enum class SigHere : uint8_t {
+  ForOther,        // forwarded for a G that left this M: pending on want
+  DieHere,         // a fault on g0: the default action, here
+  Defer,           // held for the process: sysmon routes it to a G
+  ProcFwdBlocked,  // a routed process signal gp blocks again: pending on gp if still claimed
+  PendingOnG,      // thread-directed, gp blocks it: pending on gp
+  Run,             // the program's handler (or default action) runs on gp now
+};
+SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd);
+
 // sysmon's kernel signal mask (exposed for tests): open are the signals
 // the program handles, those some G waits for (waited), and those goshim
 // wraps or whose default action ends the process unless every live G

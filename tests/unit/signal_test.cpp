@@ -3,9 +3,12 @@
 // waiter, else a running G that does not block it, else a parked or
 // runnable one; blocked everywhere: it stays pending; left at a default
 // action that ends the process: sysmon takes it itself), and which
-// signals sysmon's own kernel mask leaves open (signal_sysmon_mask). Fake
-// Gs that never run; the program's dispositions are recorded with
-// signal_record_action, as the shim's sigaction does.
+// signals sysmon's own kernel mask leaves open (signal_sysmon_mask), and
+// what goshim's kernel-level handler does with a signal the kernel gave an
+// M (signal_here: run it on the G there, hold it for sysmon to route, or
+// leave it pending on a G). Fake Gs that never run; the program's
+// dispositions are recorded with signal_record_action, as the shim's
+// sigaction does.
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -219,4 +222,92 @@ Test(signal, sysmon_mask) {
   cr_assert(open(signal_sysmon_mask(0, 0), SIGWINCH));
   set_default(SIGWINCH);
   cr_assert(!open(signal_sysmon_mask(0, 0), SIGWINCH));
+}
+
+// ---- the kernel-level handler: the signal the kernel gave this M -----------------
+
+namespace {
+
+siginfo_t info(int sig, int code) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = code;
+  return si;
+}
+
+G* g0_() {
+  G* g = g_(GStatus::Running);
+  g->flags = kGFlagG0;
+  return g;
+}
+
+}  // namespace
+
+// On g0 (the scheduler, an idle M, sysmon) a signal is held for the
+// process, for sysmon to route to a G; a fault there is the default
+// action, here.
+Test(signal, here_on_g0) {
+  siginfo_t user = info(SIGUSR1, SI_USER), tk = info(SIGUSR1, SI_TKILL);
+  siginfo_t fault = info(SIGSEGV, SEGV_MAPERR);
+  G* g0 = g0_();
+  cr_assert_eq(signal_here(g0, SIGUSR1, &user, nullptr, false), SigHere::Defer);
+  cr_assert_eq(signal_here(g0, SIGUSR1, &tk, nullptr, false), SigHere::Defer);
+  cr_assert_eq(signal_here(g0, SIGUSR1, nullptr, nullptr, false), SigHere::Defer);
+  cr_assert_eq(signal_here(g0, SIGSEGV, &fault, nullptr, false), SigHere::DieHere);
+  siginfo_t kill_segv = info(SIGSEGV, SI_USER);  // sent, not a fault
+  cr_assert_eq(signal_here(g0, SIGSEGV, &kill_segv, nullptr, false), SigHere::Defer);
+}
+
+// On a G that leaves it open, it runs there; on one that blocks it, a
+// thread-directed signal waits on that G, a process-directed one goes back
+// to the process (another G may take it); a fault always belongs to the G
+// that made it.
+Test(signal, here_on_a_user_g) {
+  siginfo_t user = info(SIGUSR1, SI_USER), tk = info(SIGUSR1, SI_TKILL);
+  siginfo_t queue = info(SIGUSR1, SI_QUEUE);
+  G* open = g_(GStatus::Running);
+  cr_assert_eq(signal_here(open, SIGUSR1, &user, nullptr, false), SigHere::Run);
+  cr_assert_eq(signal_here(open, SIGUSR1, &tk, nullptr, false), SigHere::Run);
+  G* blocks = g_(GStatus::Running, bit(SIGUSR1));
+  cr_assert_eq(signal_here(blocks, SIGUSR1, &tk, nullptr, false), SigHere::PendingOnG);
+  cr_assert_eq(signal_here(blocks, SIGUSR1, &user, nullptr, false), SigHere::Defer);
+  cr_assert_eq(signal_here(blocks, SIGUSR1, &queue, nullptr, false), SigHere::Defer);
+  cr_assert_eq(signal_here(blocks, SIGUSR2, &user, nullptr, false), SigHere::Run,
+               "it blocks another signal");
+  G* blocks_segv = g_(GStatus::Running, bit(SIGSEGV));
+  siginfo_t fault = info(SIGSEGV, SEGV_ACCERR);
+  cr_assert_eq(signal_here(blocks_segv, SIGSEGV, &fault, nullptr, false), SigHere::Run);
+}
+
+// A G entering sigsuspend (its set published, perhaps not parked yet)
+// never runs a process signal's handler on its M: held, for sysmon to
+// route to it as the waiter. A signal sent to its own thread runs.
+Test(signal, here_on_a_g_entering_sigsuspend) {
+  siginfo_t user = info(SIGUSR1, SI_USER), tk = info(SIGUSR1, SI_TKILL);
+  G* susp = g_(GStatus::Running, 0, bit(SIGUSR1));
+  cr_assert_eq(signal_here(susp, SIGUSR1, &user, nullptr, false), SigHere::Defer);
+  cr_assert_eq(signal_here(susp, SIGUSR1, &tk, nullptr, false), SigHere::Run);
+  cr_assert_eq(signal_here(susp, SIGUSR2, &user, nullptr, false), SigHere::Run,
+               "a signal it does not wait for");
+}
+
+// Forwards (M::sigfwd): one for a G that left this M before it arrived
+// is pending on that G; one for the G here runs, unless it blocks it
+// again: a routed process signal then stays with it while still claimed,
+// a thread-directed one waits on it.
+Test(signal, here_with_a_forward) {
+  siginfo_t tk = info(SIGUSR1, SI_TKILL);
+  G* here = g_(GStatus::Running);
+  G* gone = g_(GStatus::Waiting);
+  cr_assert_eq(signal_here(here, SIGUSR1, &tk, gone, true), SigHere::ForOther);
+  cr_assert_eq(signal_here(here, SIGUSR1, &tk, gone, false), SigHere::ForOther);
+  cr_assert_eq(signal_here(g0_(), SIGUSR1, &tk, gone, false), SigHere::ForOther);
+  cr_assert_eq(signal_here(here, SIGUSR1, &tk, here, true), SigHere::Run);
+  cr_assert_eq(signal_here(here, SIGUSR1, &tk, here, false), SigHere::Run);
+  G* reblocked = g_(GStatus::Running, bit(SIGUSR1));
+  cr_assert_eq(signal_here(reblocked, SIGUSR1, &tk, reblocked, true), SigHere::ProcFwdBlocked);
+  cr_assert_eq(signal_here(reblocked, SIGUSR1, &tk, reblocked, false), SigHere::PendingOnG);
+  siginfo_t q = info(SIGUSR1, SI_QUEUE);  // pthread_sigqueue's forward
+  cr_assert_eq(signal_here(reblocked, SIGUSR1, &q, reblocked, false), SigHere::PendingOnG);
 }
