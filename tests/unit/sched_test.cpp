@@ -183,6 +183,32 @@ Test(sched, order_runnext_local_global_netpoll_steal) {
   close(fds[1]);
 }
 
+// While another M is blocked in netpoll (lastpoll == 0) the loop does not
+// poll: it steals instead; the network is polled again once nobody is.
+Test(sched, no_netpoll_while_another_m_polls) {
+  int fds[2];
+  cr_assert_eq(sys::raw2(SYS_pipe2, (long)fds, O_NONBLOCK), 0);
+  int err = 0;
+  PollDesc* pd = fd_get(fds[0], &err);
+  cr_assert_not_null(pd);
+  {
+    PdGuard g(pd->lock);
+    cr_assert_eq(pd_register_locked(pd), 0);
+  }
+  G* n = new_g(1, GStatus::Waiting);
+  park_reader(n, pd, ms[0]);
+  cr_assert_eq(sys::write(fds[1], "x", 1), 1);
+  G* s = new_g(2);
+  runqput(ps[1], s, false);
+  sched.lastpoll.store(0);  // an M sleeps in netpoll
+  cr_assert_eq(find(ms[0]), s, "stolen, not polled");
+  sched.lastpoll.store(1);
+  cr_assert_eq(find(ms[0]), n);
+  pd_put(pd);
+  close(fds[0]);
+  close(fds[1]);
+}
+
 // Every 61st scheduler tick the global queue goes before runnext and the
 // local queue (two Gs readying each other through runnext cannot starve
 // it); on other ticks it comes after them.
