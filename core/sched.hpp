@@ -50,12 +50,13 @@ void gosched_global();
 // On g0, with a P. schedule()'s search (exposed for tests): runs the P's
 // due timers, then takes the P's runnext and local queue (the global queue
 // first every 61st schedtick), a batch of the global queue, the Gs that
-// netpoll(0) makes ready, then steals from other Ps (their runnext only on
-// the last of four passes, after running their due timers). With nothing
-// found it gives up the P and blocks in netpoll until the earliest timer
-// of any P, or in stopm, and starts over when it has a P again. Returns
-// the G with *inherit set when it came from runnext; the M may be
-// spinning (schedule() calls resetspinning).
+// netpoll(0) makes ready (unless another M sleeps in netpoll), then
+// steals from other Ps (their runnext only on the last of four passes,
+// after running their due timers). With nothing found it gives up the P
+// and blocks in netpoll until the earliest timer of any P, or in stopm,
+// and starts over when it has a P again. Returns the G with *inherit set
+// when it came from runnext; the M may be spinning (schedule() calls
+// resetspinning).
 G* find_runnable(bool* inherit);
 // Tries to get an idle P running a spinning M to pick up new work. Any.
 void wakep();
