@@ -430,7 +430,7 @@ static int64_t check_timers_noP(int64_t poll_until) {
 }
 
 // Finds a runnable G; blocks (stopm or netpoll) until there is one. On g0.
-static G* find_runnable(bool* inherit) {
+G* find_runnable(bool* inherit) {
   GOSHIM_ON_G0();
   GOSHIM_WITH_P();
   M* mp = getg()->m;
