@@ -28,7 +28,6 @@
 //   4. anything else: not recognized; M:N does not start.
 #include "core/cancelproto.hpp"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <poll.h>
@@ -42,6 +41,7 @@
 #include <atomic>
 
 #include "arch/arch.hpp"
+#include "core/real.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
@@ -81,14 +81,11 @@ void probe_handler(int, siginfo_t*, void* uc) {
   probe_hits = probe_hits + 1;
 }
 
-using sigsuspend_fn = int (*)(const sigset_t*);
-using ppoll_fn = int (*)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*);
-
 // One probe: SIGCANCEL pending and blocked, then call (kind 0: sigsuspend,
 // 1: ppoll) with it unblocked. Returns false if the call did not behave.
 bool probe_once(int kind, uintptr_t* pc, int* ch) {
-  static sigsuspend_fn sigsuspend_p = (sigsuspend_fn)dlsym(RTLD_NEXT, "sigsuspend");
-  static ppoll_fn ppoll_p = (ppoll_fn)dlsym(RTLD_NEXT, "ppoll");
+  auto sigsuspend_p = real::lazy::sigsuspend();
+  auto ppoll_p = real::lazy::ppoll();
   if (!sigsuspend_p || !ppoll_p) return false;
   KernelSigaction ka, old;
   memset(&ka, 0, sizeof ka);
@@ -115,8 +112,6 @@ bool probe_once(int kind, uintptr_t* pc, int* ch) {
   *ch = probe_ch;
   return ok;
 }
-
-using find_fde_fn = const void* (*)(void*, struct dwarf_eh_bases*);
 
 }  // namespace
 
@@ -148,10 +143,10 @@ bool cancel_proto_init(char* why, size_t n) {
   }
   if (!async0 && !async1 && pc[0] == pc[1]) {
     const unsigned char* e = (const unsigned char*)pc[0];
-    find_fde_fn find = (find_fde_fn)dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
+    auto find = real::lazy::_Unwind_Find_FDE();
     struct dwarf_eh_bases bases = {nullptr, nullptr, nullptr};
     if (e[-2] == 0x0f && e[-1] == 0x05 && e[0] == 0xc3 && find &&
-        find((void*)(pc[0] - 1), &bases) && bases.func) {
+        find((void*)(pc[0] - 1), (void*)&bases) && bases.func) {
       uintptr_t lo = (uintptr_t)bases.func;
       if (lo < pc[0] - 2 && pc[0] - lo <= 64) {
         bridge_lo.store(lo, std::memory_order_relaxed);

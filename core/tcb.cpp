@@ -1,9 +1,8 @@
 // The caller's TCB fields for synchronization (see tcb.hpp).
 #include "core/tcb.hpp"
 
-#include <dlfcn.h>
-
 #include "core/proc.hpp"
+#include "core/real.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim::tcb {
@@ -16,10 +15,8 @@ void early_init() {
   if (tid_off.load(std::memory_order_acquire) != 0) return;
   uintptr_t me = self();
   // {bits, count, offset}: a debugger ABI, so it matches the running glibc.
-  const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid",
-                                              "GLIBC_PRIVATE");
-  const uint32_t* c = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_cancelhandling",
-                                              "GLIBC_PRIVATE");
+  const uint32_t* d = real::lazy::_thread_db_pthread_tid();
+  const uint32_t* c = real::lazy::_thread_db_pthread_cancelhandling();
   if (c && c[2] > 0 && c[2] < 16384) cancel_off.store(c[2], std::memory_order_relaxed);
   void* head = nullptr;
   size_t len = 0;

@@ -2,7 +2,6 @@
 // defaults (GOSHIM_STACK changes what a default-size thread gets, and the
 // getters report it), plus pthread_getattr_np for goroutines and the
 // process-wide defaults (pthread_{get,set}attr_default_np).
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -16,6 +15,7 @@
 #include <new>
 
 #include "core/proc.hpp"
+#include "core/real.hpp"
 
 // glibc 2.32 added the signal-mask attribute; goshim exports it whatever the
 // headers it is built with (Debian 11 has glibc 2.31).
@@ -33,20 +33,6 @@ using namespace goshim;
 using namespace goshim::attr;
 
 namespace {
-
-using getdef_fn = int (*)(pthread_attr_t*);
-using setdef_fn = int (*)(const pthread_attr_t*);
-
-getdef_fn real_getattr_default() {
-  static getdef_fn f;
-  if (!f) f = (getdef_fn)dlsym(RTLD_NEXT, "pthread_getattr_default_np");
-  return f;
-}
-setdef_fn real_setattr_default() {
-  static setdef_fn f;
-  if (!f) f = (setdef_fn)dlsym(RTLD_NEXT, "pthread_setattr_default_np");
-  return f;
-}
 
 // goshim's default attribute in M:N mode (glibc's own otherwise).
 Mutex default_lock{LockRank::AttrDefault};
@@ -98,7 +84,7 @@ int attr_copy(pthread_attr_t* target, const pthread_attr_t* source) {
 // Locks held: default_lock.
 void init_default_locked() {
   if (default_ready) return;
-  getdef_fn f = real_getattr_default();
+  auto f = real::lazy::pthread_getattr_default_np();
   if (!f || f(&default_attr) != 0) {
     memset(&default_attr, 0, sizeof default_attr);
     in(&default_attr)->guardsize = (size_t)getpagesize();
@@ -393,7 +379,7 @@ GOSHIM_EXPORT int pthread_attr_getsigmask_np(const pthread_attr_t* attr, sigset_
 
 GOSHIM_EXPORT int pthread_getattr_default_np(pthread_attr_t* out) {
   if (!mn_active()) {
-    getdef_fn f = real_getattr_default();
+    auto f = real::lazy::pthread_getattr_default_np();
     return f ? f(out) : ENOSYS;
   }
   MutexGuard g(default_lock);
@@ -414,7 +400,7 @@ GOSHIM_EXPORT int pthread_setattr_default_np(const pthread_attr_t* attr) {
   if (a->stacksize != 0 && (ret = check_stacksize(a->stacksize))) return ret;
   if (a->flags & kStackAddr) return EINVAL;
   // glibc keeps its copy for kernel threads (Ms and 1:1 mode).
-  setdef_fn f = real_setattr_default();
+  auto f = real::lazy::pthread_setattr_default_np();
   if (f && (ret = f(attr)) != 0) return ret;
   if (!mn_active()) return 0;
   pthread_attr_t temp;
