@@ -45,7 +45,8 @@
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
-extern "C" char __libc_single_threaded;
+// glibc 2.32 and later (weak: Debian 11 has 2.31, where this probe never runs).
+extern "C" __attribute__((weak)) char __libc_single_threaded;
 
 struct dwarf_eh_bases {
   void* tbase;
@@ -125,12 +126,13 @@ bool cancel_proto_init(char* why, size_t n) {
   // Cancellation must be enabled for glibc to use its cancellable path.
   int saved_ch = *chp;
   if (saved_ch & 1) __atomic_and_fetch(chp, ~1, __ATOMIC_RELAXED);
-  char saved_st = __libc_single_threaded;
-  __libc_single_threaded = 0;
+  char* st = &__libc_single_threaded;
+  char saved_st = st ? *st : 0;
+  if (st) *st = 0;
   uintptr_t pc[2] = {0, 0};
   int ch[2] = {0, 0};
   bool ok = probe_once(0, &pc[0], &ch[0]) && probe_once(1, &pc[1], &ch[1]);
-  __libc_single_threaded = saved_st;
+  if (st) *st = saved_st;
   if (saved_ch & 1) __atomic_or_fetch(chp, 1, __ATOMIC_RELAXED);
   if (!ok) {
     snprintf(why, n, "glibc %s: probe calls did not return EINTR", ver);
