@@ -11,7 +11,10 @@
 //            TLS variable (scope AnyTls)
 //   scope    Next: what dlsym(RTLD_NEXT) would give libgoshim.so (the
 //                  definition after goshim's in the global scope: the real
-//                  function behind an interposer, glibc's default version);
+//                  function behind an interposer) with glibc 2.36's rule:
+//                  the default version (before 2.36 dlsym(RTLD_NEXT) took
+//                  the oldest, glibc bug 14932: posix_spawn@GLIBC_2.2.5,
+//                  a compat version, where programs bind to @@GLIBC_2.15);
 //            Any:  what dlsym(RTLD_DEFAULT) / dlvsym(RTLD_DEFAULT) would give;
 //            AnyTls: the same for a TLS variable
 //   version  nullptr (the default version, as dlsym) or the version name

@@ -1,6 +1,6 @@
 // core/real: the one table of symbols goshim finds at run time and its
 // resolver. Every entry resolves on this glibc (when its `since` allows) to
-// exactly what dlsym/dlvsym give, versioned entries to that version of the
+// exactly what dlsym/dlvsym give (from glibc 2.36; see by_glibc), versioned entries to that version of the
 // defining library, the default version where a symbol has several; the
 // resolver allocates nothing (glibc < 2.34's dlsym callocs, which booted
 // jemalloc inside goshim's constructor and deadlocked); lazy use works
@@ -29,9 +29,15 @@ int glibc_version() {
 }
 
 // What glibc's own lookup gives for an entry (a TLS entry: the offset of
-// this thread's instance from the thread pointer).
+// this thread's instance from the thread pointer). Before glibc 2.36,
+// dlsym(RTLD_NEXT) took a symbol's oldest version instead of its default
+// one (glibc bug 14932; e.g. posix_spawn@GLIBC_2.2.5, the compat version,
+// instead of posix_spawn@@GLIBC_2.15, which programs bind to): the resolver
+// takes the default version as glibc 2.36 does, which RTLD_DEFAULT gives
+// there (this executable defines none of the table's names, so both
+// handles search the same objects).
 uintptr_t by_glibc(const real::Entry& e) {
-  void* h = e.scope == real::Scope::Next ? RTLD_NEXT : RTLD_DEFAULT;
+  void* h = e.scope == real::Scope::Next && glibc_version() >= 236 ? RTLD_NEXT : RTLD_DEFAULT;
   void* p = e.version ? dlvsym(h, e.name, e.version) : dlsym(h, e.name);
   if (e.scope == real::Scope::AnyTls) return p ? (uintptr_t)p - arch::get_tp() : 0;
   return (uintptr_t)p;
@@ -86,8 +92,8 @@ Test(real, resolve_fills_the_cache) {
     uintptr_t cached = *(const uintptr_t*)e.cache;
     cr_expect_eq(cached, by_glibc(e), "%s: cached %#lx", e.name, (unsigned long)cached);
   }
-  cr_expect_eq((void*)real::sigaction, dlsym(RTLD_NEXT, "sigaction"));
-  cr_expect_eq((void*)real::read, dlsym(RTLD_NEXT, "read"));
+  cr_expect_eq((void*)real::sigaction, dlsym(RTLD_DEFAULT, "sigaction"));
+  cr_expect_eq((void*)real::read, dlsym(RTLD_DEFAULT, "read"));
 }
 
 // Versioned entries are that version of the library that defines it.
@@ -121,6 +127,12 @@ Test(real, default_and_hidden_versions) {
   cr_expect_eq((void*)real::pthread_cond_init, def);
   cr_expect_eq((void*)real::find("pthread_cond_init", real::Scope::Next, "GLIBC_2.2.5"), old);
   cr_expect_eq(real::find("pthread_cond_init", real::Scope::Next, "GLIBC_9.99"), 0u);
+  // posix_spawn@GLIBC_2.2.5 is a compat version with other semantics; a
+  // program binds to posix_spawn@@GLIBC_2.15 (dlsym(RTLD_NEXT) of glibc
+  // before 2.36 gave the old one).
+  void* spawn = dlvsym(RTLD_NEXT, "posix_spawn", "GLIBC_2.15");
+  cr_assert_not_null(spawn);
+  cr_expect_eq((void*)real::posix_spawn, spawn);
   cr_expect_eq(real::find("goshim_no_such_symbol", real::Scope::Any, nullptr), 0u);
   // Next skips this executable's own definitions; Any does not.
   cr_expect_eq((void*)real::find("calloc", real::Scope::Next, nullptr), dlsym(RTLD_NEXT, "calloc"));
@@ -154,7 +166,7 @@ Test(real, lazy_before_resolve_from_another_thread) {
   cr_assert_eq(pthread_create(&th, nullptr, lazy_thread, nullptr), 0);
   void* r = nullptr;
   pthread_join(th, &r);
-  cr_expect_eq(r, dlsym(RTLD_NEXT, "sigaction"));
+  cr_expect_eq(r, dlsym(RTLD_DEFAULT, "sigaction"));
   cr_expect(real::resolved());
-  cr_expect_eq((void*)real::lazy::fork(), dlsym(RTLD_NEXT, "fork"));
+  cr_expect_eq((void*)real::lazy::fork(), dlsym(RTLD_DEFAULT, "fork"));
 }
