@@ -79,6 +79,12 @@ namespace goshim::real {
   X(pthread_getattr_np, int (*)(pthread_t, pthread_attr_t*), Next, nullptr, 0)                     \
   X(pthread_getattr_default_np, int (*)(pthread_attr_t*), Next, nullptr, 0)                        \
   X(pthread_setattr_default_np, int (*)(const pthread_attr_t*), Next, nullptr, 0)                  \
+  X(pthread_attr_destroy, int (*)(pthread_attr_t*), Next, nullptr, 0)                              \
+  X(pthread_attr_setaffinity_np, int (*)(pthread_attr_t*, size_t, const cpu_set_t*), Next,         \
+    nullptr, 0)                                                                                    \
+  X(pthread_attr_getaffinity_np, int (*)(const pthread_attr_t*, size_t, cpu_set_t*), Next,         \
+    nullptr, 0)                                                                                    \
+  X(pthread_attr_setsigmask_np, int (*)(pthread_attr_t*, const sigset_t*), Next, nullptr, 232)     \
   X(pthread_setname_np, int (*)(pthread_t, const char*), Next, nullptr, 0)                         \
   X(pthread_getname_np, int (*)(pthread_t, char*, size_t), Next, nullptr, 0)                       \
   X(pthread_getcpuclockid, int (*)(pthread_t, clockid_t*), Next, nullptr, 0)                       \

@@ -54,6 +54,20 @@ int check_priority(int pr, int pol) {
 
 int check_stacksize(size_t st) { return st >= (size_t)PTHREAD_STACK_MIN ? 0 : EINVAL; }
 
+// glibc before 2.32 keeps an attribute's CPU set inline (cpuset,
+// cpusetsize) where later releases point to an extension, and has no
+// signal-mask attribute (it came with the extension). goshim runs 1:1
+// there: the functions that touch that part are glibc's own.
+bool inline_cpuset() {
+  static std::atomic<int> known{-1};
+  int v = known.load(std::memory_order_relaxed);
+  if (__builtin_expect(v < 0, 0)) {
+    v = real::lazy::pthread_attr_setsigmask_np() == nullptr;
+    known.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
 int ensure_extension(Attr* a) {
   if (a->extension) return 0;
   a->extension = (Extension*)calloc(1, sizeof(Extension));
@@ -173,6 +187,7 @@ GOSHIM_EXPORT int pthread_attr_init(pthread_attr_t* attr) {
 }
 
 GOSHIM_EXPORT int pthread_attr_destroy(pthread_attr_t* attr) {
+  if (inline_cpuset()) return real::lazy::pthread_attr_destroy()(attr);
   Attr* a = in(attr);
   if (!(a->flags & kOldAttr) && a->extension) {
     free(a->extension->cpuset);
@@ -309,6 +324,7 @@ GOSHIM_EXPORT int pthread_attr_setstacksize(pthread_attr_t* attr, size_t size) {
 
 GOSHIM_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t* attr, size_t size,
                                               const cpu_set_t* set) {
+  if (inline_cpuset()) return real::lazy::pthread_attr_setaffinity_np()(attr, size, set);
   Attr* a = in(attr);
   // Declared nonnull, but glibc accepts NULL (it clears the set): hide the
   // pointer from the optimizer so the test is neither warned about nor
@@ -336,6 +352,7 @@ GOSHIM_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t* attr, size_t size,
 
 GOSHIM_EXPORT int pthread_attr_getaffinity_np(const pthread_attr_t* attr, size_t size,
                                               cpu_set_t* set) {
+  if (inline_cpuset()) return real::lazy::pthread_attr_getaffinity_np()(attr, size, set);
   const Attr* a = in(attr);
   if (a->extension && a->extension->cpuset) {
     for (size_t i = size; i < a->extension->cpusetsize; i++)
