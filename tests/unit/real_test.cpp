@@ -130,9 +130,11 @@ Test(real, default_and_hidden_versions) {
   // posix_spawn@GLIBC_2.2.5 is a compat version with other semantics; a
   // program binds to posix_spawn@@GLIBC_2.15 (dlsym(RTLD_NEXT) of glibc
   // before 2.36 gave the old one).
+#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's own posix_spawn comes first
   void* spawn = dlvsym(RTLD_NEXT, "posix_spawn", "GLIBC_2.15");
   cr_assert_not_null(spawn);
   cr_expect_eq((void*)real::posix_spawn, spawn);
+#endif
   cr_expect_eq(real::find("goshim_no_such_symbol", real::Scope::Any, nullptr), 0u);
   // Next skips this executable's own definitions; Any does not.
   cr_expect_eq((void*)real::find("calloc", real::Scope::Next, nullptr), dlsym(RTLD_NEXT, "calloc"));
