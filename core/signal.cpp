@@ -762,6 +762,14 @@ bool signal_has_handler(int sig) {
   return sig > 0 && sig <= 64 && prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn;
 }
 
+bool signal_handlers_all_restart() {
+  for (int sig = 1; sig <= 64; sig++)
+    if (prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn &&
+        !(prog_flags[sig].load(std::memory_order_relaxed) & SA_RESTART))
+      return false;
+  return true;
+}
+
 int signal_flags(int sig) {
   if (sig <= 0 || sig > 64) return 0;
   return prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn
