@@ -7,8 +7,10 @@
 #include <new>
 
 #include "core/cputime.hpp"
+#include "core/memclass.hpp"
 #include "core/netpoll.hpp"
 #include "core/preempt.hpp"
+#include "core/privfd.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -155,6 +157,7 @@ void fork_child_reset() {
   sched.runq = GQueue{};
   sched.runqsize.store(0, std::memory_order_relaxed);
   sched.gfree = nullptr;
+  sched.gfree_cold = nullptr;
   sched.ngfree = 0;
   sched.nmspinning.store(0, std::memory_order_relaxed);
   sched.needspinning.store(0, std::memory_order_relaxed);
@@ -174,6 +177,9 @@ void fork_child_reset() {
 
   if (&__libc_single_threaded) __libc_single_threaded = 0;
   for (int i = 0; i < nhooks; i++) hooks[i]();
+  memclass_init();
+  privfd_after_fork();
+  privfd_start();
   sysmon_start();
 }
 

@@ -165,6 +165,7 @@ struct G {
   M* m = nullptr;          // the M running it (Running, Syscall)
   G* schedlink = nullptr;  // run queue and free list link
   uint64_t goid = 0;       // unique, never reused
+  int64_t freed_at = 0;    // on the global free list since (coarse ns; proc.cpp)
   int32_t vtid = 0;        // virtual tid stored in the TCB
   uint32_t magic = 0;      // kGMagic while the slot holds a G
   Stack stack;
@@ -186,6 +187,7 @@ struct G {
   uint16_t fp_fpcw = 0;
   bool started = false;    // has run at least once
   bool started_tls = false;  // its TLS block has been initialized once
+  bool block_clean = false;  // its block was brought back at exit (tls::block_clean_at_exit)
   bool exit_called = false;  // ended through pthread_exit (retval set)
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;
@@ -291,6 +293,10 @@ struct M {
   uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
   uint64_t start_sigmask = 0; // its creator's kernel mask (newm), for signal_new_m_mask
   std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G (bit 0: a routed process signal)
+  // The signals with a sigfwd mark set: this M's kernel mask never blocks
+  // them (core/signal.cpp, "Forwards"), so a forward is never left pending
+  // on an M that no longer runs its G.
+  std::atomic<uint64_t> fwd_bits{0};
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
   void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)
   // Gs parked in netpoll, as counted on this M: +1 when one parks here, -1
@@ -406,9 +412,11 @@ struct Sched {
   // Global run queue.
   GQueue runq;
   std::atomic<int32_t> runqsize{0};
-  // Global free G list (lock: gflock).
+  // Global free G list (lock: gflock): warm ones newest first, and cold
+  // ones, whose slot stack pages went back to the kernel (proc.cpp).
   Mutex gflock{LockRank::GFree};
   G* gfree = nullptr;
+  G* gfree_cold = nullptr;
   int32_t ngfree = 0;
   // netpoll/timer coordination: 0 while an M is blocked in netpoll.
   std::atomic<int64_t> lastpoll{1};

@@ -109,6 +109,14 @@ T& at(uintptr_t base, size_t off) {
   return *reinterpret_cast<T*>(base + off);
 }
 
+// Stores v unless the field holds it already (a recycled block mostly
+// does): no write, so the cache line need not move to this CPU.
+template <typename T>
+void set_if(uintptr_t base, size_t off, T v) {
+  T& f = at<T>(base, off);
+  if (f != v) f = v;
+}
+
 bool db_offset(const uint32_t* d, size_t* out) {
   if (!d) return false;
   *out = d[2];  // {bits, count, offset}
@@ -402,9 +410,19 @@ static void block_reinit_static(uintptr_t tp) {
   at<uintptr_t>(tp, kTcbDtv) = dtv;
 }
 
-bool block_init(uintptr_t tp, G* gp, bool fresh) {
+bool block_clean_at_exit(uintptr_t tp) {
+  if (dynamic_tls.load(std::memory_order_acquire)) return false;
+  block_reinit_static(tp);
+  return true;
+}
+
+bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
   if (!fresh && !dynamic_tls.load(std::memory_order_acquire)) {
-    block_reinit_static(tp);
+    if (!clean)
+      block_reinit_static(tp);
+    else if (__atomic_load_n(&at<int>(tp, L.cancelhandling), __ATOMIC_RELAXED))
+      // pthread_cancel may have marked the zombie after its block was reset
+      __atomic_store_n(&at<int>(tp, L.cancelhandling), 0, __ATOMIC_RELAXED);
   } else {
     if (!fresh) {
       dl_deallocate_tls((void*)tp, false);
@@ -412,36 +430,36 @@ bool block_init(uintptr_t tp, G* gp, bool fresh) {
     }
     if (!dl_allocate_tls((void*)tp)) return false;
   }
-  at<uintptr_t>(tp, kTcbSelf0) = tp;
-  at<uintptr_t>(tp, kTcbSelf) = tp;
-  at<int>(tp, kTcbMultipleThreads) = 1;
-  at<uintptr_t>(tp, kTcbSysinfo) = at<uintptr_t>(t0, kTcbSysinfo);
-  at<uintptr_t>(tp, kTcbStackGuard) = at<uintptr_t>(t0, kTcbStackGuard);
-  at<uintptr_t>(tp, kTcbPointerGuard) = at<uintptr_t>(t0, kTcbPointerGuard);
-  at<uint32_t>(tp, kTcbFeature1) = at<uint32_t>(t0, kTcbFeature1);
+  set_if<uintptr_t>(tp, kTcbSelf0, tp);
+  set_if<uintptr_t>(tp, kTcbSelf, tp);
+  set_if<int>(tp, kTcbMultipleThreads, 1);
+  set_if<uintptr_t>(tp, kTcbSysinfo, at<uintptr_t>(t0, kTcbSysinfo));
+  set_if<uintptr_t>(tp, kTcbStackGuard, at<uintptr_t>(t0, kTcbStackGuard));
+  set_if<uintptr_t>(tp, kTcbPointerGuard, at<uintptr_t>(t0, kTcbPointerGuard));
+  set_if<uint32_t>(tp, kTcbFeature1, at<uint32_t>(t0, kTcbFeature1));
   // list points at itself: glibc's list_del on it (fork) stays harmless and
   // the G is on none of glibc's thread lists.
-  at<uintptr_t>(tp, L.list) = tp + L.list;
-  at<uintptr_t>(tp, L.list + 8) = tp + L.list;
-  at<pid_t>(tp, L.tid) = gp->vtid;
-  at<uintptr_t>(tp, L.robust_prev) = tp + L.robust_head;
-  at<uintptr_t>(tp, L.robust_head) = tp + L.robust_head;
-  at<intptr_t>(tp, L.robust_head + 8) = robust_futex_offset;
-  at<uintptr_t>(tp, L.robust_head + 16) = 0;
-  at<uintptr_t>(tp, L.specific) = tp + L.specific_1stblock;
-  at<uint8_t>(tp, L.report_events) = at<uint8_t>(t0, L.report_events);
+  set_if<uintptr_t>(tp, L.list, tp + L.list);
+  set_if<uintptr_t>(tp, L.list + 8, tp + L.list);
+  set_if<pid_t>(tp, L.tid, gp->vtid);
+  set_if<uintptr_t>(tp, L.robust_prev, tp + L.robust_head);
+  set_if<uintptr_t>(tp, L.robust_head, tp + L.robust_head);
+  set_if<intptr_t>(tp, L.robust_head + 8, robust_futex_offset);
+  set_if<uintptr_t>(tp, L.robust_head + 16, 0);
+  set_if<uintptr_t>(tp, L.specific, tp + L.specific_1stblock);
+  set_if<uint8_t>(tp, L.report_events, at<uint8_t>(t0, L.report_events));
   if (L.rseq_size) {
-    at<uint32_t>(tp + L.rseq, 0) = 0;
-    at<uint32_t>(tp + L.rseq, 4) = kRseqCpuIdRegistrationFailed;
+    set_if<uint32_t>(tp + L.rseq, 0, 0);
+    set_if<uint32_t>(tp + L.rseq, 4, kRseqCpuIdRegistrationFailed);
   }
-  at<uintptr_t>(tp + L.resp, 0) = tp + L.res;
-  at<G*>(tp + L.tls_g, 0) = gp;
+  set_if<uintptr_t>(tp + L.resp, 0, tp + L.res);
+  set_if<G*>(tp + L.tls_g, 0, gp);
   return true;
 }
 
 void set_stack(uintptr_t tp, uintptr_t lo, size_t size) {
-  at<uintptr_t>(tp, L.stackblock) = lo;
-  at<size_t>(tp, L.stackblock_size) = size;
+  set_if<uintptr_t>(tp, L.stackblock, lo);
+  set_if<size_t>(tp, L.stackblock_size, size);
 }
 
 void set_cleanup_jmp_buf(uintptr_t tp, void* buf) { at<void*>(tp, L.cleanup_jmp_buf) = buf; }

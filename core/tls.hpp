@@ -53,7 +53,16 @@ inline size_t block_bytes() { return L.static_size; }
 // otherwise a recycled block, brought back to the state of a new thread.
 // Returns false if glibc cannot allocate the DTV (the caller reports
 // EAGAIN). On user G or g0, no runtime locks held (may malloc).
-bool block_init(uintptr_t tp, G* gp, bool fresh = true);
+// clean: a recycled block that block_clean_at_exit brought back already
+// (only the per-thread fields are written then).
+bool block_init(uintptr_t tp, G* gp, bool fresh = true, bool clean = false);
+
+// At a G's exit, on g0 (the block is no longer in use, and still in this
+// CPU's cache): brings the block back to a new thread's static TLS images
+// and a zeroed TCB, so that the next block_init on it writes only the
+// per-thread fields. Returns false (nothing done) once a module with
+// dynamic TLS is loaded (glibc's path then). No locks, no malloc.
+bool block_clean_at_exit(uintptr_t tp);
 
 // Records the stack in the TCB (pthread_getattr_np, alloca cutoff, unwinder).
 void set_stack(uintptr_t tp, uintptr_t lo, size_t size);
