@@ -2,7 +2,6 @@
 // into struct pthread found at run time and checked.
 #include "core/tls.hpp"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <gnu/libc-version.h>
@@ -118,12 +117,7 @@ void set_if(uintptr_t base, size_t off, T v) {
   if (f != v) f = v;
 }
 
-const uint32_t* db_desc(const char* name) {
-  return (const uint32_t*)dlvsym(RTLD_DEFAULT, name, "GLIBC_PRIVATE");
-}
-
-bool db_offset(const char* name, size_t* out) {
-  const uint32_t* d = db_desc(name);
+bool db_offset(const uint32_t* d, size_t* out) {
   if (!d) return false;
   *out = d[2];  // {bits, count, offset}
   return true;
@@ -165,8 +159,7 @@ void* probe_main(void* arg) {
     pr->futex_offset = *(intptr_t*)((uintptr_t)head + 8);
   }
   pr->res = (uintptr_t)__res_state();
-  void* resp = dlvsym(RTLD_DEFAULT, "__resp", "GLIBC_PRIVATE");
-  pr->resp_tls = (uintptr_t)resp;
+  pr->resp_tls = (uintptr_t)real::tls_address(real::lazy::__resp(), self);
   pr->tls_g_addr = (uintptr_t)&tls_g;
   // Look for the (stackblock, stackblock_size) pair inside the TCB.
   for (size_t off = 0; off + 16 <= L.sizeof_pthread; off += 8) {
@@ -224,20 +217,18 @@ bool init(const char** why) {
     *why = "glibc older than 2.34 (libpthread is a separate library) is not supported for M:N";
     return false;
   }
-  dl_allocate_tls = (allocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
-  dl_deallocate_tls =
-      (deallocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_deallocate_tls", "GLIBC_PRIVATE");
-  auto static_info =
-      (static_info_t)dlvsym(RTLD_DEFAULT, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
-  call_tls_dtors = (voidfn_t)dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
-  ctype_init = (voidfn_t)dlvsym(RTLD_DEFAULT, "__ctype_init", "GLIBC_PRIVATE");
+  dl_allocate_tls = real::lazy::_dl_allocate_tls();
+  dl_deallocate_tls = real::lazy::_dl_deallocate_tls();
+  auto static_info = real::lazy::_dl_get_tls_static_info();
+  call_tls_dtors = real::lazy::__call_tls_dtors();
+  ctype_init = real::lazy::__ctype_init();
   if (!dl_allocate_tls || !dl_deallocate_tls || !static_info || !call_tls_dtors || !ctype_init) {
     *why = "glibc's private TLS entry points are missing";
     return false;
   }
   static_info(&L.static_size, &L.static_align);
 
-  const uint32_t* sz = db_desc("_thread_db_sizeof_pthread");
+  const uint32_t* sz = real::lazy::_thread_db_sizeof_pthread();
   if (!sz) {
     *why = "glibc's libthread_db descriptors are missing (glibc < 2.34?)";
     return false;
@@ -254,12 +245,12 @@ bool init(const char** why) {
     *why = "unexpected glibc static TLS alignment";
     return false;
   }
-  if (!db_offset("_thread_db_pthread_list", &L.list) ||
-      !db_offset("_thread_db_pthread_tid", &L.tid) ||
-      !db_offset("_thread_db_pthread_specific", &L.specific) ||
-      !db_offset("_thread_db_pthread_cancelhandling", &L.cancelhandling) ||
-      !db_offset("_thread_db_pthread_report_events", &L.report_events) ||
-      !db_offset("_thread_db_link_map_l_tls_offset", &link_map_tls_offset)) {
+  if (!db_offset(real::lazy::_thread_db_pthread_list(), &L.list) ||
+      !db_offset(real::lazy::_thread_db_pthread_tid(), &L.tid) ||
+      !db_offset(real::lazy::_thread_db_pthread_specific(), &L.specific) ||
+      !db_offset(real::lazy::_thread_db_pthread_cancelhandling(), &L.cancelhandling) ||
+      !db_offset(real::lazy::_thread_db_pthread_report_events(), &L.report_events) ||
+      !db_offset(real::lazy::_thread_db_link_map_l_tls_offset(), &link_map_tls_offset)) {
     *why = "a libthread_db descriptor is missing";
     return false;
   }
@@ -272,8 +263,8 @@ bool init(const char** why) {
   }
 
   // rseq (glibc >= 2.35). Weak lookups: older glibc has neither symbol.
-  const ptrdiff_t* rseq_off = (const ptrdiff_t*)dlsym(RTLD_DEFAULT, "__rseq_offset");
-  const unsigned* rseq_size = (const unsigned*)dlsym(RTLD_DEFAULT, "__rseq_size");
+  const ptrdiff_t* rseq_off = real::lazy::__rseq_offset();
+  const unsigned* rseq_size = real::lazy::__rseq_size();
   if (rseq_off && rseq_size) {
     L.rseq = *rseq_off;
     L.rseq_size = *rseq_size;
