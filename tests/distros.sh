@@ -26,10 +26,16 @@
 #   GOSHIM_DISTRO_KEEP=1  keep the run directory (logs are kept anyway)
 #   GOSHIM_DISTRO_BASE_ONLY=1  only make the missing pristine roots
 #   GOSHIM_DISTRO_CMD     what runs in /src (default: make deps, then
-#                         make -j<cpus> WERROR=1 all, make clang-check on the
+#                         make -j<cpus> WERROR=1 all, then make test's parts
+#                         (unit, preload, programs, observe; each even if an
+#                         earlier one failed), then make clang-check on the
 #                         suites in GOSHIM_DISTRO_CLANG (default: trixie
-#                         bookworm), then make test's parts (unit, preload,
-#                         observe; each even if an earlier one failed))
+#                         bookworm))
+#   GOSHIM_DISTRO_TIMEOUT       seconds one suite's run in /src may take
+#                               (default 3600); then it is killed and fails
+#   GOSHIM_DISTRO_TIMEOUT_BASE  seconds each step of making a pristine root
+#                               may take (debootstrap, apt-get update, the
+#                               installs; default 1800)
 # Logs: build/distros/<suite>.log; summary: build/distros/summary.txt
 # (GOSHIM_DISTRO_OUT: another directory for them).
 set -euo pipefail
@@ -130,16 +136,26 @@ setup_root() {        # things every chroot needs before apt or make run in it
   mkdir -p "$r/src"
 }
 
+# Every step has a time limit: a hung download or test fails the run
+# instead of holding the machine (cleanup then kills what remains).
+timeout_run=${GOSHIM_DISTRO_TIMEOUT:-3600}
+timeout_base=${GOSHIM_DISTRO_TIMEOUT_BASE:-1800}
+step_timeout=$timeout_base      # the limit waitfor applies; test_suite sets it
+
 bg_pid=""
 waitfor() {           # runs "$@" in the background and waits: a signal to
   local rc=0          # this script runs its trap (cleanup) at once instead
                       # of after the command, and cleanup ends the command.
   # bash makes a plain background command ignore SIGINT and SIGQUIT, and
   # the tests inherit that (signals_wait takes SIGINT): reset both.
-  ( trap - INT QUIT; exec "$@" ) &
+  # timeout(1) ends it after $step_timeout seconds (TERM, then KILL 30 s
+  # later); it exits 124 then.
+  ( trap - INT QUIT; exec timeout -k 30 "$step_timeout" "$@" ) &
   bg_pid=$!
   wait "$bg_pid" || rc=$?
   bg_pid=""
+  [ $rc -ne 124 ] && [ $rc -ne 137 ] ||
+    echo "test-distros: timed out after $step_timeout s: $*" >&2
   return $rc
 }
 
@@ -233,16 +249,19 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   # make test's parts, each run even when an earlier one failed (make test
   # stops at the first), so that one run reports everything; clang-check
   # last, on its own.
-  local cmd='make deps && make -j"$(nproc)" WERROR=1 all && { rc=0; for t in unit preload observe'
+  local cmd='make deps && make -j"$(nproc)" WERROR=1 all && { rc=0; for t in unit preload programs observe'
   [[ $clang_suites == *" $s "* ]] && cmd+=' clang-check'
   cmd+='; do make -j"$(nproc)" $t || rc=1; done; exit $rc; }'
   cmd=${GOSHIM_DISTRO_CMD:-$cmd}
+  step_timeout=$timeout_run
   in_root "$root" bash -c "cd /src && $cmd" >"$log" 2>&1 || rc=$?
+  step_timeout=$timeout_base
   local dt=$((SECONDS - t0))
-  local unit preload observe mode
+  local unit preload programs observe mode
   unit=$(grep -ho 'Tested: [0-9]* | Passing: [0-9]* | Failing: [0-9]* | Crashing: [0-9]*' "$log" |
          awk '{t+=$2; p+=$5; f+=$8; c+=$11} END {printf "%d tested, %d passed, %d failed, %d crashed", t, p, f, c}')
   preload=$(grep -h '^preload tests:' "$log" | tail -n 1 | sed 's/^preload tests: //')
+  programs=$(grep -h '^programs tests:' "$log" | tail -n 1 | sed 's/^programs tests: //')
   observe=$(grep -h '^observe tests:' "$log" | tail -n 1 | sed 's/^observe tests: //')
   mode=$(grep -h '^goshim mode:' "$log" | tail -n 1 | awk '{print $3}')
   local clang
@@ -250,8 +269,8 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   local verdict=PASS
   [ $rc -eq 0 ] || verdict="FAIL (make exit $rc)"
   local line
-  line=$(printf '%-8s %-12s gcc %-7s mode %-5s %4ds  unit: %s; preload: %s; observe: %s; %s  %s' \
-    "$s" "$glibc" "$gcc" "${mode:-?}" "$dt" "$unit" "${preload:-none}" "${observe:-none}" \
+  line=$(printf '%-8s %-12s gcc %-7s mode %-5s %4ds  unit: %s; preload: %s; programs: %s; observe: %s; %s  %s' \
+    "$s" "$glibc" "$gcc" "${mode:-?}" "$dt" "$unit" "${preload:-none}" "${programs:-none}" "${observe:-none}" \
     "${clang:-no clang-check}" "$verdict")
   echo "$line" | tee -a "$outdir/summary.txt"
   [ $rc -eq 0 ] || { grep -E '^(FAIL|  failed:)|\[FAIL\]|Error' "$log" | head -n 40 | sed 's/^/    | /'; }
