@@ -13,12 +13,17 @@
 # the working tree in (tracked and untracked, not ignored, files: what
 # `git ls-files` lists), and runs `make deps` and `make test` as root.
 #
-# Nothing on the host changes: the script runs in its own mount namespace
-# (unshare -m, private propagation), so every mount it makes (/proc, /dev,
-# /dev/pts, /dev/shm, /sys, the overlay) disappears with it, however it
-# ends; the chroot gets a policy-rc.d that forbids starting services; the
-# cleanup trap also unmounts explicitly, kills the processes still rooted in
-# the chroot (only those), and removes the run's directory.
+# Nothing on the host changes: the script runs in its own mount and PID
+# namespaces (unshare --mount --pid, private propagation), as the
+# namespace's first process. Every mount it makes (/proc, /dev, /dev/pts,
+# /dev/shm, /sys, the overlay) disappears with the mount namespace, and
+# when the script ends, however it ends (SIGKILL too), the kernel kills
+# every process left in the PID namespace, so nothing keeps the namespace
+# (and its mounts) alive. The chroot gets a policy-rc.d that forbids
+# starting services; the cleanup trap also kills the running step's
+# process group and descendants and the processes rooted in the chroot,
+# unmounts explicitly and removes the run's directory (which a SIGKILL
+# leaves behind, unmounted, under the cache directory).
 #
 # Environment:
 #   GOSHIM_DISTRO_CACHE   cache directory (default /root/.cache/goshim-distros)
@@ -52,11 +57,13 @@ for s in "${suites[@]}"; do
   case $s in trixie|bookworm|bullseye) ;; *) die "unknown suite '$s' (trixie, bookworm, bullseye)";; esac
 done
 
-# Re-run inside a private mount namespace: every mount below is gone when
-# the last process of this script exits, even on SIGKILL.
+# Re-run inside private mount and PID namespaces (with their own /proc):
+# every mount below is gone, and every process it started is killed, when
+# this script's process (the namespace's init) exits, even on SIGKILL.
+# unshare passes a SIGTERM it dies of on to the script (--kill-child).
 if [ "${GOSHIM_DISTRO_NS:-}" != inside ]; then
   command -v unshare >/dev/null || die "unshare (util-linux) is missing"
-  exec unshare --mount --propagation private -- \
+  exec unshare --mount --propagation private --pid --fork --kill-child=SIGTERM --mount-proc -- \
     env GOSHIM_DISTRO_NS=inside bash "$0" "$@"
 fi
 
@@ -90,7 +97,10 @@ kill_rooted() {       # kill the processes whose root is $1 (started by this run
 
 cleanup() {
   local rc=$?
-  trap - EXIT INT TERM HUP
+  # A second signal (the group's and unshare's --kill-child) must not cut
+  # the cleanup short.
+  trap - EXIT
+  trap '' INT TERM HUP
   [ -n "$bg_pid" ] && kill_tree "$bg_pid"
   if [ -n "$root" ]; then
     kill_rooted "$root"
@@ -159,12 +169,20 @@ waitfor() {           # runs "$@" in the background and waits: a signal to
   return $rc
 }
 
-kill_tree() {         # kill process $1 and its descendants (children first)
-  local c
-  for c in $(sed -nE "s/^([0-9]+) \(.*\) [A-Za-z] $1 .*/\1/p" /proc/[0-9]*/stat 2>/dev/null); do
-    kill_tree "$c"
+kill_tree() {         # kill process $1, its process group and its descendants
+  # (timeout(1) in waitfor leads its own process group). One pass over
+  # /proc for the parent links, then every process found is killed at once.
+  local -A kids=()
+  local p pp all=() todo=("$1")
+  while read -r p pp; do kids[$pp]+=" $p"; done < <(
+    sed -nE 's/^([0-9]+) \(.*\) [A-Za-z] ([0-9]+) .*/\1 \2/p' /proc/[0-9]*/stat 2>/dev/null)
+  while [ ${#todo[@]} -gt 0 ]; do
+    p=${todo[0]}; todo=("${todo[@]:1}")
+    all+=("$p")
+    for pp in ${kids[$p]:-}; do todo+=("$pp"); done
   done
-  kill -KILL "$1" 2>/dev/null || true
+  kill -KILL -- "-$1" 2>/dev/null || true
+  kill -KILL "${all[@]}" 2>/dev/null || true
 }
 
 in_root() {           # in_root ROOT CMD...: a clean environment, as root
