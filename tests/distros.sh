@@ -267,9 +267,9 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   # make test's parts, each run even when an earlier one failed (make test
   # stops at the first), so that one run reports everything; clang-check
   # last, on its own.
-  local cmd='make deps && make -j"$(nproc)" WERROR=1 all && { rc=0; for t in unit preload programs observe'
+  local cmd='s=$SECONDS; make deps && make -j"$(nproc)" WERROR=1 all && echo "== part build: $((SECONDS - s)) s" && { rc=0; for t in unit preload programs observe'
   [[ $clang_suites == *" $s "* ]] && cmd+=' clang-check'
-  cmd+='; do make -j"$(nproc)" $t || rc=1; done; exit $rc; }'
+  cmd+='; do s=$SECONDS; make -j"$(nproc)" $t || rc=1; echo "== part $t: $((SECONDS - s)) s"; done; exit $rc; }'
   cmd=${GOSHIM_DISTRO_CMD:-$cmd}
   step_timeout=$timeout_run
   in_root "$root" bash -c "cd /src && $cmd" >"$log" 2>&1 || rc=$?
@@ -284,12 +284,15 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   mode=$(grep -h '^goshim mode:' "$log" | tail -n 1 | awk '{print $3}')
   local clang
   clang=$(grep -h '^clang-check: ' "$log" | tail -n 1 | sed -e 's/^clang-check: //' -e 's/Debian clang version/clang/')
+  local parts
+  parts=$(sed -n 's/^== part \([a-z-]*\): \([0-9]*\) s$/\1 \2s/p' "$log" | paste -sd, - | sed 's/,/, /g')
   local verdict=PASS
   [ $rc -eq 0 ] || verdict="FAIL (make exit $rc)"
   local line
   line=$(printf '%-8s %-12s gcc %-7s mode %-5s %4ds  unit: %s; preload: %s; programs: %s; observe: %s; %s  %s' \
     "$s" "$glibc" "$gcc" "${mode:-?}" "$dt" "$unit" "${preload:-none}" "${programs:-none}" "${observe:-none}" \
     "${clang:-no clang-check}" "$verdict")
+  [ -n "$parts" ] && line+="  (times: $parts)"
   echo "$line" | tee -a "$outdir/summary.txt"
   [ $rc -eq 0 ] || { grep -E '^(FAIL|  failed:)|\[FAIL\]|Error' "$log" | head -n 40 | sed 's/^/    | /'; }
   kill_rooted "$root"
