@@ -138,31 +138,43 @@ bool cancel_proto_init(char* why, size_t n) {
     snprintf(why, n, "glibc %s: probe calls did not return EINTR", ver);
     return false;
   }
-  bool async0 = ch[0] & kCancelTypeAsync, async1 = ch[1] & kCancelTypeAsync;
-  if (async0 && async1) {
-    proto.store(CancelProto::Async, std::memory_order_release);
+  uintptr_t lo = 0, hi = 0;
+  CancelProto p = cancel_proto_classify(pc, ch, &lo, &hi);
+  if (p == CancelProto::Bridge) {
+    bridge_lo.store(lo, std::memory_order_relaxed);
+    bridge_hi.store(hi, std::memory_order_relaxed);
+  }
+  if (p != CancelProto::Unknown) {
+    proto.store(p, std::memory_order_release);
     return true;
   }
-  if (!async0 && !async1 && pc[0] == pc[1]) {
+  snprintf(why, n,
+           "glibc %s: cancellation protocol not recognized (sigsuspend at %#lx type %d, "
+           "ppoll at %#lx type %d)",
+           ver, (unsigned long)pc[0], (ch[0] & kCancelTypeAsync) != 0, (unsigned long)pc[1],
+           (ch[1] & kCancelTypeAsync) != 0);
+  return false;
+}
+
+CancelProto cancel_proto_classify(const uintptr_t pc[2], const int ch[2], uintptr_t* lo,
+                                  uintptr_t* hi) {
+  bool async0 = ch[0] & kCancelTypeAsync, async1 = ch[1] & kCancelTypeAsync;
+  if (async0 && async1) return CancelProto::Async;
+  if (!async0 && !async1 && pc[0] == pc[1] && pc[0] > 2) {
     const unsigned char* e = (const unsigned char*)pc[0];
     auto find = real::lazy::_Unwind_Find_FDE();
     struct dwarf_eh_bases bases = {nullptr, nullptr, nullptr};
     if (e[-2] == 0x0f && e[-1] == 0x05 && e[0] == 0xc3 && find &&
         find((void*)(pc[0] - 1), (void*)&bases) && bases.func) {
-      uintptr_t lo = (uintptr_t)bases.func;
-      if (lo < pc[0] - 2 && pc[0] - lo <= 64) {
-        bridge_lo.store(lo, std::memory_order_relaxed);
-        bridge_hi.store(pc[0], std::memory_order_relaxed);
-        proto.store(CancelProto::Bridge, std::memory_order_release);
-        return true;
+      uintptr_t start = (uintptr_t)bases.func;
+      if (start < pc[0] - 2 && pc[0] - start <= 64) {
+        *lo = start;
+        *hi = pc[0];
+        return CancelProto::Bridge;
       }
     }
   }
-  snprintf(why, n,
-           "glibc %s: cancellation protocol not recognized (sigsuspend at %#lx type %d, "
-           "ppoll at %#lx type %d)",
-           ver, (unsigned long)pc[0], async0, (unsigned long)pc[1], async1);
-  return false;
+  return CancelProto::Unknown;
 }
 
 CancelProto cancel_proto() { return proto.load(std::memory_order_acquire); }

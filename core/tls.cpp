@@ -8,6 +8,8 @@
 #include <link.h>
 #include <locale.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 extern "C" struct __res_state* __res_state(void);
 #include <string.h>
 #include <sys/mman.h>
@@ -24,6 +26,7 @@ extern "C" struct __res_state* __res_state(void);
 namespace goshim::tls {
 
 Layout L;
+Probe last_probe;
 
 namespace {
 
@@ -123,29 +126,41 @@ bool db_offset(const uint32_t* d, size_t* out) {
   return true;
 }
 
-struct Probe {
-  uintptr_t stack_lo;
-  size_t stack_size;
-  uintptr_t self;
-  pid_t tid;
-  uintptr_t robust_head;
-  intptr_t futex_offset;
-  uintptr_t res;
-  uintptr_t resp_tls;
-  uintptr_t tls_g_addr;
-  size_t stackblock = 0;
-  int stackblock_hits = 0;
-  uintptr_t cleanup_jmp_buf_val = 0;
-  uintptr_t specific0 = 0;
-  uintptr_t list_next = 0;
-  int multiple_threads = 0;
-  uintptr_t tcb_self0 = 0, tcb_self = 0;  // tcbhead_t.tcb and .self
-  uintptr_t stack_guard = 0, pointer_guard = 0;
-  uintptr_t robust_prev = 0;               // the word below robust_head
-  uint32_t rseq_cpu_id = 0;                // the rseq area's cpu_id at start
-  uint32_t rseq_reglen = 0;                // the length that unregistered it
-  bool rseq_unregister_failed = false;
-};
+// cancelhandling's bits goshim reads and sets (core/signal.cpp, tcb.cpp,
+// preempt.cpp, syncwait.cpp, proc.cpp), checked by the probe.
+constexpr int kChDisabled = 1 << 0, kChAsync = 1 << 1, kChCanceling = 1 << 2,
+              kChCanceled = 1 << 3, kChExiting = 1 << 4;
+
+// Cancels the calling (probe) thread the way goshim does a goroutine: a
+// buffer of its own in cleanup_jmp_buf (core/proc.cpp g_entry), the bits
+// goshim's pthread_cancel sets (signal.cpp cancel_send), then glibc's
+// pthread_testcancel (cancel_point), which must unwind to the buffer.
+__attribute__((noinline)) void cancel_unwind_probe(Probe* pr) {
+  volatile uintptr_t self = arch::get_tp();
+  void* volatile prev = at<void*>(self, L.cleanup_jmp_buf);
+  Probe* volatile vpr = pr;
+  __pthread_unwind_buf_t ub;
+  if (_setjmp((struct __jmp_buf_tag*)ub.__cancel_jmp_buf) == 0) {
+    ub.__pad[0] = prev;  // glibc's own buffer (start_thread's)
+    ub.__pad[1] = nullptr;
+    at<void*>(self, L.cleanup_jmp_buf) = &ub;
+    __atomic_or_fetch((int*)(self + L.cancelhandling), kChCanceling | kChCanceled,
+                      __ATOMIC_RELEASE);
+    real::pthread_testcancel();
+    // glibc did not act on goshim's bits: undo them, report.
+    __atomic_and_fetch((int*)(self + L.cancelhandling), ~(kChCanceling | kChCanceled),
+                       __ATOMIC_RELEASE);
+    at<void*>(self, L.cleanup_jmp_buf) = prev;
+    vpr->cancel_returned = true;
+    return;
+  }
+  // glibc unwound to the buffer (and marked the thread EXITING). The thread
+  // only returns from here; no cancellation point may act on it again.
+  at<void*>(self, L.cleanup_jmp_buf) = prev;
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  vpr->cancel_landed = true;
+}
 
 void* probe_main(void* arg) {
   Probe* pr = (Probe*)arg;
@@ -198,6 +213,24 @@ void* probe_main(void* arg) {
       }
     }
   }
+  // cancelhandling: the bits glibc's public calls set (none of them is a
+  // cancellation point, and no cancellation is pending).
+  volatile int* ch = (volatile int*)(self + L.cancelhandling);
+  int old;
+  pr->ch_start = *ch;
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+  pr->ch_async = *ch;
+  pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old);
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  pr->ch_disabled = *ch;
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+  pr->ch_enabled = *ch;
+  // Only with the bits and cleanup_jmp_buf as expected (else this could
+  // act for real or write to the wrong field).
+  if (pr->ch_start == 0 && pr->ch_async == kChAsync && pr->ch_disabled == kChDisabled &&
+      pr->ch_enabled == 0 && pr->cleanup_jmp_buf_val >= pr->stack_lo &&
+      pr->cleanup_jmp_buf_val < pr->stack_lo + pr->stack_size)
+    cancel_unwind_probe(pr);
   return nullptr;
 }
 
@@ -215,6 +248,13 @@ bool init(const char** why) {
     for (ver++; *ver >= '0' && *ver <= '9'; ver++) minor = minor * 10 + (*ver - '0');
   if (major < 2 || (major == 2 && minor < 34)) {
     *why = "glibc older than 2.34 (libpthread is a separate library) is not supported for M:N";
+    return false;
+  }
+  // SIGCANCEL (32) and SIGSETXID (33) are hard-coded (core/signal.cpp,
+  // setxid.cpp, cancelproto.cpp): glibc reserves exactly those two below
+  // its SIGRTMIN.
+  if (__libc_current_sigrtmin() != 34) {
+    *why = "glibc does not reserve exactly signals 32 and 33 (SIGRTMIN is not 34)";
     return false;
   }
   dl_allocate_tls = real::lazy::_dl_allocate_tls();
@@ -295,91 +335,12 @@ bool init(const char** why) {
     return false;
   }
   real::pthread_join(th, nullptr);
+  // The joined thread's TCB is still in the stack goshim supplied.
+  if (pr.self > pr.stack_lo && pr.self + L.sizeof_pthread <= pr.stack_lo + probe_size)
+    pr.ch_joined = at<int>(pr.self, L.cancelhandling);
   sys::munmap(stk, probe_size);
-
-  // Checks: every offset agrees with what the probe saw.
-  if (pr.self == 0 || pr.stackblock_hits != 1) {
-    *why = "cannot locate stackblock in struct pthread";
-    return false;
-  }
-  L.stackblock = pr.stackblock;
-  L.stackblock_size = pr.stackblock + 8;
-  if (pr.robust_head <= pr.self || pr.robust_head >= pr.self + L.sizeof_pthread) {
-    *why = "cannot locate robust_head in struct pthread";
-    return false;
-  }
-  L.robust_head = pr.robust_head - pr.self;
-  L.robust_prev = L.robust_head - 8;
-  robust_futex_offset = pr.futex_offset;
-  if (pr.res <= pr.self || pr.res >= pr.self + L.sizeof_pthread) {
-    *why = "cannot locate the resolver state in struct pthread";
-    return false;
-  }
-  L.res = pr.res - pr.self;
-  if (!pr.resp_tls) {
-    *why = "glibc's __resp TLS symbol is missing";
-    return false;
-  }
-  L.resp = (intptr_t)(pr.resp_tls - pr.self);
-  L.tls_g = (intptr_t)(pr.tls_g_addr - pr.self);
-  if (pr.specific0 <= pr.self || pr.specific0 >= pr.self + L.sizeof_pthread) {
-    *why = "cannot locate specific_1stblock in struct pthread";
-    return false;
-  }
-  L.specific_1stblock = pr.specific0 - pr.self;
-  if (pr.cleanup_jmp_buf_val < pr.stack_lo || pr.cleanup_jmp_buf_val >= pr.stack_lo + probe_size) {
-    *why = "cleanup_jmp_buf is not where TLS.md says";
-    return false;
-  }
-  if (pr.list_next == 0 || pr.multiple_threads != 1) {
-    *why = "struct pthread list/multiple_threads check failed";
-    return false;
-  }
-  // tcbhead_t (fixed offsets): the two self pointers, and the guards that
-  // glibc copies from the initial thread into every thread.
-  if (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
-      at<uintptr_t>(t0, kTcbSelf) != t0) {
-    *why = "tcbhead_t's self pointers are not at 0x0 and 0x10";
-    return false;
-  }
-  if (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
-      pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard)) {
-    *why = "tcbhead_t's stack and pointer guards are not at 0x28 and 0x30";
-    return false;
-  }
-  // robust_prev sits just below robust_head and points at it in a thread
-  // that holds no robust mutex.
-  if (pr.robust_prev != pr.robust_head) {
-    *why = "robust_prev is not just below robust_head in struct pthread";
-    return false;
-  }
-  if (pr.rseq_unregister_failed) {
-    *why = "cannot find the length glibc registered its rseq area with";
-    return false;
-  }
-  L.rseq_reglen = pr.rseq_reglen;  // 0: glibc registered no rseq area
-  // tid: the descriptor offset must hold the kernel tid in a live thread;
-  // check it on the current (initial) thread.
-  if (at<pid_t>(t0, L.tid) != (pid_t)sys::gettid()) {
-    *why = "the tid descriptor does not match the kernel tid";
-    return false;
-  }
-  // The stack pair, tid and other fields must not overlap each other.
-  if (L.stackblock <= L.tid && L.tid < L.stackblock + 16) {
-    *why = "struct pthread layout check failed";
-    return false;
-  }
-  if (L.resp >= 0 || -L.resp > (intptr_t)L.below_tp || L.tls_g >= 0 ||
-      -L.tls_g > (intptr_t)L.below_tp) {
-    *why = "TLS variables are not in static TLS";
-    return false;
-  }
-  if (L.rseq_size && (L.rseq < -(intptr_t)L.below_tp ||
-                      L.rseq + (intptr_t)(L.rseq_reglen > 32 ? L.rseq_reglen : 32) >
-                          (intptr_t)L.sizeof_pthread)) {
-    *why = "the rseq area is not in the thread's TLS block";
-    return false;
-  }
+  last_probe = pr;
+  if ((*why = check_probe(pr))) return false;
 
   // Every module loaded now is in the static TLS image of every block.
   dl_iterate_phdr(
@@ -393,6 +354,92 @@ bool init(const char** why) {
       nullptr);
   return true;
 }
+
+const char* check_probe(const Probe& pr) {
+  const size_t probe_size = pr.stack_size;
+
+  // Checks: every offset agrees with what the probe saw.
+  if (pr.self == 0 || pr.stackblock_hits != 1) {
+    return "cannot locate stackblock in struct pthread";
+  }
+  L.stackblock = pr.stackblock;
+  L.stackblock_size = pr.stackblock + 8;
+  if (pr.robust_head <= pr.self || pr.robust_head >= pr.self + L.sizeof_pthread) {
+    return "cannot locate robust_head in struct pthread";
+  }
+  L.robust_head = pr.robust_head - pr.self;
+  L.robust_prev = L.robust_head - 8;
+  robust_futex_offset = pr.futex_offset;
+  if (pr.res <= pr.self || pr.res >= pr.self + L.sizeof_pthread) {
+    return "cannot locate the resolver state in struct pthread";
+  }
+  L.res = pr.res - pr.self;
+  if (!pr.resp_tls) {
+    return "glibc's __resp TLS symbol is missing";
+  }
+  L.resp = (intptr_t)(pr.resp_tls - pr.self);
+  L.tls_g = (intptr_t)(pr.tls_g_addr - pr.self);
+  if (pr.specific0 <= pr.self || pr.specific0 >= pr.self + L.sizeof_pthread) {
+    return "cannot locate specific_1stblock in struct pthread";
+  }
+  L.specific_1stblock = pr.specific0 - pr.self;
+  if (pr.cleanup_jmp_buf_val < pr.stack_lo || pr.cleanup_jmp_buf_val >= pr.stack_lo + probe_size) {
+    return "cleanup_jmp_buf is not where TLS.md says";
+  }
+  if (pr.list_next == 0 || pr.multiple_threads != 1) {
+    return "struct pthread list/multiple_threads check failed";
+  }
+  // tcbhead_t (fixed offsets): the two self pointers, and the guards that
+  // glibc copies from the initial thread into every thread.
+  if (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
+      at<uintptr_t>(t0, kTcbSelf) != t0) {
+    return "tcbhead_t's self pointers are not at 0x0 and 0x10";
+  }
+  if (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
+      pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard)) {
+    return "tcbhead_t's stack and pointer guards are not at 0x28 and 0x30";
+  }
+  // robust_prev sits just below robust_head and points at it in a thread
+  // that holds no robust mutex.
+  if (pr.robust_prev != pr.robust_head) {
+    return "robust_prev is not just below robust_head in struct pthread";
+  }
+  if (pr.rseq_unregister_failed) {
+    return "cannot find the length glibc registered its rseq area with";
+  }
+  L.rseq_reglen = pr.rseq_reglen;  // 0: glibc registered no rseq area
+  // tid: the descriptor offset must hold the kernel tid in a live thread;
+  // check it on the current (initial) thread.
+  if (at<pid_t>(t0, L.tid) != (pid_t)sys::gettid()) {
+    return "the tid descriptor does not match the kernel tid";
+  }
+  // The stack pair, tid and other fields must not overlap each other.
+  if (L.stackblock <= L.tid && L.tid < L.stackblock + 16) {
+    return "struct pthread layout check failed";
+  }
+  if (L.resp >= 0 || -L.resp > (intptr_t)L.below_tp || L.tls_g >= 0 ||
+      -L.tls_g > (intptr_t)L.below_tp) {
+    return "TLS variables are not in static TLS";
+  }
+  if (L.rseq_size && (L.rseq < -(intptr_t)L.below_tp ||
+                      L.rseq + (intptr_t)(L.rseq_reglen > 32 ? L.rseq_reglen : 32) >
+                          (intptr_t)L.sizeof_pthread)) {
+    return "the rseq area is not in the thread's TLS block";
+  }
+
+  // cancelhandling's bits (their values are glibc-private): each public
+  // call set exactly its bit, the thread ended EXITING, and glibc acted on
+  // the bits goshim sets by unwinding to goshim's buffer.
+  if (pr.ch_start != 0 || pr.ch_async != kChAsync || pr.ch_disabled != kChDisabled ||
+      pr.ch_enabled != 0)
+    return "cancelhandling's state and type bits are not where goshim expects them";
+  if (pr.ch_joined < 0 || !(pr.ch_joined & kChExiting))
+    return "cancelhandling's EXITING bit is not where goshim expects it";
+  if (!pr.cancel_landed || pr.cancel_returned)
+    return "glibc's cancellation did not unwind to goshim's cleanup buffer";
+  return nullptr;
+}
+
 
 // Brings a recycled block back to a new thread's state without glibc: the
 // static TLS images are copied again and the TCB cleared (keeping its DTV,
