@@ -4,6 +4,7 @@
 #   make test     unit tests (Criterion), preload integration tests, real programs
 #                 (make programs), observability tests
 #   make bench    native vs goshim benchmarks, ratios printed
+#   make bench-db MariaDB + sysbench oltp_read_write, native vs goshim (bench/db.sh)
 #   make demo     the thread-per-connection demo (see README.md)
 #   make debug    build/debug/libgoshim.so: GOSHIM_DCHECK, lock-order and
 #                 contract checks live; make test-debug runs the unit and
@@ -54,17 +55,29 @@ CORE_OBJ := $(filter $(BUILD)/obj/core/% $(BUILD)/obj/syscalls/% $(BUILD)/obj/ar
 LIB      := $(BUILD)/libgoshim.so
 LAUNCHER := $(BUILD)/goshim
 
-.PHONY: all deps test unit preload programs observe bench demo install clean test-distros clang-check deps-list
+.PHONY: all deps deps-bench test unit preload programs observe bench bench-db demo install clean test-distros clang-check deps-list
 all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
             procps time man-db util-linux stress-ng \
             git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev
+# Packages only the benchmarks need (make deps-bench; make bench-db).
+BENCH_DEB_PKGS := sysbench
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	command -v rustc >/dev/null 2>&1 || missing="$$missing rustc"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+deps-bench: deps
+	@missing=""; for p in $(BENCH_DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -262,6 +275,10 @@ $(BUILD)/bench/%: bench/%.c
 
 bench: deps all $(BENCH_BIN)
 	@bench/run.sh $(BUILD)
+
+# MariaDB + sysbench oltp_read_write, native vs goshim (issue 16).
+bench-db: deps-bench all
+	@bench/db.sh $(BUILD)
 
 # ---- the demo: make demo ------------------------------------------------------------
 DEMO_BIN := $(patsubst bench/demo/%.c,$(BUILD)/demo/%,$(wildcard bench/demo/*.c))
