@@ -12,7 +12,7 @@
 # the native and the goshim server run one after the other (alternating,
 # DB_ROUNDS times). Every server it started is shut down on exit, also
 # when interrupted. Environment: DB_CONNS ("16 256 1000 3000"),
-# DB_SECONDS (20 per point, after DB_WARMUP=3 s), DB_ROUNDS (1).
+# DB_SECONDS (20 per point), DB_ROUNDS (1).
 #
 # Per point: transactions/s, p95 and p99 latency (from sysbench's
 # histogram), errors (sysbench's ignored errors + reconnects), the
@@ -27,7 +27,6 @@ data=$dir/data
 sock=$dir/sock
 CONNS=${DB_CONNS:-16 256 1000 3000}
 SECS=${DB_SECONDS:-20}
-WARM=${DB_WARMUP:-3}
 ROUNDS=${DB_ROUNDS:-1}
 TABLES=4 ROWS=100000
 
@@ -115,12 +114,13 @@ sample() {
 
 # point MODE CONNS ROUND: one measurement; appends a line to $dir/results.
 point() {
-  local mode=$1 c=$2 r=$3 out=$dir/sb-$mode-$c-$r.txt
+  local mode=$1 c=$2 r=$3
+  local out=$dir/sb-$mode-$c-$r.txt
   start_server "$mode"
   echo 0 >"$dir/threads"
   sample "$server_pid" "$dir/threads" &
   sampler_pid=$!
-  "${SB[@]}" --threads="$c" --time="$SECS" --warmup-time="$WARM" --report-interval=0 \
+  "${SB[@]}" --threads="$c" --time="$SECS" --report-interval=0 \
     --histogram=on --percentile=95 --rand-type=uniform run >"$out" 2>&1 &
   sb_pid=$!
   wait "$sb_pid"
@@ -151,7 +151,7 @@ point() {
 }
 
 : >"$dir/results"
-echo "mariadbd $(mariadbd --version | awk '{print $3}'), sysbench $(sysbench --version | awk '{print $2}'), $(nproc) CPUs; $SECS s per point after $WARM s warm-up"
+echo "mariadbd $(mariadbd --version | awk '{print $3}'), sysbench $(sysbench --version | awk '{print $2}'), $(nproc) CPUs; $SECS s per point"
 for c in $CONNS; do
   for r in $(seq "$ROUNDS"); do
     point native "$c" "$r"
