@@ -43,7 +43,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 OPTS=(--no-defaults --user=root --skip-networking --skip-name-resolve
       --thread-handling=one-thread-per-connection --max-connections=5000
       --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2
-      --open-files-limit=20000 --table-open-cache=400)
+      --max-prepared-stmt-count=1048576 --open-files-limit=20000 --table-open-cache=400)
 
 server_pid=""
 stop_server() {
