@@ -12,7 +12,7 @@
 # the native and the goshim server run one after the other (alternating,
 # DB_ROUNDS times). Every server it started is shut down on exit, also
 # when interrupted. Environment: DB_CONNS ("16 256 1000 3000"),
-# DB_SECONDS (20 per point), DB_ROUNDS (1).
+# DB_SECONDS (20 per point), DB_ROUNDS (1), DB_LIB (the library).
 #
 # Per point: transactions/s, p95 and p99 latency (from sysbench's
 # histogram), errors (sysbench's ignored errors + reconnects), the
@@ -21,7 +21,7 @@
 set -u
 build=${1:?usage: bench/db.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
-lib=$build/libgoshim.so
+lib=${DB_LIB:-$build/libgoshim.so}  # DB_LIB: another build of the library (an A/B run)
 dir=$build/bench-db
 data=$dir/data
 sock=$dir/sock
@@ -40,10 +40,13 @@ unset LD_PRELOAD
 for v in $(compgen -e); do case $v in GOSHIM_*) unset "$v" ;; esac; done
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
+# Beyond the options: sysbench opens all its connections at once
+# (3,000 connect() calls: the listen backlog must hold them) and prepares
+# ~18 statements on each.
 OPTS=(--no-defaults --user=root --skip-networking --skip-name-resolve
       --thread-handling=one-thread-per-connection --max-connections=5000
       --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2
-      --max-prepared-stmt-count=1048576 --open-files-limit=20000 --table-open-cache=400)
+      --back-log=4096 --max-prepared-stmt-count=1048576 --open-files-limit=20000 --table-open-cache=400)
 
 server_pid=""
 stop_server() {
