@@ -5,6 +5,7 @@
 #                 (make programs), observability tests
 #   make bench    native vs goshim vs Go benchmarks, ratios printed
 #                 (make bench-results copies the table into bench/RESULTS.md)
+#   make bench-db MariaDB + sysbench oltp_read_write, native vs goshim (bench/db.sh)
 #   make demo     the thread-per-connection demo (see README.md)
 #   make debug    build/debug/libgoshim.so: GOSHIM_DCHECK, lock-order and
 #                 contract checks live; make test-debug runs the unit and
@@ -55,13 +56,15 @@ CORE_OBJ := $(filter $(BUILD)/obj/core/% $(BUILD)/obj/syscalls/% $(BUILD)/obj/ar
 LIB      := $(BUILD)/libgoshim.so
 LAUNCHER := $(BUILD)/goshim
 
-.PHONY: all deps deps-bench bench-results test unit preload programs observe bench demo install clean test-distros clang-check deps-list
+.PHONY: all deps deps-bench bench-results test unit preload programs observe bench bench-db demo install clean test-distros clang-check deps-list
 all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
             procps time man-db util-linux stress-ng \
             git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev
+# Packages only the benchmarks need (make deps-bench; make bench-db).
+BENCH_DEB_PKGS := sysbench golang-go
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -71,6 +74,16 @@ deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+deps-bench: deps
+	@missing=""; for p in $(BENCH_DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
 	fi
 
 # The packages `make deps` makes sure of (tests/distros.sh keeps its cached
@@ -266,18 +279,6 @@ $(BUILD)/bench/%: bench/%.c
 # deps-bench for the benchmarks only).
 BENCH_GO_SRC   := $(wildcard bench/go/go.mod bench/go/*/*.go bench/go/*/*/*.go)
 BENCH_GO_STAMP := $(BUILD)/bench/go/.stamp
-DEB_PKGS_BENCH := golang-go
-
-deps-bench:
-	@missing=""; for p in $(DEB_PKGS_BENCH); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
-	fi
-
 $(BENCH_GO_STAMP): $(BENCH_GO_SRC) | deps-bench
 	@mkdir -p $(dir $@)
 	cd bench/go && env GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPATH=$(CURDIR)/$(BUILD)/gopath \
@@ -292,6 +293,10 @@ bench: deps deps-bench all $(BENCH_BIN) $(BENCH_GO_STAMP)
 
 bench-results:
 	@bench/update_results.sh $(BUILD)/bench/results.md bench/RESULTS.md
+
+# MariaDB + sysbench oltp_read_write, native vs goshim (issue 16).
+bench-db: deps-bench all
+	@bench/db.sh $(BUILD)
 
 # ---- the demo: make demo ------------------------------------------------------------
 DEMO_BIN := $(patsubst bench/demo/%.c,$(BUILD)/demo/%,$(wildcard bench/demo/*.c))

@@ -324,6 +324,9 @@ struct P {
   std::atomic<G*> runq[kRunqSize];
   // The G to run next, inheriting the current time slice.
   std::atomic<G*> runnext{nullptr};
+  // Gs run in a row from runnext, inheriting the time slice (owner only;
+  // runq_pick, park's direct hand-off).
+  uint32_t runnext_streak = 0;
 
   // Free Gs with their TLS blocks (owner P only).
   G* gfree = nullptr;

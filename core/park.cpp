@@ -78,7 +78,12 @@ const char* wait_reason_name(WaitReason r) {
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   // A pending real-time request (core/rtlock.hpp) is served at its next call.
   gp->preempt.store(gp->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  if (!inherit_time) mp->p->schedtick++;
+  if (!inherit_time) {
+    mp->p->schedtick++;
+    mp->p->runnext_streak = 0;
+  } else {
+    mp->p->runnext_streak++;
+  }
   trace_ev(TraceEv::GStart, gp);
   signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
@@ -164,6 +169,7 @@ static void park_switch_post(void* arg) {
   next->status.store(GStatus::Running, std::memory_order_relaxed);
   next->preempt.store(next->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
+  mp->p->runnext_streak++;
   trace_ev(TraceEv::GStart, next);
   signal_apply(mp, next);  // as execute() does
 }
@@ -176,6 +182,10 @@ static G* direct_next(M* mp, int64_t coarse_now) {
   G* next = pp->runnext.load(std::memory_order_relaxed);
   if (!next) return nullptr;
   if (sched.runqsize.load(std::memory_order_relaxed) != 0) return nullptr;
+  // schedule() would run a queued G first (runq_pick).
+  if (pp->runnext_streak >= kRunnextStreak &&
+      pp->runqhead.load(std::memory_order_relaxed) != pp->runqtail.load(std::memory_order_relaxed))
+    return nullptr;
   int64_t when = timers_wake_time(&pp->timers);
   if (when != 0 && when <= coarse_now + kDirectTimerSlack) return nullptr;
   if (!pp->runnext.compare_exchange_strong(next, nullptr, std::memory_order_acquire))

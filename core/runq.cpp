@@ -67,6 +67,19 @@ void runqput(P* pp, G* gp, bool next) {
   }
 }
 
+// The head of pp's ring (not runnext), or nullptr. Owner P only.
+G* runq_ring_get(P* pp) {
+  for (;;) {
+    uint32_t head = pp->runqhead.load(std::memory_order_acquire);  // pairs with other consumers
+    uint32_t tail = pp->runqtail.load(std::memory_order_relaxed);
+    if (tail == head) return nullptr;
+    G* gp = pp->runq[head % kRunqSize].load(std::memory_order_relaxed);
+    if (pp->runqhead.compare_exchange_weak(head, head + 1, std::memory_order_release,
+                                           std::memory_order_relaxed))
+      return gp;
+  }
+}
+
 G* runqget(P* pp, bool* inherit_time) {
   G* next = pp->runnext.load(std::memory_order_relaxed);
   // If there is a runnext, it is the next G to run. Only the owner sets
@@ -163,6 +176,21 @@ G* runq_pick(P* pp, bool* inherit_time) {
     G* gp = globrunqget(pp, 1);
     sched.lock.unlock();
     if (gp) return gp;
+  }
+  // A chain of runnext hand-offs (each G wakes one waiter, then waits:
+  // a ping-pong, or a herd of lock waiters waking each other) inherits
+  // one time slice and would keep the queued Gs from running for all of
+  // it; among them may be the one the chain waits for (the holder of an
+  // InnoDB latch). After kRunnextStreak such hand-offs, queued Gs go
+  // first; runnext keeps its place for the next pick.
+  if (pp->runnext_streak >= kRunnextStreak && pp->runnext.load(std::memory_order_relaxed)) {
+    if (G* gp = runq_ring_get(pp)) return gp;
+    if (sched.runqsize.load(std::memory_order_relaxed) > 0) {
+      sched.lock.lock();
+      G* gp = globrunqget(pp, 1);
+      sched.lock.unlock();
+      if (gp) return gp;
+    }
   }
   if (G* gp = runqget(pp, inherit_time)) return gp;
   if (sched.runqsize.load(std::memory_order_relaxed) > 0) {

@@ -82,6 +82,11 @@ void globrunqputbatch(GQueue& q);
 // Owner P only.
 void runqput(P* pp, G* gp, bool next);
 G* runqget(P* pp, bool* inherit_time);
+// The head of pp's ring, never runnext. Owner P only.
+G* runq_ring_get(P* pp);
+// Hand-offs through runnext in a row after which queued Gs run first
+// (runq_pick, park's direct hand-off).
+inline constexpr uint32_t kRunnextStreak = 2;
 // Any P. Steals half of p2's queue into pp's; returns one G to run or null.
 G* runqsteal(P* pp, P* p2, bool steal_runnext);
 bool runqempty(P* pp);
