@@ -324,9 +324,11 @@ struct P {
   std::atomic<G*> runq[kRunqSize];
   // The G to run next, inheriting the current time slice.
   std::atomic<G*> runnext{nullptr};
-  // Gs run in a row from runnext, inheriting the time slice (owner only;
-  // runq_pick, park's direct hand-off).
-  uint32_t runnext_streak = 0;
+  // Gs run in a row from runnext, inheriting the time slice, since a G
+  // ran a slice of its own; and sys::nanotime() when the first of them
+  // started (owner only; execute, park's direct hand-off, runq_chain_over).
+  uint32_t chain_len = 0;
+  int64_t chain_start = 0;
 
   // Free Gs with their TLS blocks (owner P only).
   G* gfree = nullptr;

@@ -22,6 +22,13 @@ bool runqempty(P* pp) {
   }
 }
 
+bool runq_chain_over(P* pp) {
+  // Measured from the chain's first hand-off, not from the slice's start:
+  // after a G that computed for its whole slice, the chain still gets its
+  // kRunnextChainNs (from the slice's start it would get one hand-off).
+  return pp->chain_len > 0 && sys::nanotime() - pp->chain_start >= kRunnextChainNs;
+}
+
 uint32_t runqlen(P* pp) {
   uint32_t head = pp->runqhead.load(std::memory_order_acquire);
   uint32_t tail = pp->runqtail.load(std::memory_order_acquire);
@@ -180,10 +187,15 @@ G* runq_pick(P* pp, bool* inherit_time) {
   // A chain of runnext hand-offs (each G wakes one waiter, then waits:
   // a ping-pong, or a herd of lock waiters waking each other) inherits
   // one time slice and would keep the queued Gs from running for all of
-  // it; among them may be the one the chain waits for (the holder of an
-  // InnoDB latch). After kRunnextStreak such hand-offs, queued Gs go
-  // first; runnext keeps its place for the next pick.
-  if (pp->runnext_streak >= kRunnextStreak && pp->runnext.load(std::memory_order_relaxed)) {
+  // it (10 ms); among them may be the one the chain waits for (the
+  // holder of an InnoDB latch). After kRunnextChainNs of the slice,
+  // queued Gs go first; runnext keeps its place for the next pick. (A
+  // bound by count instead starves a chain doing real work behind a G
+  // that computes: two hand-offs per 10 ms slice of the latter.)
+  if (pp->runnext.load(std::memory_order_relaxed) &&
+      (pp->runqhead.load(std::memory_order_relaxed) != pp->runqtail.load(std::memory_order_relaxed) ||
+       sched.runqsize.load(std::memory_order_relaxed) > 0) &&
+      runq_chain_over(pp)) {
     if (G* gp = runq_ring_get(pp)) return gp;
     if (sched.runqsize.load(std::memory_order_relaxed) > 0) {
       sched.lock.lock();

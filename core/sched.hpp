@@ -84,9 +84,12 @@ void runqput(P* pp, G* gp, bool next);
 G* runqget(P* pp, bool* inherit_time);
 // The head of pp's ring, never runnext. Owner P only.
 G* runq_ring_get(P* pp);
-// Hand-offs through runnext in a row after which queued Gs run first
-// (runq_pick, park's direct hand-off).
-inline constexpr uint32_t kRunnextStreak = 2;
+// How long a chain of runnext hand-offs (each inheriting the time slice)
+// runs before queued Gs go first (runq_pick, park's direct hand-off).
+inline constexpr int64_t kRunnextChainNs = 1000 * 1000;
+// A chain of runnext hand-offs has held the P for kRunnextChainNs.
+// Owner P only.
+bool runq_chain_over(P* pp);
 // Any P. Steals half of p2's queue into pp's; returns one G to run or null.
 G* runqsteal(P* pp, P* p2, bool steal_runnext);
 bool runqempty(P* pp);
