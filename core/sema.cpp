@@ -237,8 +237,20 @@ void sema_timeout(void* arg, uint64_t seq) {
 // started is seen when the slice ends.
 constexpr int64_t kCancelSliceNs = 500 * 1000 * 1000;
 
-int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
-                 const void** endaddr, bool cancellable) {
+// Per kernel thread (static TLS: at the same offset from every thread
+// pointer, so pthread_cancel finds the target's).
+struct ForeignWaitState {
+  int on;  // atomic
+  pid_t ktid;
+};
+__thread ForeignWaitState fwait __attribute__((tls_model("initial-exec")));
+
+// In asynchronous cancellation mode, a kernel thread that waits here
+// sleeps this long at a time (its SIGCANCEL is blocked meanwhile, below).
+constexpr int64_t kAsyncSliceNs = 2 * 1000 * 1000;
+
+int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
+                        const void** endaddr, bool cancellable, bool async) {
   Bucket* b = bucket_of(addr);
   SemaWaiter w;
   w.addr = addr;
@@ -261,6 +273,7 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
     struct timespec ts, *tsp = nullptr;
     int why = 0;  // set when the wait must end without a wake
     if (cancellable && tcb::self_cancel_pending()) why = EINTR;  // the caller acts on it
+    if (async && tcb::self_cancel_requested()) why = EINTR;  // SIGCANCEL acts once unblocked
     if (!why && deadline) {
       int64_t left = deadline - sys::nanotime();
       if (left <= 0) {
@@ -282,8 +295,19 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
     // handler ends it: EINTR, which POSIX allows for its callers; in 1:1
     // mode, where every thread waits here, an untimed one goes on when
     // every program handler has SA_RESTART, as glibc's would.)
+    bool sliced = false;
+    if (!why && async && (!tsp || ts.tv_sec > 0 || ts.tv_nsec > kAsyncSliceNs)) {
+      ts.tv_sec = 0;
+      ts.tv_nsec = kAsyncSliceNs;
+      tsp = &ts;
+      sliced = true;
+    }
+    // (A slice the caller did not ask for ends in EINTR when any handler
+    // ran; an untimed non-cancellable wait goes on, as it does natively
+    // for the mutexes and the like that use one.)
     if (!why && sys::futex_wait(&w.kwake, 0, tsp) == -EINTR &&
-        !(cancellable && !deadline && !mn_active() && signal_handlers_all_restart()))
+        !(cancellable && !deadline && !mn_active() && signal_handlers_all_restart()) &&
+        !(sliced && !cancellable && !deadline))
       why = EINTR;
     if (!why) continue;
     const void* a = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
@@ -303,7 +327,46 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
   }
 }
 
+// A kernel thread in asynchronous cancellation mode (glibc's SIGCANCEL
+// handler unwinds it wherever the signal lands, e.g. in pthread_mutex_lock
+// of a 1:1 process) must not be unwound while it holds a bucket lock or is
+// queued (its waiter lives on its stack): SIGCANCEL stays blocked from
+// before the bucket is locked to after the waiter left the queue, the wait
+// sleeps in short slices and ends when a cancellation was requested, and
+// unblocking then lets the handler act, as natively, on the caller's side.
+int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
+                 const void** endaddr, bool cancellable) {
+  if (!tcb::self_async_cancel()) {
+    if (!cancellable) return wait_foreign_locked(addr, val, deadline, bitset, endaddr, false, false);
+    ForeignCancelWait mark;
+    return wait_foreign_locked(addr, val, deadline, bitset, endaddr, true, false);
+  }
+  uint64_t block = 1ull << (32 - 1), old = 0;  // glibc's SIGCANCEL
+  sys::rt_sigprocmask(SIG_BLOCK, &block, &old, 8);
+  int r = wait_foreign_locked(addr, val, deadline, bitset, endaddr, cancellable, true);
+  if (!(old & block)) sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
+  return r;
+}
+
 }  // namespace
+
+ForeignCancelWait::ForeignCancelWait() {
+  if (!fwait.ktid) fwait.ktid = (pid_t)sys::gettid();
+  // [S] on before [L] cancelhandling in the wait's check; pthread_cancel
+  // stores the canceled bit (a locked cmpxchg) before [L] on.
+  __atomic_store_n(&fwait.on, 1, __ATOMIC_SEQ_CST);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+ForeignCancelWait::~ForeignCancelWait() { __atomic_store_n(&fwait.on, 0, __ATOMIC_RELEASE); }
+
+void foreign_cancel_kick(unsigned long t) {
+  auto* st = (ForeignWaitState*)(t + ((uintptr_t)&fwait - arch::get_tp()));
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!__atomic_load_n(&st->on, __ATOMIC_ACQUIRE)) return;
+  pid_t tid = st->ktid;
+  if (tid > 0) sys::tgkill(sys::getpid(), tid, 32);  // glibc's SIGCANCEL
+}
 
 void sema_init() { register_wait_interrupter(WaitKind::Sema, sema_interrupt); }
 

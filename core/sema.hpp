@@ -76,6 +76,18 @@ int sema_requeue(const void* from, const void* to, int nwake, int nrequeue, bool
 // Returns true if gp was woken.
 bool sema_interrupt(G* gp);
 
+// A kernel thread that is not a goroutine (every thread in 1:1 mode) in a
+// cancellable wait: marked for the duration (ForeignCancelWait), so that
+// pthread_cancel can end the wait at once (foreign_cancel_kick: SIGCANCEL,
+// which ends the timed futex wait with EINTR; glibc's handler does nothing
+// else in deferred mode) instead of at the end of its time slice.
+struct ForeignCancelWait {
+  ForeignCancelWait();
+  ~ForeignCancelWait();
+};
+// After glibc marked thread t (a pthread_t, its thread pointer) canceled.
+void foreign_cancel_kick(unsigned long t);
+
 // Number of waiters queued on addr (diagnostics and tests).
 int sema_nwaiters(const void* addr);
 

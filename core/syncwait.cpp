@@ -14,6 +14,7 @@
 #include "core/sema.hpp"
 #include "core/sharedwatch.hpp"
 #include "core/signal.hpp"
+#include "core/tcb.hpp"
 #include "core/tls.hpp"
 #include "syscalls/blocking.hpp"
 #include "syscalls/sys.hpp"
@@ -44,6 +45,48 @@ int kernel_wait(const void* addr, uint32_t val, const SyncDeadline& dl, uint32_t
               : sys::futex(addr, op, val, dl.abs, nullptr, bitset);
   if (r == 0) return 0;
   return (int)-r;  // EAGAIN, ETIMEDOUT, EINTR
+}
+
+// A kernel thread's cancellable wait on a process-shared word (every
+// thread in 1:1 mode): the kernel futex in time slices, ended by a pending
+// cancellation; pthread_cancel's SIGCANCEL (foreign_cancel_kick) ends a
+// slice at once. A signal handler ends the wait as it would end a plain
+// futex wait (timed, or without SA_RESTART); otherwise it goes on.
+constexpr int64_t kCancelSliceNs = 500 * 1000 * 1000;
+
+int kernel_wait_cancellable(const void* addr, uint32_t val, const SyncDeadline& dl,
+                            uint32_t bitset) {
+  ForeignCancelWait mark;
+  for (;;) {
+    if (tcb::self_cancel_pending()) return EINTR;  // the caller acts on it
+    struct timespec ts;
+    bool slice = true;
+    int op = FUTEX_WAIT_BITSET;
+    if (dl.abs) {
+      int64_t now = dl.clk == CLOCK_REALTIME ? sys::walltime() : sys::nanotime();
+      int64_t end = (int64_t)dl.abs->tv_sec * 1000000000 + dl.abs->tv_nsec;
+      if (end - now <= kCancelSliceNs) slice = false;
+      else end = now + kCancelSliceNs;
+      ts.tv_sec = end / 1000000000;
+      ts.tv_nsec = end % 1000000000;
+      if (dl.clk == CLOCK_REALTIME) op |= FUTEX_CLOCK_REALTIME;
+    } else {
+      int64_t end = sys::nanotime() + kCancelSliceNs;
+      ts.tv_sec = end / 1000000000;
+      ts.tv_nsec = end % 1000000000;
+    }
+    long r = sys::futex(addr, op, val, &ts, nullptr, bitset);
+    if (r == 0) return 0;
+    if (r == -ETIMEDOUT) {
+      if (!slice) return ETIMEDOUT;
+      continue;
+    }
+    if (r == -EINTR) {
+      if (tcb::self_cancel_pending()) return EINTR;
+      if (!dl.abs && signal_handlers_all_restart()) continue;
+    }
+    return (int)-r;  // EAGAIN, EINTR
+  }
 }
 
 // A goroutine's wait that a signal interrupted: with asynchronous
@@ -125,6 +168,7 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
     if (r == EINTR) act_on_async_cancel(gp);
     return r;
   }
+  if (cancellable) return kernel_wait_cancellable(addr, val, dl, bitset);
   return kernel_wait(addr, val, dl, bitset);
 }
 

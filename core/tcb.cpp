@@ -102,6 +102,23 @@ bool self_cancel_pending() {
   return (ch & (1 | 8 | 16 | 32)) == 8;
 }
 
+bool self_async_cancel() {
+  size_t off = cancel_off.load(std::memory_order_relaxed);
+  if (!off) return false;
+  int ch = __atomic_load_n((const int*)(self() + off), __ATOMIC_ACQUIRE);
+  // CANCELSTATE (1) clear, CANCELTYPE (2) set, EXITING (16), TERMINATED (32) clear.
+  return (ch & (1 | 2 | 16 | 32)) == 2;
+}
+
+bool self_cancel_requested() {
+  size_t off = cancel_off.load(std::memory_order_relaxed);
+  if (!off) return false;
+  int ch = __atomic_load_n((const int*)(self() + off), __ATOMIC_ACQUIRE);
+  // CANCELING (4) or CANCELED (8): glibc before 2.34 sets only CANCELING
+  // before it sends SIGCANCEL to an asynchronous target.
+  return (ch & (4 | 8)) && !(ch & (16 | 32));
+}
+
 RobustHead* self_robust() {
   size_t off = robust_off.load(std::memory_order_relaxed);
   if (off) return (RobustHead*)(self() + off);

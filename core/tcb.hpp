@@ -75,6 +75,14 @@ void reset_shared_offset();
 // pthread_testcancel would act on it. Any thread; false if unknown.
 bool self_cancel_pending();
 
+// Whether the calling thread is in glibc's asynchronous cancellation mode
+// (enabled, asynchronous, not exiting): glibc's SIGCANCEL handler then
+// unwinds it wherever the signal lands. False if unknown (no offset).
+bool self_async_cancel();
+// Whether a cancellation request has reached the calling thread, in any
+// mode and state (CANCELING or CANCELED set, not exiting). False if unknown.
+bool self_cancel_requested();
+
 // The caller's robust list head (nullptr if it cannot be found).
 RobustHead* self_robust();
 

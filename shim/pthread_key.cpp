@@ -54,8 +54,12 @@ KeyEnt keys[kKeysMax + kInternalKeys];
 // Where glibc keeps the values in a TCB. Found on first use (jemalloc
 // creates its key long before goshim's runtime starts), without a lock:
 // every thread that finds it computes the same offsets. A glibc without
-// libthread_db's descriptor in libc (before 2.34, where goshim refuses M:N)
-// keeps its own keys: every call passes through to it (Layout::None).
+// libthread_db's descriptor in libc (before 2.34, where goshim refuses M:N
+// and every thread is a kernel thread) has no known TCB layout
+// (Layout::None): the values then live in __thread blocks of the same
+// shape instead. The key table stays goshim's in both cases: passing the
+// program's calls through to glibc would hand it one key fewer than
+// natively (the allocator's key and goshim's helper key take glibc's).
 enum class Layout : int { Unknown, Ready, None };
 std::atomic<Layout> layout{Layout::Unknown};
 size_t off_specific = 0;  // struct pthread::specific
@@ -122,15 +126,25 @@ Layout init_layout() {
   return Layout::Ready;
 }
 
-// True when every key call goes to glibc's own functions.
-inline bool pass_through() {
+// Layout::None: the calling kernel thread's values (glibc's two levels).
+__thread KeyData tls_first[k2ndSize] __attribute__((tls_model("initial-exec")));
+__thread KeyData* tls_level1[k1stSize] __attribute__((tls_model("initial-exec")));
+
+inline Layout get_layout() {
   Layout l = layout.load(std::memory_order_acquire);
   if (__builtin_expect(l == Layout::Unknown, 0)) l = init_layout();
-  return l == Layout::None;
+  return l;
 }
 
-inline KeyData* first_block(uintptr_t tp) { return (KeyData*)(tp + off_first); }
-inline KeyData** level1(uintptr_t tp) { return (KeyData**)(tp + off_specific); }
+// tp is the calling thread's (Layout::None: the __thread blocks are).
+inline KeyData* first_block(uintptr_t tp) {
+  if (layout.load(std::memory_order_relaxed) == Layout::None) return tls_first;
+  return (KeyData*)(tp + off_first);
+}
+inline KeyData** level1(uintptr_t tp) {
+  if (layout.load(std::memory_order_relaxed) == Layout::None) return tls_level1;
+  return (KeyData**)(tp + off_specific);
+}
 
 // The calling thread's slot for key (tp is the caller's thread pointer).
 KeyData* slot(uintptr_t tp, unsigned key, bool alloc) {
@@ -161,7 +175,7 @@ inline void destroy_one(KeyData* d, unsigned key) {
 // __nptl_deallocate_tsd) and frees its second-level blocks. goshim's own
 // keys (the allocator's) first, then the program's in index order.
 void run_destructors(uintptr_t tp) {
-  if (layout.load(std::memory_order_acquire) != Layout::Ready || !tsd_ever) return;
+  if (layout.load(std::memory_order_acquire) == Layout::Unknown || !tsd_ever) return;
   KeyData** l1 = level1(tp);
   int round = 0;
   bool again;
@@ -229,7 +243,7 @@ void arm_helper() {
 namespace {
 
 int key_create(pthread_key_t* key, void (*destr)(void*), bool internal) {
-  if (pass_through()) return real::lazy::pthread_key_create()(key, destr);
+  get_layout();
   ensure_helper();
   unsigned first = internal ? kKeysMax : 0, end = internal ? kKeysMax + kInternalKeys : kKeysMax;
   for (unsigned i = first; i < end; i++) {
@@ -245,7 +259,7 @@ int key_create(pthread_key_t* key, void (*destr)(void*), bool internal) {
 }
 
 int key_delete(pthread_key_t key, const void* ra) {
-  if (pass_through()) return real::lazy::pthread_key_delete()(key);
+  get_layout();
   if (!key_valid(key, ra)) return EINVAL;
   uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
   if (!(seq & 1) || !keys[key].seq.compare_exchange_strong(seq, seq + 1)) return EINVAL;
@@ -253,7 +267,7 @@ int key_delete(pthread_key_t key, const void* ra) {
 }
 
 void* key_get(pthread_key_t key, const void* ra) {
-  if (pass_through()) return real::lazy::pthread_getspecific()(key);
+  get_layout();
   if (!key_valid(key, ra)) return nullptr;
   KeyData* d = slot(arch::get_tp(), key, false);
   if (!d) return nullptr;
@@ -263,7 +277,7 @@ void* key_get(pthread_key_t key, const void* ra) {
 }
 
 int key_set(pthread_key_t key, uintptr_t value, const void* ra) {
-  if (pass_through()) return real::lazy::pthread_setspecific()(key, (const void*)value);
+  get_layout();
   if (!key_valid(key, ra)) return EINVAL;
   uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
   if (!(seq & 1)) return EINVAL;

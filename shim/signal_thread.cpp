@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/proc.hpp"
+#include "core/runtime.hpp"
 #include "core/sema.hpp"
 #include "core/signal.hpp"
 #include "shim/shim.hpp"
@@ -237,7 +238,11 @@ GOSHIM_EXPORT int pause(void) {
 GOSHIM_EXPORT int pthread_cancel(pthread_t t) {
   if (!ours(t)) {
     shim::ensure_real();
-    return real::pthread_cancel(t);
+    int r = real::pthread_cancel(t);
+    // A kernel thread of a 1:1 process in one of goshim's cancellable
+    // waits: glibc before 2.34 signals only an asynchronous target.
+    if (r == 0 && !mn_active()) foreign_cancel_kick((unsigned long)t);
+    return r;
   }
   G* gp = g_from_pthread(t);
   if (!gp) return ESRCH;
