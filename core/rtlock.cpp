@@ -94,6 +94,16 @@ int rt_set_self(int policy, int prio) {
   return 0;
 }
 
+int kernel_wait_prio() {
+  long pol = sys::sched_getscheduler(0);
+  if (pol < 0) return 0;
+  pol &= ~(long)SCHED_RESET_ON_FORK;
+  if (pol != SCHED_FIFO && pol != SCHED_RR) return 0;
+  struct sched_param sp;
+  if (sys::sched_getparam(0, &sp) < 0) return 0;
+  return sp.sched_priority;
+}
+
 int rt_pp_change(G* gp, int previous, int next) {
   constexpr int kN = sizeof gp->rt_pp_ceil / sizeof gp->rt_pp_ceil[0];
   int priomax = gp->rt_pp_max;

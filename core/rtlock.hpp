@@ -72,11 +72,17 @@ bool rt_start(G* gp);
 // Any thread (the creator). Returns 0 or the error of rt_start.
 int rt_start_wait(RtStart* rs);
 
+// A kernel thread that is not a goroutine (every thread in 1:1 mode): its
+// kernel real-time priority (the kernel's futex order), 0 if it has none.
+int kernel_wait_prio();
+
 // The priority a waiter of the calling thread queues with in core/sema:
-// a bound G's, else 0 (after every real-time waiter). Any thread.
+// a bound G's, a foreign kernel thread's own, else 0 (after every
+// real-time waiter). Any thread.
 inline int rt_wait_prio() {
   G* g = tls_g;
-  if (!g || !g->rt_locked) return 0;
+  if (!g) return kernel_wait_prio();
+  if (!g->rt_locked) return 0;
   return g->rt_pp_max > g->sched_priority ? g->rt_pp_max : g->sched_priority;
 }
 

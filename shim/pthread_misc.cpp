@@ -15,6 +15,7 @@
 #include "core/rtlock.hpp"
 #include "core/sched.hpp"
 #include "shim/shim.hpp"
+#include "shim/sync.hpp"
 #include "syscalls/sys.hpp"
 
 using namespace goshim;
@@ -188,10 +189,26 @@ GOSHIM_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t* se
   return 0;
 }
 
+// A kernel thread that holds priority-protect mutexes (goshim's, so glibc
+// does not know): raised to their highest ceiling again after glibc set
+// the priority it asked for, which glibc records as its own.
+static int foreign_sched_set(pthread_t t, int policy, int r) {
+  if (r != 0) return r;
+  pid_t tid = 0;
+  int max = shim::foreign_pp_max(t, &tid);
+  if (max <= 0 || tid <= 0) return 0;
+  int own;
+  struct sched_param sp;
+  if (real::pthread_getschedparam(t, &own, &sp) != 0 || sp.sched_priority >= max) return 0;
+  sp.sched_priority = max;
+  long e = sys::sched_setscheduler(tid, policy, &sp);
+  return e < 0 ? (int)-e : 0;
+}
+
 GOSHIM_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sched_param* p) {
   if (!ours(t)) {
     shim::ensure_real();
-    return real::pthread_setschedparam(t, policy, p);
+    return foreign_sched_set(t, policy, real::pthread_setschedparam(t, policy, p));
   }
   G* gp = g_from_pthread(t);
   if (!gp) return ESRCH;
@@ -214,7 +231,12 @@ GOSHIM_EXPORT int pthread_getschedparam(pthread_t t, int* policy, struct sched_p
 GOSHIM_EXPORT int pthread_setschedprio(pthread_t t, int prio) {
   if (!ours(t)) {
     shim::ensure_real();
-    return real::pthread_setschedprio(t, prio);
+    int r = real::pthread_setschedprio(t, prio);
+    int policy;
+    struct sched_param sp;
+    if (r == 0 && real::pthread_getschedparam(t, &policy, &sp) == 0)
+      r = foreign_sched_set(t, policy, 0);
+    return r;
   }
   G* gp = g_from_pthread(t);
   if (!gp) return ESRCH;

@@ -35,8 +35,10 @@
 #include <sched.h>
 #include <string.h>
 
+#include "arch/arch.hpp"
 #include "core/fork.hpp"
 #include "core/proc.hpp"
+#include "core/real.hpp"
 #include "core/sema.hpp"
 #include "core/tcb.hpp"
 #include "core/rtlock.hpp"
@@ -302,6 +304,17 @@ __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
 
 // ---- priority protect -------------------------------------------------------
 
+// A kernel thread's priority-protect record (glibc's struct
+// priority_protection_data): how many of the mutexes it holds have each
+// ceiling, and the highest. Static TLS: at the same offset from every
+// thread pointer, so pthread_setschedparam finds the target's.
+struct ForeignTpp {
+  int priomax;  // 0: none held (SCHED_FIFO priorities start at 1)
+  pid_t tid;    // its kernel tid, once it held one
+  uint32_t count[100];
+};
+__thread ForeignTpp foreign_tpp __attribute__((tls_model("initial-exec")));
+
 // The goroutine whose priority protection a PP mutex call changes: the
 // caller, M:N or bound to its M (core/rtlock.hpp). nullptr for a foreign
 // thread (its kernel priority is not raised).
@@ -311,18 +324,57 @@ G* pp_self() {
   return shim::user_g();
 }
 
-// The caller's scheduling priority, as __pthread_current_priority gives it.
+// The caller's scheduling priority, as __pthread_current_priority gives it:
+// a kernel thread's own (glibc's record, pthread_getschedparam), not the
+// one its priority-protect mutexes raised it to.
 int current_priority() {
   if (G* gp = pp_self()) return gp->sched_priority;
+  int policy;
   struct sched_param sp;
-  if (sched_getparam(0, &sp) != 0) return 0;
+  if (real::pthread_getschedparam(pthread_self(), &policy, &sp) != 0) return 0;
   return sp.sched_priority;
+}
+
+// glibc's __pthread_tpp_change_priority for a kernel thread that is not a
+// goroutine (every thread in 1:1 mode), on goshim's record of the ceilings
+// it holds (ForeignTpp): its kernel priority is raised to the highest, and
+// restored, with sched_setscheduler on its own policy, as glibc does.
+int foreign_pp_change(int previous, int next) {
+  ForeignTpp& t = foreign_tpp;
+  int fmin = sched_get_priority_min(SCHED_FIFO);
+  if (next != -1) {
+    if (t.count[next] + 1 == 0) return EAGAIN;
+    t.count[next]++;
+  }
+  int priomax = t.priomax, newmax = priomax;
+  if (next > priomax) newmax = next;
+  if (previous != -1 && --t.count[previous] == 0 && priomax == previous && previous > next) {
+    int i;
+    for (i = previous - 1; i >= fmin; i--)
+      if (t.count[i]) break;
+    newmax = i < fmin ? fmin - 1 : i;
+  }
+  if (newmax == priomax) return 0;
+  if (!t.tid) t.tid = (pid_t)sys::gettid();
+  __atomic_store_n(&t.priomax, newmax, __ATOMIC_RELEASE);
+  // The thread's own policy and priority, as glibc records them (read
+  // once and kept by glibc, so that a raise is never taken for its own).
+  int policy;
+  struct sched_param sp;
+  int r = real::pthread_getschedparam(pthread_self(), &policy, &sp);
+  if (r) return r;
+  if (sp.sched_priority < newmax || sp.sched_priority < priomax) {
+    if (sp.sched_priority < newmax) sp.sched_priority = newmax;
+    long e = sys::sched_setscheduler(0, policy, &sp);
+    if (e < 0) return (int)-e;
+  }
+  return 0;
 }
 
 // glibc's __pthread_tpp_change_priority for the caller.
 int pp_change(int previous, int next) {
   G* gp = pp_self();
-  return gp ? rt_pp_change(gp, previous, next) : 0;
+  return gp ? rt_pp_change(gp, previous, next) : foreign_pp_change(previous, next);
 }
 
 __attribute__((noinline)) int pp_lock(MutexObj* m, int kind, const SyncDeadline* dl,
@@ -451,6 +503,13 @@ inline int fifo_max_prio() { return sched_get_priority_max(SCHED_FIFO); }
 // ---- internals for pthread_cond.cpp ------------------------------------------------
 
 namespace goshim::shim {
+
+int foreign_pp_max(pthread_t t, pid_t* tid) {
+  auto* f = (ForeignTpp*)((uintptr_t)t + ((uintptr_t)&foreign_tpp - arch::get_tp()));
+  int m = __atomic_load_n(&f->priomax, __ATOMIC_ACQUIRE);
+  *tid = f->tid;
+  return m;
+}
 
 int mutex_lock_impl(MutexObj* m, const SyncDeadline* dl, LockMode mode) {
   int kind = ld(&m->kind);

@@ -73,4 +73,8 @@ inline bool valid_clock(clockid_t c) { return c == CLOCK_REALTIME || c == CLOCK_
 inline constexpr int kFutexPrivate = 0;
 inline constexpr int kFutexShared = 128;
 
+// The highest ceiling among the priority-protect mutexes a kernel thread
+// that is not a goroutine holds (0: none), and its kernel tid.
+int foreign_pp_max(pthread_t t, pid_t* tid);
+
 }  // namespace goshim::shim
