@@ -6,6 +6,7 @@
 #include <linux/futex.h>
 
 #include "core/memclass.hpp"
+#include "core/runtime.hpp"
 #include "core/sema.hpp"
 #include "core/signal.hpp"
 #include "syscalls/blocking.hpp"
@@ -108,6 +109,18 @@ long futex_syscall(uint32_t* uaddr, int op, uint32_t val, const struct timespec*
   int cmd = op & kCmdMask;
   bool priv = op & FUTEX_PRIVATE_FLAG;
   bool clockrt = op & FUTEX_CLOCK_REALTIME;
+  // 1:1 mode: every thread is a kernel thread, and the kernel serves the
+  // call as natively (a non-private word is not classified: that would
+  // open /proc/self/maps in the program's fd table, goshim's own file and
+  // thread for it being M:N's). A wake also reaches the waiters queued
+  // in-process before the mode was decided (constructors' threads).
+  if (one_to_one_mode()) {
+    long r = to_kernel(uaddr, op, val, timeout, uaddr2, val3, true);
+    if (r >= 0 && (cmd == FUTEX_WAKE || (cmd == FUTEX_WAKE_BITSET && val3)) &&
+        wake_count(val) > (int)r)
+      r += sema_wake(uaddr, wake_count(val) - (int)r, cmd == FUTEX_WAKE_BITSET ? val3 : ~0u);
+    return r;
+  }
   switch (cmd) {
     case FUTEX_WAIT:
     case FUTEX_WAKE:

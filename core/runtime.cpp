@@ -40,6 +40,7 @@ extern "C" __attribute__((weak)) char __libc_single_threaded;
 namespace goshim {
 
 std::atomic<bool> runtime_up{false};
+std::atomic<bool> runtime_refused{false};
 __thread G* tls_g __attribute__((tls_model("initial-exec"))) = nullptr;
 uint64_t initial_sigmask = 0;
 
@@ -196,7 +197,15 @@ void newm(P* pp, bool spinning) {
 static void print_stats_mn() { stats_print(true); }
 static void print_stats_1to1() { stats_print(false); }
 
+static bool runtime_init_mn();
+
 bool runtime_init() {
+  if (runtime_init_mn()) return true;
+  runtime_refused.store(true, std::memory_order_release);
+  return false;
+}
+
+static bool runtime_init_mn() {
   config_init();
   real::resolve();
   if (config.one_to_one) {

@@ -15,6 +15,10 @@ bool runtime_init();
 // True once runtime_init succeeded (goroutines in use).
 inline bool mn_active() { return runtime_up.load(std::memory_order_relaxed); }
 
+// True once runtime_init returned false: the process runs 1:1 for good.
+extern std::atomic<bool> runtime_refused;
+inline bool one_to_one_mode() { return runtime_refused.load(std::memory_order_relaxed); }
+
 // The initial process signal mask (what new Ms start with).
 extern uint64_t initial_sigmask;
 
