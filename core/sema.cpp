@@ -417,6 +417,9 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
   }
   b->unlock();
   ready_all(q);
+  if (woken) {
+    if (G* gp = getg()) gp->woke_obj = addr;
+  }
   return woken;
 }
 
