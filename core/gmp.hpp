@@ -206,10 +206,13 @@ struct G {
   // Parking
   WaitReason waitreason = WaitReason::None;
   const void* waitobj = nullptr;  // address or fd the G waits on (dumps)
-  // For futile wake chains (park.cpp): the object of this G's last park,
-  // and the address it last woke a G on since then (sema_wake).
-  const void* last_park_obj = nullptr;
+  // Futile wake chains (sema_wait, park): the word of this G's last
+  // sema wait and its value when the G resumed; the word it last woke a
+  // G on since (sema_wake); and the verdict for the park under way.
+  const void* sema_last_addr = nullptr;
+  uint32_t sema_resume_val = 0;
   const void* woke_obj = nullptr;
+  bool park_futile = false;
   int64_t waitsince = 0;
   std::atomic<uint64_t> parkseq{0};  // increments on every timed park
   int park_result = 0;               // set by the waker before ready()

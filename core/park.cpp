@@ -212,13 +212,10 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
   gp->waitobj = obj;
   int64_t now = sys::coarsetime();
   gp->waitsince = now;  // for dumps: the coarse clock is enough
-  // Woken from obj, it woke another G on obj and waits on obj again: a
-  // herd of waiters waking each other while what they wait for has not
-  // happened (InnoDB's read-latch wait). The G it woke is in runnext;
-  // queued Gs (the latch holder among them) go first (runq_chain_over).
-  mp->p->park_futile = obj && obj == gp->last_park_obj && obj == gp->woke_obj;
-  gp->last_park_obj = obj;
-  gp->woke_obj = nullptr;
+  // A futile wait (sema_wait): the G it woke is in runnext; queued Gs
+  // (the latch holder among them) go first (runq_chain_over).
+  mp->p->park_futile = gp->park_futile;
+  gp->park_futile = false;
   if (G* next = direct_next(mp, now)) {
     trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);  // (on gp: its M known)
     goshim_switch(gp, next->sched_sp, next->tp, park_switch_post);
