@@ -242,12 +242,13 @@ constexpr int64_t kCancelSliceNs = 500 * 1000 * 1000;
 struct ForeignWaitState {
   int on;  // atomic
   pid_t ktid;
+  const uint32_t* word;  // atomic: the private word of a wait_foreign, or null
 };
 __thread ForeignWaitState fwait __attribute__((tls_model("initial-exec")));
 
 // In asynchronous cancellation mode, a kernel thread that waits here
 // sleeps this long at a time (its SIGCANCEL is blocked meanwhile, below).
-constexpr int64_t kAsyncSliceNs = 2 * 1000 * 1000;
+constexpr int64_t kAsyncSliceNs = 20 * 1000 * 1000;
 
 int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
                         const void** endaddr, bool cancellable, bool async) {
@@ -265,6 +266,14 @@ int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32
   }
   enqueue(b, &w);  // keeps the nwait count raised above
   b->unlock();
+  // pthread_cancel wakes this word (foreign_cancel_kick).
+  struct Publish {
+    bool on;
+    ~Publish() {
+      if (on) __atomic_store_n(&fwait.word, nullptr, __ATOMIC_SEQ_CST);
+    }
+  } publish{cancellable || async};
+  if (publish.on) __atomic_store_n(&fwait.word, (const uint32_t*)&w.kwake, __ATOMIC_SEQ_CST);
   for (;;) {
     if (w.kwake.load(std::memory_order_acquire)) {
       if (endaddr) *endaddr = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
@@ -343,7 +352,11 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
   }
   uint64_t block = 1ull << (32 - 1), old = 0;  // glibc's SIGCANCEL
   sys::rt_sigprocmask(SIG_BLOCK, &block, &old, 8);
-  int r = wait_foreign_locked(addr, val, deadline, bitset, endaddr, cancellable, true);
+  int r;
+  {
+    ForeignCancelWait mark;
+    r = wait_foreign_locked(addr, val, deadline, bitset, endaddr, cancellable, true);
+  }
   if (!(old & block)) sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
   return r;
 }
@@ -365,7 +378,20 @@ void foreign_cancel_kick(unsigned long t) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!__atomic_load_n(&st->on, __ATOMIC_ACQUIRE)) return;
   pid_t tid = st->ktid;
-  if (tid > 0) sys::tgkill(sys::getpid(), tid, 32);  // glibc's SIGCANCEL
+  if (tid <= 0) return;
+  // A signal that lands between the waiter's check of cancelhandling and
+  // its futex call does not end the call: sent again while the waiter is
+  // still marked, a few times (each costs the target nothing more than
+  // glibc's handler returning), before the slice bounds the wait.
+  long pid = sys::getpid();
+  for (int i = 0; i < 8; i++) {
+    // A private wait's word: woken (spuriously for it: it looks at
+    // cancelhandling and goes on); a process-shared wait: the signal.
+    if (const uint32_t* w = __atomic_load_n(&st->word, __ATOMIC_SEQ_CST)) sys::futex_wake(w, 1);
+    if (sys::tgkill(pid, tid, 32) < 0) return;  // glibc's SIGCANCEL; ESRCH: gone
+    for (int k = 0; k < 50 && __atomic_load_n(&st->on, __ATOMIC_ACQUIRE); k++) sys::sched_yield();
+    if (!__atomic_load_n(&st->on, __ATOMIC_ACQUIRE)) return;
+  }
 }
 
 void sema_init() { register_wait_interrupter(WaitKind::Sema, sema_interrupt); }
