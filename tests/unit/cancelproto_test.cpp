@@ -29,6 +29,12 @@ const unsigned char fake_bridge[] = {0x90, 0x0f, 0x05, 0xc3};
 Test(cancelproto, running_glibc_recognized) {
   real::resolve();
   const char* why = nullptr;
+  if (glibc_minor() < 34) {
+    // goshim refuses M:N there before the probe would run (LD_PRELOAD.md
+    // 1.1): the refusal is what this glibc must get.
+    cr_assert(!tls::init(&why), "tls::init accepted glibc %s", gnu_get_libc_version());
+    return;
+  }
   cr_assert(tls::init(&why), "tls::init: %s", why ? why : "?");
   char cwhy[200] = "";
   cr_assert(cancel_proto_init(cwhy, sizeof cwhy), "not recognized: %s", cwhy);
