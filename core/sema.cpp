@@ -427,7 +427,8 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
   b->unlock();
   ready_all(q);
   if (woken) {
-    if (G* gp = getg()) gp->woke_obj = addr;
+    G* gp = getg();
+    if (gp && !gp->is_g0()) gp->woke_obj = addr;  // futile waits (sema_wait)
   }
   return woken;
 }
