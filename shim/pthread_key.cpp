@@ -126,9 +126,14 @@ Layout init_layout() {
   return Layout::Ready;
 }
 
-// Layout::None: the calling kernel thread's values (glibc's two levels).
-__thread KeyData tls_first[k2ndSize] __attribute__((tls_model("initial-exec")));
-__thread KeyData* tls_level1[k1stSize] __attribute__((tls_model("initial-exec")));
+// Layout::None: the calling kernel thread's values (glibc's two levels),
+// allocated at its first value (static TLS is every thread's cost) and
+// freed after its destructors ran.
+struct NoneBlock {
+  KeyData first[k2ndSize];
+  KeyData* l1[k1stSize];
+};
+__thread NoneBlock* none_block __attribute__((tls_model("initial-exec")));
 
 inline Layout get_layout() {
   Layout l = layout.load(std::memory_order_acquire);
@@ -136,22 +141,34 @@ inline Layout get_layout() {
   return l;
 }
 
-// tp is the calling thread's (Layout::None: the __thread blocks are).
-inline KeyData* first_block(uintptr_t tp) {
-  if (layout.load(std::memory_order_relaxed) == Layout::None) return tls_first;
-  return (KeyData*)(tp + off_first);
-}
-inline KeyData** level1(uintptr_t tp) {
-  if (layout.load(std::memory_order_relaxed) == Layout::None) return tls_level1;
-  return (KeyData**)(tp + off_specific);
+// The calling thread's two levels (tp is the caller's thread pointer).
+// False: none yet (Layout::None, and alloc false or no memory).
+inline bool blocks(uintptr_t tp, bool alloc, KeyData** first, KeyData*** l1) {
+  if (layout.load(std::memory_order_relaxed) == Layout::None) {
+    NoneBlock* nb = none_block;
+    if (!nb) {
+      if (!alloc) return false;
+      nb = (NoneBlock*)calloc(1, sizeof(NoneBlock));
+      if (!nb) return false;
+      none_block = nb;
+    }
+    *first = nb->first;
+    *l1 = nb->l1;
+    return true;
+  }
+  *first = (KeyData*)(tp + off_first);
+  *l1 = (KeyData**)(tp + off_specific);
+  return true;
 }
 
 // The calling thread's slot for key (tp is the caller's thread pointer).
 KeyData* slot(uintptr_t tp, unsigned key, bool alloc) {
   if (key >= kKeysMax) return &internal_vals[key - kKeysMax];
   if (key == helper_key && helper_state.load(std::memory_order_acquire) == 2) return &helper_twin;
-  if (key < k2ndSize) return first_block(tp) + key;
-  KeyData** l1 = level1(tp);
+  KeyData* first;
+  KeyData** l1;
+  if (!blocks(tp, alloc, &first, &l1)) return nullptr;
+  if (key < k2ndSize) return first + key;
   KeyData* l2 = l1[key / k2ndSize];
   if (!l2) {
     if (!alloc) return nullptr;
@@ -176,7 +193,8 @@ inline void destroy_one(KeyData* d, unsigned key) {
 // keys (the allocator's) first, then the program's in index order.
 void run_destructors(uintptr_t tp) {
   if (layout.load(std::memory_order_acquire) == Layout::Unknown || !tsd_ever) return;
-  KeyData** l1 = level1(tp);
+  KeyData* first = nullptr;
+  KeyData** l1 = nullptr;
   int round = 0;
   bool again;
   do {
@@ -184,8 +202,9 @@ void run_destructors(uintptr_t tp) {
     again = false;
     bool twin = helper_state.load(std::memory_order_acquire) == 2;
     for (unsigned i = 0; i < kInternalKeys; i++) destroy_one(&internal_vals[i], kKeysMax + i);
+    bool have = blocks(tp, false, &first, &l1);  // a destructor may have made them
     for (unsigned i = 0; i < k1stSize; i++) {
-      KeyData* l2 = i == 0 ? first_block(tp) : l1[i];
+      KeyData* l2 = !have ? nullptr : i == 0 ? first : l1[i];
       for (unsigned j = 0; j < k2ndSize; j++) {
         unsigned key = i * k2ndSize + j;
         if (twin && key == helper_key) destroy_one(&helper_twin, key);
@@ -194,13 +213,19 @@ void run_destructors(uintptr_t tp) {
     }
     again = tsd_used;
   } while (again && ++round < kDestructorIterations);
-  memset(first_block(tp), 0, k2ndSize * sizeof(KeyData));
   memset(internal_vals, 0, sizeof internal_vals);
   helper_twin = KeyData{};
-  for (unsigned i = 1; i < k1stSize; i++) {
-    if (l1[i]) {
-      free(l1[i]);
-      l1[i] = nullptr;
+  if (blocks(tp, false, &first, &l1)) {
+    memset(first, 0, k2ndSize * sizeof(KeyData));
+    for (unsigned i = 1; i < k1stSize; i++) {
+      if (l1[i]) {
+        free(l1[i]);
+        l1[i] = nullptr;
+      }
+    }
+    if (NoneBlock* nb = none_block) {
+      none_block = nullptr;
+      free(nb);
     }
   }
   tsd_used = false;

@@ -311,7 +311,10 @@ __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
 struct ForeignTpp {
   int priomax;  // 0: none held (SCHED_FIFO priorities start at 1)
   pid_t tid;    // its kernel tid, once it held one
-  uint32_t count[100];
+  // Ceilings held and how many mutexes of each (distinct ceilings held at
+  // once beyond the slots: EAGAIN, as goshim's goroutines have).
+  uint8_t ceil[8];
+  uint32_t count[8];
 };
 __thread ForeignTpp foreign_tpp __attribute__((tls_model("initial-exec")));
 
@@ -341,18 +344,32 @@ int current_priority() {
 // restored, with sched_setscheduler on its own policy, as glibc does.
 int foreign_pp_change(int previous, int next) {
   ForeignTpp& t = foreign_tpp;
-  int fmin = sched_get_priority_min(SCHED_FIFO);
-  if (next != -1) {
-    if (t.count[next] + 1 == 0) return EAGAIN;
-    t.count[next]++;
-  }
+  constexpr int kN = sizeof t.ceil / sizeof t.ceil[0];
   int priomax = t.priomax, newmax = priomax;
-  if (next > priomax) newmax = next;
-  if (previous != -1 && --t.count[previous] == 0 && priomax == previous && previous > next) {
-    int i;
-    for (i = previous - 1; i >= fmin; i--)
-      if (t.count[i]) break;
-    newmax = i < fmin ? fmin - 1 : i;
+  if (next != -1) {
+    int slot = -1;
+    for (int i = 0; i < kN; i++) {
+      if (t.count[i] && t.ceil[i] == next) {
+        slot = i;
+        break;
+      }
+      if (!t.count[i] && slot < 0) slot = i;
+    }
+    if (slot < 0 || t.count[slot] + 1 == 0) return EAGAIN;
+    t.ceil[slot] = (uint8_t)next;
+    t.count[slot]++;
+    if (next > priomax) newmax = next;
+  }
+  if (previous != -1) {
+    for (int i = 0; i < kN; i++) {
+      if (!t.count[i] || t.ceil[i] != previous) continue;
+      if (--t.count[i] == 0 && priomax == previous && previous > next) {
+        newmax = 0;
+        for (int j = 0; j < kN; j++)
+          if (t.count[j] && t.ceil[j] > newmax) newmax = t.ceil[j];
+      }
+      break;
+    }
   }
   if (newmax == priomax) return 0;
   if (!t.tid) t.tid = (pid_t)sys::gettid();
