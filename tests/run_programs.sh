@@ -430,7 +430,7 @@ case_mariadb_kill() {
   if [ $rc = 137 ]; then
     why "db_kill load timed out after 60 s"
   elif [ $rc != 0 ]; then
-    why "db_kill load exit status $rc: $(grep -Ev '^(TASK|IOWQ|RETRIES|COMMITS)' "$D/client.err" | head -n 3)"
+    why "db_kill load exit status $rc: $(grep -Ev '^(TASK|IOWQ|RETRIES|COMMITS|PHASES)' "$D/client.err" | head -n 3)"
   fi
   # The server's own kernel threads while the connections were open;
   # io_uring's workers (the kernel's, natively too) apart.
@@ -455,6 +455,7 @@ case_mariadb_kill() {
       rc=1
     fi
   fi
+  sed -n 's/^PHASES /load: /p' "$D/client.err" >>"$D/tasks"
   dbk_stop || rc=1
   # Restart: what the clean shutdown left must be whole.
   if dbk_start "$mode"; then

@@ -61,7 +61,8 @@ static atomic_long deadlocks, lock_timeouts;
 static atomic_int active_ready;  // ACTIVE victims with 3 commits done
 static atomic_int kills_done, workers_done;
 static atomic_int in_kill_txn;   // LOCKWAIT/SLEEP victims inside their last transaction
-static int n_active;
+static int n_active, n_waiters;
+static atomic_int waiters_ready;  // LOCKWAIT/SLEEP victims with VICTIM_TXNS commits done
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
@@ -72,6 +73,7 @@ struct conn {
   int inflight;       // killed while its COMMIT was in flight
   int killed_err;     // the error a victim saw
   int posted;         // counted in in_kill_txn
+  _Atomic(const char *) doing;  // the statement it runs (diagnosis)
 };
 static struct conn *conns;
 
@@ -123,7 +125,9 @@ static int is_kill_error(int e) {
 }
 
 // A statement's result (discarded); its error number or 0.
+static _Thread_local int my_id = -1;
 static int run(MYSQL *m, const char *sql) {
+  if (my_id >= 0) atomic_store(&conns[my_id].doing, sql);
   if (mysql_query(m, sql)) return (int)mysql_errno(m);
   MYSQL_RES *r = mysql_store_result(m);
   if (r) mysql_free_result(r);
@@ -148,6 +152,7 @@ static void bump(atomic_int *v) {
 // error (a victim's end). mode: NORMAL commits; LOCKWAIT stops after the
 // first update and waits for the hot row; SLEEPER sleeps before COMMIT.
 static void bump(atomic_int *v);
+static int transfer(MYSQL *m, int id, long s, enum kind mode, int *inflight, int *posted);
 static int transfer(MYSQL *m, int id, long s, enum kind mode, int *inflight, int *posted) {
   int a = (int)((id * 7 + s * 13) % NACCOUNTS), b = (int)((id * 11 + s * 5 + 1) % NACCOUNTS);
   if (a == b) b = (b + 1) % NACCOUNTS;
@@ -247,6 +252,7 @@ static int check_total(MYSQL *m, int id) {
 static void *worker(void *arg) {
   int id = (int)(long)arg;
   struct conn *c = &conns[id];
+  my_id = id;
   mysql_thread_init();
   MYSQL *m = open_conn();
   q(m, "USE k");
@@ -258,8 +264,12 @@ static void *worker(void *arg) {
     enum kind mode = NORMAL;
     if (c->kind == NORMAL && s >= ntxn && atomic_load(&kills_done)) break;
     if ((c->kind == LOCKWAIT || c->kind == SLEEPER) && s == VICTIM_TXNS) {
-      // In position only once the ACTIVE victims are running.
+      // In position only once the ACTIVE victims are running, and all
+      // together: one still committing its earlier transfers could wait
+      // for a row a sleeping victim holds, until the kills.
+      bump(&waiters_ready);
       wait_until(&active_ready, n_active);
+      wait_until(&waiters_ready, n_waiters);
       mode = c->kind;
     }
     err = transfer(m, id, s, mode, &c->inflight, &c->posted);
@@ -395,7 +405,9 @@ static int load(const char *pid, int argc_rest, char **rest) {
   int nlock = 0, nsleep = 0;
   for (int i = 0; i < nconn; i++) nlock += conns[i].kind == LOCKWAIT, nsleep += conns[i].kind == SLEEPER;
   n_active = nv - nlock - nsleep;
+  n_waiters = nlock + nsleep;
 
+  double tstart = now(), tconnected, tpos, tkilled;
   pthread_barrier_init(&connected, NULL, (unsigned)nconn + 1);
   pthread_barrier_init(&go, NULL, (unsigned)nconn + 1);
   pthread_t *th = calloc((size_t)nconn, sizeof *th), samp;
@@ -405,6 +417,7 @@ static int load(const char *pid, int argc_rest, char **rest) {
   for (int i = 0; i < nconn; i++)
     if (pthread_create(&th[i], &at, worker, (void *)(long)i)) fatal(NULL, "pthread_create");
   pthread_barrier_wait(&connected);
+  tconnected = now();
   snprintf(taskpath, sizeof taskpath, "/proc/%s/task", pid);
   // All NCONN connections are open (each has its server thread) and idle.
   int tasks_connected = 0;
@@ -454,10 +467,17 @@ static int load(const char *pid, int argc_rest, char **rest) {
                   row[2] ? row[2] : "-", row[3] ? row[3] : "-", row[4] ? row[4] : "-", row[5] ? row[5] : "-");
         if (r) mysql_free_result(r);
       }
+      for (int i = 0; i < nconn; i++)
+        if (conns[i].kind == LOCKWAIT || conns[i].kind == SLEEPER) {
+          const char *d = atomic_load(&conns[i].doing);
+          fprintf(stderr, "db_kill:  victim %lu (%s) client: %.60s\n", conns[i].id, kind_name[conns[i].kind],
+                  d ? d : "-");
+        }
       exit(1);
     }
     usleep(150000);
   }
+  tpos = now();
   // Kill all twenty, kinds interleaved.
   for (int i = 0; i < nconn; i++)
     if (conns[i].kind != NORMAL) q(k, "KILL CONNECTION %lu", conns[i].id);
@@ -465,6 +485,7 @@ static int load(const char *pid, int argc_rest, char **rest) {
   pthread_mutex_lock(&mu);
   atomic_store(&kills_done, 1);
   pthread_mutex_unlock(&mu);
+  tkilled = now();
   for (int i = 0; i < nconn; i++) pthread_join(th[i], NULL);
   pthread_join(samp, NULL);
   // The killed connections are gone.
@@ -485,6 +506,8 @@ static int load(const char *pid, int argc_rest, char **rest) {
   // connections were open (io_uring workers apart: IOWQ).
   fprintf(stderr, "TASKS %d\nTASKS_CONNECTED %d\nIOWQ %d\nTASK_NAMES %s\n", task_max, tasks_connected, iowq_max,
           task_max_names);
+  fprintf(stderr, "PHASES connected %.1f s, in position %.1f s, killed %.1f s, done %.1f s\n", tconnected - tstart,
+          tpos - tstart, tkilled - tstart, now() - tstart);
   fprintf(stderr, "RETRIES deadlock %ld, lock wait timeout %ld\n", deadlocks, lock_timeouts);
   int bad = 0;
   long total = 0;
