@@ -370,7 +370,7 @@ case_mariadb() {
 # transfers), then DBK_RESTARTS more restarts; every start and stop is
 # written to one error log, whose lines (timestamps, numbers, paths and
 # the server's uid masked) must all be lines the native run wrote too.
-DBK_CONNS=200 DBK_TXNS=20 DBK_RESTARTS=${DBK_RESTARTS:-7}
+DBK_CONNS=200 DBK_TXNS=16 DBK_RESTARTS=${DBK_RESTARTS:-7}
 # --back-log: db_kill opens its 200 connections at once and libmariadb's
 # unix-socket connect() is non-blocking (EAGAIN when the listen queue is
 # full); the default queue (50 + max_connections / 5 = 110) holds them
@@ -387,7 +387,7 @@ setup_mariadb_kill() {
 dbk_start() {
   local sock=$D/sock i
   rm -f "$sock"
-  if ! start_bg "$1" 120 "$D/server.out" "$D/server.err" mariadbd "${DBK_OPTS[@]}" \
+  if ! start_bg "$1" 180 "$D/server.out" "$D/server.err" mariadbd "${DBK_OPTS[@]}" \
     --datadir="$D/data" --socket="$sock" --pid-file="$D/pid" --log-error="$D/error.log"; then
     why "mariadbd did not start"
     return 1
@@ -425,10 +425,10 @@ case_mariadb_kill() {
   [ -d "$work/mariadb_kill/mysql" ] || { why "mariadb-install-db failed: $(tail -n 3 "$work/mariadb_kill-install.log")"; return 1; }
   cp -a "$work/mariadb_kill" "$D/data"
   dbk_start "$mode" || return 1
-  timeout -s KILL 60 "$bin/db_kill" load "$D/sock" "$bgchild" "$DBK_CONNS" "$DBK_TXNS" \
+  timeout -s KILL 90 "$bin/db_kill" load "$D/sock" "$bgchild" "$DBK_CONNS" "$DBK_TXNS" \
     >"$D/out" 2>"$D/client.err" || rc=$?
   if [ $rc = 137 ]; then
-    why "db_kill load timed out after 60 s"
+    why "db_kill load timed out after 90 s"
   elif [ $rc != 0 ]; then
     why "db_kill load exit status $rc: $(grep -Ev '^(TASK|IOWQ|RETRIES|COMMITS|PHASES)' "$D/client.err" | head -n 3)"
   fi

@@ -453,8 +453,8 @@ static int load(const char *pid, int argc_rest, char **rest) {
                         "AND (t.trx_state = 'LOCK WAIT' OR p.INFO LIKE 'SELECT SLEEP%%' OR p.INFO LIKE 'UPDATE hot %%')",
                  ids);
     if (w == nlock + nsleep) break;
-    if (now() - t0 > 40) {
-      fprintf(stderr, "db_kill: victims not in position after 40 s: %lld/%d waiting\n", w, nlock + nsleep);
+    if (now() - t0 > 55) {
+      fprintf(stderr, "db_kill: victims not in position after 55 s: %lld/%d waiting\n", w, nlock + nsleep);
       char sql[1024];
       snprintf(sql, sizeof sql, "SELECT p.ID, p.COMMAND, p.STATE, p.TIME, LEFT(p.INFO, 60), t.trx_state "
                "FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t "
