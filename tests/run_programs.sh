@@ -378,8 +378,11 @@ DBK_CONNS=200 DBK_TXNS=16 DBK_RESTARTS=${DBK_RESTARTS:-7}
 # come, while under goshim at one P it runs between connection threads'
 # turns (see the report of issue 16's test: accept latency).
 DBK_OPTS=(--no-defaults --user=root --skip-networking --skip-name-resolve --max-connections=300 --back-log=300)
+# --tmpdir: a private one (/tmp is shared with other runs, and with PID
+# namespaces two servers can have one pid: their temporary files' names).
 setup_mariadb_kill() {
-  mariadb-install-db "${DBK_OPTS[@]}" --datadir="$work/mariadb_kill" \
+  mkdir -p "$work/mariadb_kill.tmp"
+  mariadb-install-db "${DBK_OPTS[@]}" --tmpdir="$work/mariadb_kill.tmp" --datadir="$work/mariadb_kill" \
     --auth-root-authentication-method=socket --skip-test-db >"$work/mariadb_kill-install.log" 2>&1
 }
 # dbk_start MODE: starts mariadbd on $D/data, waits (bounded) until it
@@ -387,8 +390,9 @@ setup_mariadb_kill() {
 dbk_start() {
   local sock=$D/sock i
   rm -f "$sock"
-  if ! start_bg "$1" 180 "$D/server.out" "$D/server.err" mariadbd "${DBK_OPTS[@]}" \
-    --datadir="$D/data" --socket="$sock" --pid-file="$D/pid" --log-error="$D/error.log"; then
+  dbk_starts=$((${dbk_starts:-0} + 1))
+  if ! start_bg "$1" 180 "$D/server.out" "$D/server.err.$dbk_starts" mariadbd "${DBK_OPTS[@]}" \
+    --datadir="$D/data" --tmpdir="$D/tmp" --socket="$sock" --pid-file="$D/pid" --log-error="$D/error.log"; then
     why "mariadbd did not start"
     return 1
   fi
@@ -397,8 +401,15 @@ dbk_start() {
     kill -0 "$bgchild" 2>/dev/null || break
     sleep 0.05
   done
-  why "mariadbd is not answering: $(tail -n 3 "$D/error.log")"
-  stop_bg
+  if kill -0 "$bgchild" 2>/dev/null; then
+    why "mariadbd is not answering: $(tail -n 3 "$D/error.log")"
+    stop_bg
+  else
+    local st=0
+    wait "$bg" || st=$?
+    bgchild=""
+    why "mariadbd (start $dbk_starts) exited at start-up with status $st: $(tail -n 3 "$D/error.log"; tail -n 5 "$D/server.err.$dbk_starts")"
+  fi
   return 1
 }
 # dbk_stop: a clean shutdown and mariadbd's exit status 0.
@@ -424,6 +435,7 @@ case_mariadb_kill() {
   need mariadbd mariadb-admin "$bin/db_kill" || return 1
   [ -d "$work/mariadb_kill/mysql" ] || { why "mariadb-install-db failed: $(tail -n 3 "$work/mariadb_kill-install.log")"; return 1; }
   cp -a "$work/mariadb_kill" "$D/data"
+  mkdir -p "$D/tmp"
   dbk_start "$mode" || return 1
   timeout -s KILL 90 "$bin/db_kill" load "$D/sock" "$bgchild" "$DBK_CONNS" "$DBK_TXNS" \
     >"$D/out" 2>"$D/client.err" || rc=$?
@@ -484,7 +496,7 @@ case_mariadb_kill() {
       rc=1
     fi
   fi
-  rm -rf "$D/data"
+  rm -rf "$D/data" "$D/tmp"
   return $rc
 }
 
