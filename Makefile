@@ -199,7 +199,7 @@ observe: deps all $(OBS_BIN)
 
 # Real programs (Debian's and tests/programs/src): tests/run_programs.sh.
 PROG_DIR := $(BUILD)/tests/programs
-PROG_BIN := $(PROG_DIR)/http_client $(PROG_DIR)/db_client $(PROG_DIR)/threads_cxx \
+PROG_BIN := $(PROG_DIR)/http_client $(PROG_DIR)/db_client $(PROG_DIR)/db_kill $(PROG_DIR)/threads_cxx \
             $(PROG_DIR)/threads_rust
 
 $(PROG_DIR)/http_client: tests/programs/src/http_client.c
@@ -207,6 +207,11 @@ $(PROG_DIR)/http_client: tests/programs/src/http_client.c
 	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $<
 
 $(PROG_DIR)/db_client: tests/programs/src/db_client.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(PRE_CFLAGS) $$(pkg-config --cflags libmariadb) -o $@ $< \
+	  $$(pkg-config --libs libmariadb)
+
+$(PROG_DIR)/db_kill: tests/programs/src/db_kill.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(PRE_CFLAGS) $$(pkg-config --cflags libmariadb) -o $@ $< \
 	  $$(pkg-config --libs libmariadb)
