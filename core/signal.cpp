@@ -1457,6 +1457,7 @@ void signal_route() {
     G* target = r.target();
     G* waiter = r.waiter;
     G* running = r.running;
+    if (!target) continue;  // (kind() answers Pending then: not reached)
     if (!(proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
     target->sigpending_proc.fetch_or(b, std::memory_order_seq_cst);
     if (target != waiter && (__atomic_load_n(&target->sigmask, __ATOMIC_SEQ_CST) & b)) {
