@@ -433,6 +433,34 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
   return woken;
 }
 
+int sema_wake_handoff(const void* addr, void (*grant)(int n, void* arg), void* arg) {
+  Bucket* b = bucket_of(addr);
+  SemaWaiter* taken = nullptr;  // in queue order, linked through next once off the queue
+  SemaWaiter** last = &taken;
+  int n = 0;
+  if (!no_waiters(b)) {
+    b->lock();
+    for (SemaWaiter* w = *find_head(b, addr); w;) {
+      SemaWaiter* next = w->next;
+      dequeue(b, w);  // a timeout or an interrupt now finds it gone
+      *last = w;
+      last = &w->next;
+      n++;
+      w = next;
+    }
+    b->unlock();
+  }
+  grant(n, arg);  // before any of them runs: a foreign one wakes in release
+  GQueue q;
+  while (SemaWaiter* w = taken) {
+    taken = w->next;
+    w->next = nullptr;
+    release(w, kSemaHandoff, &q);  // a foreign w may be gone after this
+  }
+  ready_all(q);
+  return n;
+}
+
 int sema_wake_stale(const void* addr, uint32_t cur, bool all) {
   Bucket* b = bucket_of(addr);
   if (no_waiters(b)) return 0;
