@@ -23,6 +23,11 @@
 #             (build/.../db_kill), restarts; error log as native's
 #   cxx       tests/programs/src/threads_cxx.cpp (C++20 threads/sync)
 #   rust      tests/programs/src/threads_rust.rs (std::thread/sync)
+#   scripts   Python threading/concurrent.futures and Perl ithreads
+#             (tests/programs/src/threads_py.py, threads_perl.pl)
+#   sort      GNU sort --parallel=8, in memory and with temporary files
+#   memcached memcached -t 4 on a unix socket, 40 client threads
+#             (tests/programs/src/mc_client.py, native)
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -517,8 +522,87 @@ case_own() {
 case_cxx() { case_own "$1" threads_cxx; }
 case_rust() { case_own "$1" threads_rust; }
 
+# ---- scripts ---------------------------------------------------------------
+# Interpreters' thread libraries: Python's threading/queue/concurrent.futures
+# and Perl's ithreads (tests/programs/src/threads_py.py, threads_perl.pl).
+case_scripts() {
+  local mode=$1 rc=0 r s
+  need "$PY" perl || return 1
+  for s in "$PY threads_py.py" "perl threads_perl.pl"; do
+    # shellcheck disable=SC2086
+    run "$mode" 120 ${s% *} "$src/${s#* }" >"$D/r" 2>"$D/err" </dev/null
+    r=$?
+    [ $r = 0 ] || { why "$s: exit status $r: $(head -n 3 "$D/err")"; rc=1; }
+    [ -s "$D/err" ] && { why "$s wrote on stderr: $(head -n 3 "$D/err")"; rc=1; }
+    { echo "== ${s#* }: exit $r"; cat "$D/r"; } >>"$D/out"
+  done
+  return $rc
+}
+
+# ---- sort ------------------------------------------------------------------
+# GNU sort's threaded merge sort, in memory and through temporary files.
+setup_sort() {
+  "$PY" - "$work/sort.in" <<'EOF'
+import random, sys
+r = random.Random(13)
+with open(sys.argv[1], "w") as f:
+    for i in range(200000):
+        f.write("%s %d %s\n" % ("".join(r.choice("abcdefghij") for _ in range(r.randint(1, 12))),
+                               r.randint(-10**6, 10**6), r.choice(["x", "yy", "zzz", ""])))
+EOF
+}
+case_sort() {
+  local mode=$1 rc=0 r args
+  mkdir -p "$D/tmp"
+  for args in "--parallel=8 -S 64M" "--parallel=8 -S 1M" "--parallel=4 -S 2M -n -k2,2 -s" "--parallel=8 -u -S 1M -k1,1"; do
+    # shellcheck disable=SC2086
+    LC_ALL=C run "$mode" 60 sort $args -T "$D/tmp" "$work/sort.in" >"$D/r" 2>"$D/err"
+    r=$?
+    [ $r = 0 ] || { why "sort $args: exit status $r: $(head -n 3 "$D/err")"; rc=1; }
+    [ -s "$D/err" ] && { why "sort $args wrote on stderr: $(head -n 3 "$D/err")"; rc=1; }
+    echo "sort $args: exit $r, $(wc -l <"$D/r") lines $(sha256sum <"$D/r" | cut -c1-64)" >>"$D/out"
+  done
+  rm -rf "$D/tmp" "$D/r"
+  return $rc
+}
+
+# ---- memcached ---------------------------------------------------------------
+# memcached -t 4 on a unix socket; tests/programs/src/mc_client.py (native).
+case_memcached() {
+  local mode=$1 rc=0
+  need memcached "$PY" || return 1
+  local sock=$D/mc.sock
+  if ! start_bg "$mode" 120 "$D/server.out" "$D/server.err" memcached -u "$(id -un)" -t 4 \
+    -s "$sock" -a 0600 -c 1024 -m 64; then
+    why "memcached did not start"
+    return 1
+  fi
+  local i
+  for i in $(seq 400); do
+    [ -S "$sock" ] && break
+    kill -0 "$bgchild" 2>/dev/null || break
+    sleep 0.05
+  done
+  timeout -s KILL 100 "$PY" "$src/mc_client.py" "$sock" >"$D/out" 2>"$D/client.err" || {
+    rc=$?
+    why "mc_client.py exit status $rc: $(head -n 3 "$D/client.err")"
+  }
+  kill -0 "$bgchild" 2>/dev/null || { why "memcached died before the end"; rc=1; }
+  # memcached exits 0 on SIGTERM
+  kill -TERM "$bgchild" 2>/dev/null
+  local st=0
+  wait "$bg" || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "memcached exit status $st after SIGTERM"; rc=1; }
+  if [ -s "$D/server.err" ]; then
+    why "memcached wrote on stderr: $(head -n 3 "$D/server.err")"
+    rc=1
+  fi
+  return $rc
+}
+
 # ---- driver ----------------------------------------------------------------
-CASES=(http grep compress mariadb mariadb_kill cxx rust)
+CASES=(http grep compress mariadb mariadb_kill cxx rust scripts sort memcached)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
