@@ -16,12 +16,38 @@
 #   make test-distros [DISTROS=trixie]  make test in Debian 13, 12, 11 chroots
 #   make install  PREFIX=/usr/local
 
-ARCH    ?= $(shell uname -m)
+HOST_ARCH := $(shell uname -m)
+ARCH    ?= $(HOST_ARCH)
 PREFIX  ?= /usr/local
-BUILD   := build
 
-CC      := gcc
-CXX     := g++
+# Cross builds (ARCH=aarch64 on an x86-64 machine): the Debian cross
+# toolchain, the arm64 builds of jemalloc, libunwind and Criterion unpacked
+# into a sysroot of the build's own ($(SYSROOT), made by `make deps`), and
+# every test program run under qemu-user ($(EMU)).
+ifeq ($(ARCH),$(HOST_ARCH))
+BUILD   := build
+CROSS   :=
+SYSROOT :=
+EMU     :=
+EMU_UNIT :=
+TIMEOUT_SCALE := 1
+else
+BUILD   := build/$(ARCH)
+CROSS   := $(ARCH)-linux-gnu-
+SYSROOT := $(CURDIR)/build/$(ARCH)/sysroot
+# qemu-user runs the program with the cross toolchain's C library; the
+# tests' helper libraries (Criterion's) come from the sysroot.
+EMU     := qemu-$(ARCH) -L /usr/$(ARCH)-linux-gnu
+# The unit tests need Criterion's libraries: the whole sysroot (its own C
+# library, the same glibc release as the cross toolchain's).
+EMU_UNIT := qemu-$(ARCH) -L $(SYSROOT)
+# Emulation is 5-20 times slower: every test timeout is scaled.
+TIMEOUT_SCALE := 8
+endif
+UNIT_TMO = $$((300 * $(TIMEOUT_SCALE)))
+
+CC      := $(CROSS)gcc
+CXX     := $(CROSS)g++
 DEPFLAGS = -MMD -MP
 # The library builds without a warning with gcc 12 and 14 and clang 14 and
 # 19 (tested: make test-distros, make clang-check); WERROR=1 makes that a rule.
@@ -30,12 +56,27 @@ OPT     ?= -O2
 # DEFS: -DGOSHIM_DEBUG_BUILD in the debug build; SAN: sanitizer flags.
 DEFS    ?=
 SAN     ?=
-COMMON  := $(OPT) $(DEFS) $(SAN) -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -D_GNU_SOURCE -I. $(WARN)
-CXXFLAGS_LIB := -std=c++20 $(COMMON) -fno-exceptions -fno-rtti -fno-threadsafe-statics \
+COMMON  = $(OPT) $(DEFS) $(SAN) -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -D_GNU_SOURCE -I. \
+          $(SYSROOT_INC) $(WARN)
+CXXFLAGS_LIB = -std=c++20 $(COMMON) -fno-exceptions -fno-rtti -fno-threadsafe-statics \
                 -fno-asynchronous-unwind-tables -funwind-tables -ftls-model=initial-exec
-CFLAGS_LIB   := -std=gnu11 $(COMMON) -fexceptions -ftls-model=initial-exec
+CFLAGS_LIB   = -std=gnu11 $(COMMON) -fexceptions -ftls-model=initial-exec
 
-JEMALLOC_A := /usr/lib/$(ARCH)-linux-gnu/libjemalloc_pic.a
+JEMALLOC_A := $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libjemalloc_pic.a
+OBJCOPY    := $(CROSS)objcopy
+# The sysroot's headers come after the toolchain's (only Criterion's and
+# libunwind's are needed from it); libunwind is linked statically there,
+# so the library needs nothing at run time beyond the C and C++ libraries.
+ifneq ($(SYSROOT),)
+SYSROOT_INC := -idirafter $(SYSROOT)/usr/include -idirafter $(SYSROOT)/usr/include/$(ARCH)-linux-gnu
+SYSROOT_LIB := -L$(SYSROOT)/usr/lib/$(ARCH)-linux-gnu -Wl,-rpath-link,$(SYSROOT)/usr/lib/$(ARCH)-linux-gnu \
+               -Wl,-rpath-link,$(SYSROOT)/lib/$(ARCH)-linux-gnu
+UNWIND_LIB  := $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libunwind.a \
+               $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libunwind-$(ARCH).a \
+               $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/liblzma.a
+else
+UNWIND_LIB  := -lunwind
+endif
 # jemalloc's objects minus its C++ operator new/delete (the program's
 # libstdc++ provides those, on top of malloc), with their pthread mutex,
 # condvar and thread calls renamed to core/jemalloc_glue.cpp's (the
@@ -72,6 +113,41 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
+# Cross builds: the cross toolchain and qemu-user from Debian, and the
+# target's jemalloc, libunwind and Criterion (with what they depend on)
+# downloaded by debootstrap --foreign and unpacked with dpkg-deb -x into
+# $(SYSROOT) (never `dpkg --add-architecture`, which would change the
+# host's package set).
+ifneq ($(SYSROOT),)
+DEB_ARCH_aarch64 := arm64
+DEB_ARCH   := $(or $(DEB_ARCH_$(ARCH)),$(ARCH))
+CROSS_PKGS := crossbuild-essential-$(DEB_ARCH) qemu-user debootstrap
+SYSROOT_STAMP := $(SYSROOT)/.stamp
+deps: $(SYSROOT_STAMP)
+$(SYSROOT_STAMP):
+	@missing=""; for p in $(CROSS_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
+	fi
+	@set -e; SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	suite=$$(. /etc/os-release && echo $$VERSION_CODENAME); \
+	dl=$(dir $(SYSROOT))debootstrap; \
+	if ! ls $$dl/var/cache/apt/archives/libcriterion-dev_*.deb >/dev/null 2>&1; then \
+	  rm -rf $$dl; \
+	  echo "debootstrap --arch=$(DEB_ARCH) --foreign $$suite: downloading the $(DEB_ARCH) packages"; \
+	  $$SUDO debootstrap --arch=$(DEB_ARCH) --foreign --variant=minbase \
+	    --include=libjemalloc-dev,libunwind-dev,libcriterion-dev $$suite $$dl >$$dl.log 2>&1 || \
+	    { tail -n 20 $$dl.log; exit 1; }; \
+	fi; \
+	rm -rf $(SYSROOT) && mkdir -p $(SYSROOT); \
+	for d in $$dl/var/cache/apt/archives/*.deb; do dpkg-deb -x $$d $(SYSROOT); done; \
+	touch $@; echo "sysroot: $(SYSROOT)"
+endif
+
 # The packages `make deps` makes sure of (tests/distros.sh keeps its cached
 # chroots in step with this list).
 deps-list:
@@ -93,7 +169,7 @@ $(BUILD)/obj/%.o: %.S
 $(JEMALLOC_STAMP): $(JEMALLOC_A) $(JEMALLOC_SYMS)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
 	cd $(dir $@) && ar x $(JEMALLOC_A) && rm -f jemalloc_cpp.pic.o && \
-	  for o in *.pic.o; do objcopy --redefine-syms=$(CURDIR)/$(JEMALLOC_SYMS) $$o || exit 1; done && \
+	  for o in *.pic.o; do $(OBJCOPY) --redefine-syms=$(CURDIR)/$(JEMALLOC_SYMS) $$o || exit 1; done && \
 	  touch .stamp
 
 # libgcc_s must come before libunwind among our dependencies: libunwind.so
@@ -104,7 +180,7 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	$(CC) -shared -o $@ $(LIB_OBJ) $(BUILD)/jemalloc/*.pic.o \
 	  -Wl,--version-script=shim/exports.map -Wl,-Bsymbolic-functions -Wl,-z,now \
 	  -Wl,-z,noexecstack -Wl,--no-undefined \
-	  -Wl,--no-as-needed -lgcc_s -lunwind -ldl -lpthread -lm -lc
+	  -Wl,--no-as-needed -lgcc_s $(UNWIND_LIB) -ldl -lpthread -lm -lc
 
 $(LAUNCHER): launcher/goshim.cpp core/size.hpp
 	@mkdir -p $(dir $@)
@@ -129,8 +205,8 @@ CRITERION_COMPAT := $(shell pkg-config --exists criterion 2>/dev/null && \
 
 $(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEFS) $(SAN) $(CRITERION_COMPAT) $(DEPFLAGS) \
-	  -o $@ $< $(CORE_OBJ) -lcriterion -lgcc_s -lunwind -ldl -lpthread
+	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEFS) $(SAN) $(SYSROOT_INC) $(CRITERION_COMPAT) $(DEPFLAGS) \
+	  -o $@ $< $(CORE_OBJ) $(SYSROOT_LIB) -lcriterion -lgcc_s $(UNWIND_LIB) -ldl -lpthread
 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
 	@mkdir -p $(dir $@)
@@ -175,10 +251,10 @@ $(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: 
 preload: $(PRE_RS_BIN)
 
 unit: deps $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout 300 $$t --jobs 2; done
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout $(UNIT_TMO) $(EMU_UNIT) $$t --jobs 2; done
 
 preload: deps all $(PRE_BIN)
-	@tests/run_preload.sh $(BUILD)
+	@TEST_EMU="$(EMU)" TEST_TIMEOUT_SCALE=$(TIMEOUT_SCALE) tests/run_preload.sh $(BUILD)
 
 observe: deps all $(OBS_BIN)
 	@tests/run_observe.sh $(BUILD)
@@ -284,4 +360,5 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (build/<arch>/ of a cross build holds a sysroot: its *.d are not ours.)
+-include $(shell find $(BUILD) \( -name sysroot -o -name debootstrap \) -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -5,9 +5,10 @@
 // slot's thread pointer) and the G itself right after the TCB:
 //
 //   slot base                        tp                    tp + tcb_span
-//   | static TLS (below_tp bytes)    | struct pthread       | struct G     |
+//   | static TLS (below_tp bytes)    | struct pthread       | struct G     |  (x86-64)
+//   | struct pthread (below_tp)      | tcbhead, static TLS  | struct G     |  (aarch64)
 //
-// pthread_t == tp, so pthread_t -> G is arithmetic plus a range check, and
+// pthread_t == tp + tls::L.pd, so pthread_t -> G is arithmetic plus a range check, and
 // a pointer into the arena is always readable (slots are never unmapped).
 // Slots are recycled through per-P free lists and a global one.
 #include "core/proc.hpp"
@@ -208,7 +209,7 @@ void g_entry(void* arg) {
 // ---- arena -----------------------------------------------------------------
 
 void arena_init() {
-  tcb_span = (tls::L.sizeof_pthread + 63) & ~(size_t)63;
+  tcb_span = (tls::L.above_tp + 63) & ~(size_t)63;
   size_t align = tls::L.static_align < 64 ? 64 : tls::L.static_align;
   slot_size = (tls::L.below_tp + tcb_span + sizeof(G) + align - 1) & ~(align - 1);
   size_t bytes = slot_size * kMaxSlots;
@@ -246,8 +247,8 @@ G* g_from_vtid(int32_t vtid) {
 }
 
 bool is_goshim_tp(pthread_t t) {
-  uintptr_t tp = (uintptr_t)t;
-  if (tp == 0) return false;
+  if (t == 0) return false;
+  uintptr_t tp = tls::tp_of_pthread((uintptr_t)t);
   if (tp == g1.tp) return true;
   if (tp < arena_lo + tls::L.below_tp) return false;
   size_t off = tp - arena_lo - tls::L.below_tp;
@@ -257,8 +258,8 @@ bool is_goshim_tp(pthread_t t) {
 namespace {
 // The goroutine slot t names (live or not), or null.
 G* slot_from_pthread(pthread_t t) {
-  uintptr_t tp = (uintptr_t)t;
-  if (tp == 0) return nullptr;
+  if (t == 0) return nullptr;
+  uintptr_t tp = tls::tp_of_pthread((uintptr_t)t);
   if (tp == g1.tp && g1.magic == kGMagic) return &g1;
   if (tp < arena_lo + tls::L.below_tp) return nullptr;
   size_t off = tp - arena_lo - tls::L.below_tp;
@@ -361,11 +362,9 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
   gp->insig = 0;
   gp->waitreason = WaitReason::None;
-  gp->fp_mxcsr = arch::get_mxcsr();
-  gp->fp_fpcw = arch::get_fpcw();
-  gp->sched_sp = arch::frame_init(gp->stack.hi, g_entry, gp, gp->fp_mxcsr, gp->fp_fpcw);
+  gp->sched_sp = arch::frame_init(gp->stack.hi, g_entry, gp, arch::get_fpctl());
 
-  *out = (pthread_t)gp->tp;  // before the G can run, as glibc does
+  *out = (pthread_t)tls::pthread_of(gp->tp);  // before the G can run, as glibc does
 
   int64_t live = sched.ngoroutines.fetch_add(1, std::memory_order_relaxed) + 1;
   int64_t peak = sched.ngpeak.load(std::memory_order_relaxed);

@@ -19,6 +19,7 @@ extern "C" struct __res_state* __res_state(void);
 #include "arch/arch.hpp"
 #include "core/gmp.hpp"
 #include "core/rawlog.hpp"
+#include "core/tcb.hpp"
 #include "core/real.hpp"
 #include "syscalls/sys.hpp"
 
@@ -28,9 +29,14 @@ Layout L;
 
 namespace {
 
-// tcbhead_t (x86-64): a fixed ABI.
+constexpr bool kVariantI = arch::kTlsVariantI;
+
+// tcbhead_t: a fixed ABI. x86-64 (variant II, at tp): the fields below.
+// aarch64 (variant I, at tp): {dtv, private} only; the stack and pointer
+// guards are globals there and single-thread detection is global.
 constexpr size_t kTcbSelf0 = 0x00;
-constexpr size_t kTcbDtv = 0x08;
+constexpr size_t kTcbDtv = kVariantI ? 0x00 : 0x08;
+constexpr size_t kTcbPrivate = 0x08;  // aarch64
 constexpr size_t kTcbSelf = 0x10;
 constexpr size_t kTcbMultipleThreads = 0x18;
 constexpr size_t kTcbSysinfo = 0x20;
@@ -39,7 +45,11 @@ constexpr size_t kTcbPointerGuard = 0x30;
 constexpr size_t kTcbFeature1 = 0x48;
 constexpr uint32_t kFeature1Shstk = 1u << 1;  // CET shadow stack active
 
+#if defined(__aarch64__)
+constexpr uint32_t kRseqSig = 0xd428bc00;  // RSEQ_SIG on aarch64 (brk #0x45e0)
+#else
 constexpr uint32_t kRseqSig = 0x53053053;  // RSEQ_SIG on x86
+#endif
 constexpr int kRseqFlagUnregister = 1;
 constexpr uint32_t kRseqCpuIdRegistrationFailed = (uint32_t)-2;
 constexpr uint32_t kRseqCpuIdUninitialized = (uint32_t)-1;
@@ -68,8 +78,13 @@ Mutex dlopen_lock{LockRank::TlsDlopen};  // serializes after_dlopen
 struct StaticModule {
   uintptr_t image;
   size_t filesz, memsz;
-  size_t offset;  // the module's block is at tp - offset
+  size_t offset;  // l_tls_offset: see module_block
 };
+
+// A module's static TLS block in the block whose thread pointer is tp.
+inline uintptr_t module_block(uintptr_t tp, size_t l_tls_offset) {
+  return kVariantI ? tp + l_tls_offset : tp - l_tls_offset;
+}
 constexpr int kMaxStaticModules = 64;
 StaticModule static_mods[kMaxStaticModules];
 std::atomic<int> nstatic_mods{0};
@@ -124,7 +139,8 @@ bool db_offset(const char* name, size_t* out) {
 struct Probe {
   uintptr_t stack_lo;
   size_t stack_size;
-  uintptr_t self;
+  uintptr_t self;  // THREAD_SELF (struct pthread)
+  uintptr_t tp;
   pid_t tid;
   uintptr_t robust_head;
   intptr_t futex_offset;
@@ -147,12 +163,18 @@ struct Probe {
 
 void* probe_main(void* arg) {
   Probe* pr = (Probe*)arg;
-  uintptr_t self = arch::get_tp();
+  // Offsets into struct pthread are still relative to it here (init
+  // makes them tp-relative at its end).
+  uintptr_t tp = arch::get_tp();
+  uintptr_t self = tp + L.pd;
   pr->self = self;
+  pr->tp = tp;
   pr->tid = (pid_t)sys::gettid();
   void* head = nullptr;
   size_t len = 0;
-  if (sys::get_robust_list(0, &head, &len) == 0) {
+  if (sys::get_robust_list(0, &head, &len) != 0)  // ENOSYS under qemu-user
+    head = (void*)tcb::scan_robust_head(self, L.sizeof_pthread);
+  if (head) {
     pr->robust_head = (uintptr_t)head;
     pr->futex_offset = *(intptr_t*)((uintptr_t)head + 8);
   }
@@ -170,11 +192,13 @@ void* probe_main(void* arg) {
   pr->cleanup_jmp_buf_val = at<uintptr_t>(self, L.cancelhandling - 8);
   pr->specific0 = at<uintptr_t>(self, L.specific);
   pr->list_next = at<uintptr_t>(self, L.list);
-  pr->multiple_threads = at<int>(self, kTcbMultipleThreads);
-  pr->tcb_self0 = at<uintptr_t>(self, kTcbSelf0);
-  pr->tcb_self = at<uintptr_t>(self, kTcbSelf);
-  pr->stack_guard = at<uintptr_t>(self, kTcbStackGuard);
-  pr->pointer_guard = at<uintptr_t>(self, kTcbPointerGuard);
+  if (!kVariantI) {
+    pr->multiple_threads = at<int>(self, kTcbMultipleThreads);
+    pr->tcb_self0 = at<uintptr_t>(self, kTcbSelf0);
+    pr->tcb_self = at<uintptr_t>(self, kTcbSelf);
+    pr->stack_guard = at<uintptr_t>(self, kTcbStackGuard);
+    pr->pointer_guard = at<uintptr_t>(self, kTcbPointerGuard);
+  }
   if (pr->robust_head > self + 8 && pr->robust_head < self + L.sizeof_pthread)
     pr->robust_prev = *(uintptr_t*)(pr->robust_head - 8);
   // rseq: the length glibc registered is not exported (__rseq_size is the
@@ -182,7 +206,7 @@ void* probe_main(void* arg) {
   // thread that is about to exit, so that main's registration can be moved
   // for sure later (move_kernel_registrations).
   if (L.rseq_size) {
-    uintptr_t area = self + L.rseq;
+    uintptr_t area = tp + L.rseq;
     pr->rseq_cpu_id = at<uint32_t>(area, 4);
     if (pr->rseq_cpu_id != kRseqCpuIdRegistrationFailed) {
       pr->rseq_unregister_failed = true;
@@ -236,15 +260,31 @@ bool init(const char** why) {
   }
   L.sizeof_pthread = *sz;
   if (L.sizeof_pthread < 1024 || L.sizeof_pthread > 16384 ||
-      L.sizeof_pthread >= L.static_size || L.static_align > 4096 ||
+      (!kVariantI && L.sizeof_pthread >= L.static_size) || L.static_align > 4096 ||
       (L.static_align & (L.static_align - 1))) {
     *why = "unexpected glibc TLS geometry";
     return false;
   }
-  L.below_tp = L.static_size - L.sizeof_pthread;
-  if (L.below_tp % L.static_align) {
-    *why = "unexpected glibc static TLS alignment";
-    return false;
+  if (kVariantI) {
+    // _dl_get_tls_static_info's size is the tcbhead and the static TLS
+    // above tp; struct pthread (TLS_PRE_TCB_SIZE) comes on top, below tp,
+    // and tp keeps the static alignment.
+    size_t align = L.static_align < 64 ? 64 : L.static_align;
+    if (L.static_size < 16 || L.sizeof_pthread % 16) {
+      *why = "unexpected glibc TLS geometry";
+      return false;
+    }
+    L.below_tp = (L.sizeof_pthread + align - 1) & ~(align - 1);
+    L.above_tp = L.static_size;
+    L.pd = (size_t)0 - L.sizeof_pthread;
+  } else {
+    L.below_tp = L.static_size - L.sizeof_pthread;
+    L.above_tp = L.sizeof_pthread;
+    L.pd = 0;
+    if (L.below_tp % L.static_align) {
+      *why = "unexpected glibc static TLS alignment";
+      return false;
+    }
   }
   if (!db_offset("_thread_db_pthread_list", &L.list) ||
       !db_offset("_thread_db_pthread_tid", &L.tid) ||
@@ -258,7 +298,7 @@ bool init(const char** why) {
   L.cleanup_jmp_buf = L.cancelhandling - 8;  // stable since glibc 2.3
 
   t0 = arch::get_tp();
-  if (at<uint32_t>(t0, kTcbFeature1) & kFeature1Shstk) {
+  if (!kVariantI && at<uint32_t>(t0, kTcbFeature1) & kFeature1Shstk) {
     *why = "CET shadow stacks are active (goshim does not switch shadow stacks)";
     return false;
   }
@@ -321,8 +361,8 @@ bool init(const char** why) {
     *why = "glibc's __resp TLS symbol is missing";
     return false;
   }
-  L.resp = (intptr_t)(pr.resp_tls - pr.self);
-  L.tls_g = (intptr_t)(pr.tls_g_addr - pr.self);
+  L.resp = (intptr_t)(pr.resp_tls - pr.tp);
+  L.tls_g = (intptr_t)(pr.tls_g_addr - pr.tp);
   if (pr.specific0 <= pr.self || pr.specific0 >= pr.self + L.sizeof_pthread) {
     *why = "cannot locate specific_1stblock in struct pthread";
     return false;
@@ -332,19 +372,20 @@ bool init(const char** why) {
     *why = "cleanup_jmp_buf is not where TLS.md says";
     return false;
   }
-  if (pr.list_next == 0 || pr.multiple_threads != 1) {
+  if (pr.list_next == 0 || (!kVariantI && pr.multiple_threads != 1)) {
     *why = "struct pthread list/multiple_threads check failed";
     return false;
   }
   // tcbhead_t (fixed offsets): the two self pointers, and the guards that
   // glibc copies from the initial thread into every thread.
-  if (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
-      at<uintptr_t>(t0, kTcbSelf) != t0) {
+  if (!kVariantI &&
+      (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
+       at<uintptr_t>(t0, kTcbSelf) != t0)) {
     *why = "tcbhead_t's self pointers are not at 0x0 and 0x10";
     return false;
   }
-  if (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
-      pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard)) {
+  if (!kVariantI && (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
+                     pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard))) {
     *why = "tcbhead_t's stack and pointer guards are not at 0x28 and 0x30";
     return false;
   }
@@ -361,7 +402,7 @@ bool init(const char** why) {
   L.rseq_reglen = pr.rseq_reglen;  // 0: glibc registered no rseq area
   // tid: the descriptor offset must hold the kernel tid in a live thread;
   // check it on the current (initial) thread.
-  if (at<pid_t>(t0, L.tid) != (pid_t)sys::gettid()) {
+  if (at<pid_t>(t0 + L.pd, L.tid) != (pid_t)sys::gettid()) {
     *why = "the tid descriptor does not match the kernel tid";
     return false;
   }
@@ -370,17 +411,26 @@ bool init(const char** why) {
     *why = "struct pthread layout check failed";
     return false;
   }
-  if (L.resp >= 0 || -L.resp > (intptr_t)L.below_tp || L.tls_g >= 0 ||
-      -L.tls_g > (intptr_t)L.below_tp) {
+  // Static TLS: below tp in variant II, above the tcbhead in variant I.
+  auto in_static_tls = [](intptr_t off) {
+    return kVariantI ? (off >= 16 && off < (intptr_t)L.above_tp)
+                     : (off < 0 && -off <= (intptr_t)L.below_tp);
+  };
+  if (!in_static_tls(L.resp) || !in_static_tls(L.tls_g)) {
     *why = "TLS variables are not in static TLS";
     return false;
   }
   if (L.rseq_size && (L.rseq < -(intptr_t)L.below_tp ||
                       L.rseq + (intptr_t)(L.rseq_reglen > 32 ? L.rseq_reglen : 32) >
-                          (intptr_t)L.sizeof_pthread)) {
+                          (intptr_t)L.above_tp)) {
     *why = "the rseq area is not in the thread's TLS block";
     return false;
   }
+  // From here on every struct pthread offset is relative to tp.
+  for (size_t* f : {&L.list, &L.tid, &L.robust_prev, &L.robust_head, &L.cleanup_jmp_buf,
+                    &L.cancelhandling, &L.specific_1stblock, &L.specific, &L.report_events,
+                    &L.stackblock, &L.stackblock_size, &L.res})
+    *f += L.pd;
 
   // Every module loaded now is in the static TLS image of every block.
   dl_iterate_phdr(
@@ -402,12 +452,13 @@ static void block_reinit_static(uintptr_t tp) {
   int n = nstatic_mods.load(std::memory_order_acquire);
   for (int i = 0; i < n; i++) {
     const StaticModule& m = static_mods[i];
-    uintptr_t dest = tp - m.offset;
+    uintptr_t dest = module_block(tp, m.offset);
     memcpy((void*)dest, (const void*)m.image, m.filesz);
     memset((void*)(dest + m.filesz), 0, m.memsz - m.filesz);
   }
   uintptr_t dtv = at<uintptr_t>(tp, kTcbDtv);
-  memset((void*)tp, 0, L.sizeof_pthread);
+  memset((void*)(tp + L.pd), 0, L.sizeof_pthread);
+  if (kVariantI) at<uintptr_t>(tp, kTcbPrivate) = 0;
   at<uintptr_t>(tp, kTcbDtv) = dtv;
 }
 
@@ -417,17 +468,20 @@ bool block_init(uintptr_t tp, G* gp, bool fresh) {
   } else {
     if (!fresh) {
       dl_deallocate_tls((void*)tp, false);
-      memset((void*)tp, 0, L.sizeof_pthread);
+      memset((void*)(tp + L.pd), 0, L.sizeof_pthread);
+      if (kVariantI) memset((void*)tp, 0, 16);
     }
     if (!dl_allocate_tls((void*)tp)) return false;
   }
-  at<uintptr_t>(tp, kTcbSelf0) = tp;
-  at<uintptr_t>(tp, kTcbSelf) = tp;
-  at<int>(tp, kTcbMultipleThreads) = 1;
-  at<uintptr_t>(tp, kTcbSysinfo) = at<uintptr_t>(t0, kTcbSysinfo);
-  at<uintptr_t>(tp, kTcbStackGuard) = at<uintptr_t>(t0, kTcbStackGuard);
-  at<uintptr_t>(tp, kTcbPointerGuard) = at<uintptr_t>(t0, kTcbPointerGuard);
-  at<uint32_t>(tp, kTcbFeature1) = at<uint32_t>(t0, kTcbFeature1);
+  if (!kVariantI) {
+    at<uintptr_t>(tp, kTcbSelf0) = tp;
+    at<uintptr_t>(tp, kTcbSelf) = tp;
+    at<int>(tp, kTcbMultipleThreads) = 1;
+    at<uintptr_t>(tp, kTcbSysinfo) = at<uintptr_t>(t0, kTcbSysinfo);
+    at<uintptr_t>(tp, kTcbStackGuard) = at<uintptr_t>(t0, kTcbStackGuard);
+    at<uintptr_t>(tp, kTcbPointerGuard) = at<uintptr_t>(t0, kTcbPointerGuard);
+    at<uint32_t>(tp, kTcbFeature1) = at<uint32_t>(t0, kTcbFeature1);
+  }
   // list points at itself: glibc's list_del on it (fork) stays harmless and
   // the G is on none of glibc's thread lists.
   at<uintptr_t>(tp, L.list) = tp + L.list;
@@ -473,7 +527,7 @@ void on_exit() {
 uintptr_t initial_tp() { return t0; }
 
 void adopt_main(G* g1) {
-  at<int>(t0, kTcbMultipleThreads) = 1;
+  if (!kVariantI) at<int>(t0, kTcbMultipleThreads) = 1;
   tls_g = g1;
 }
 
@@ -507,13 +561,13 @@ namespace {
 struct NewModule {
   uintptr_t image;
   size_t filesz, memsz;
-  size_t offset;  // l_tls_offset: the block is at tp - offset
+  size_t offset;  // l_tls_offset: see module_block
 };
 
 void copy_module(uintptr_t tp, void* ctx) {
   const NewModule* nm = (const NewModule*)ctx;
   if (tp == t0) return;  // glibc initialized main's block (it is on dl_stack_user)
-  uintptr_t dest = tp - nm->offset;
+  uintptr_t dest = module_block(tp, nm->offset);
   memcpy((void*)dest, (const void*)nm->image, nm->filesz);
   memset((void*)(dest + nm->filesz), 0, nm->memsz - nm->filesz);
 }

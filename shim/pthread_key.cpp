@@ -207,7 +207,7 @@ void ensure_helper() {
     g_exit_hook = g_exit_keys;
     return;
   }
-  while (helper_state.load(std::memory_order_acquire) < 2) __builtin_ia32_pause();
+  while (helper_state.load(std::memory_order_acquire) < 2) arch::cpu_relax();
 }
 
 void arm_helper() {

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "arch/arch.hpp"
 #include "shim/shim.hpp"
 #include "shim/sync.hpp"
 
@@ -32,7 +33,7 @@ GOSHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t* lock) {
     if (__atomic_compare_exchange_n(l, &one, 0, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       return 0;
     while (__atomic_load_n(l, __ATOMIC_RELAXED) <= 0) {
-      __builtin_ia32_pause();
+      arch::cpu_relax();
       if (++spins >= kSpinsBeforeYield) {
         sync_yield();
         spins = 0;
