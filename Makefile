@@ -254,7 +254,8 @@ unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout $(UNIT_TMO) $(EMU_UNIT) $$t --jobs 2; done
 
 preload: deps all $(PRE_BIN)
-	@TEST_EMU="$(EMU)" TEST_TIMEOUT_SCALE=$(TIMEOUT_SCALE) tests/run_preload.sh $(BUILD)
+	@TEST_EMU="$(EMU)" TEST_TRUE=$(SYSROOT)/bin/true TEST_TIMEOUT_SCALE=$(TIMEOUT_SCALE) OBJDUMP=$(CROSS)objdump \
+	  tests/run_preload.sh $(BUILD)
 
 observe: deps all $(OBS_BIN)
 	@tests/run_observe.sh $(BUILD)

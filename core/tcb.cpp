@@ -13,14 +13,22 @@ constinit std::atomic<size_t> robust_off{0};
 constinit std::atomic<size_t> cancel_off{0};
 constinit std::atomic<size_t> pd_below{0};
 
-void early_init() {
-  if (tid_off.load(std::memory_order_acquire) != 0) return;
-  if (arch::kTlsVariantI) {
+size_t pd_from_tp() {
+  if (!arch::kTlsVariantI) return 0;
+  size_t below = pd_below.load(std::memory_order_relaxed);
+  if (!below) {
     const uint32_t* sz = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread",
                                                  "GLIBC_PRIVATE");
-    if (!sz || *sz < 1024 || *sz > 16384) return;  // every offset stays 0: slow paths
-    pd_below.store(*sz, std::memory_order_relaxed);
+    if (!sz || *sz < 1024 || *sz > 16384) return 0;
+    below = *sz;
+    pd_below.store(below, std::memory_order_relaxed);
   }
+  return (size_t)0 - below;
+}
+
+void early_init() {
+  if (tid_off.load(std::memory_order_acquire) != 0) return;
+  if (arch::kTlsVariantI && pd_from_tp() == 0) return;  // every offset stays 0: slow paths
   uintptr_t me = self();
   // {bits, count, offset}: a debugger ABI, so it matches the running glibc.
   const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid",

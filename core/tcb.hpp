@@ -45,6 +45,11 @@ void early_init();
 // with robust_prev (the word below) = &head. 0 if not found exactly once.
 uintptr_t scan_robust_head(uintptr_t pd, size_t size);
 
+// struct pthread's address relative to the thread pointer, modular: 0 on
+// x86-64, -sizeof(struct pthread) on aarch64 (pd_below). Any thread, also
+// before early_init (it then looks the size up itself).
+size_t pd_from_tp();
+
 // THREAD_SELF: the caller's struct pthread (x86-64: tcbhead_t.self at
 // %fs:0x10; aarch64: tp - sizeof(struct pthread)).
 inline uintptr_t self() {

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "arch/arch.hpp"
+#include "core/tcb.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "shim/shim.hpp"
@@ -108,7 +109,7 @@ void init_layout() {
     const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_specific",
                                                 "GLIBC_PRIVATE");
     if (!d) fatal("pthread keys: glibc's _thread_db_pthread_specific is missing");
-    off_specific = d[2];
+    off_specific = d[2] + tcb::pd_from_tp();  // relative to tp
     uintptr_t tp = arch::get_tp();
     off_first = *(uintptr_t*)(tp + off_specific) - tp;
     layout_ready.store(true, std::memory_order_release);

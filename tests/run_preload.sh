@@ -29,8 +29,17 @@
 # fails. Under 1:1 the M:N claims are not made (no MAX_KERNEL_THREADS, no
 # REQUIRE_MIGRATION), and the goshim-only cases (native: skip, e.g. 100,000
 # live threads) are reported as SKIP with the refusal as the reason.
+#
+# Cross builds (make ARCH=aarch64 test) set TEST_EMU to the emulator
+# command (qemu-aarch64 -L ...): native and goshim runs both go through
+# it, goshim's as QEMU_SET_ENV=LD_PRELOAD=... (an LD_PRELOAD of the
+# emulator's own environment would reach the host's loader), and
+# TEST_TIMEOUT_SCALE multiplies every timeout. TEST_TRUE names a trivial
+# program of the target for goshim_mode.sh.
 set -u
 build=${1:?usage: run_preload.sh BUILD_DIR [case ...]}
+emu=(${TEST_EMU:-})
+tscale=${TEST_TIMEOUT_SCALE:-1}
 shift
 only=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,6 +74,14 @@ default_procs() {
 }
 dprocs=$(default_procs)
 
+# How the program under test gets goshim.
+if [ ${#emu[@]} -gt 0 ]; then
+  preload=(QEMU_SET_ENV="LD_PRELOAD=$lib")
+  echo "emulated: ${emu[*]} ($(${emu[0]} --version | head -n 1)), timeouts x$tscale"
+else
+  preload=(LD_PRELOAD="$lib")
+fi
+
 mode_line=$("$here/goshim_mode.sh" "$lib") || exit 2
 echo "goshim mode: $mode_line"
 refusal='^goshim: warning: .*; running every thread as a kernel thread \(no M:N\)$'
@@ -89,23 +106,23 @@ run_one() {
   t0=$(date +%s.%N)
   case $mode in
     native)
-      (env "${unset_goshim[@]}" "${native_env[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null
+      (env "${unset_goshim[@]}" "${native_env[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null
        exit $?) 2>/dev/null
       rc=$? ;;
     pd)
       local extra=()
       [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((dprocs + 4)))
       [ $mn = 1 ] && [ "$dprocs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
-      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" \
-        "${extra[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      (env "${unset_goshim[@]}" "${preload[@]}" \
+        "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
     p*)
       local procs=${mode#p}
       local extra=()
       [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((procs + 4)))
       [ $mn = 1 ] && [ "$procs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
-      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" GOSHIM_MAXPROCS="$procs" \
-        "${extra[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      (env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MAXPROCS="$procs" \
+        "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
   esac
   t1=$(date +%s.%N)
@@ -162,6 +179,7 @@ while read -r name tmo expect native args; do
     fail=$((fail + 1)); failed+=("$name/check")
     continue
   fi
+  tmo=$((tmo * tscale))
   # shellcheck disable=SC2086
   set -- $args
   if [ "$native" = skip ] && [ $mn = 0 ]; then
