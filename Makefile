@@ -31,6 +31,7 @@ SYSROOT :=
 EMU     :=
 EMU_UNIT :=
 TIMEOUT_SCALE := 1
+EMU_THREADS := 0
 else
 BUILD   := build/$(ARCH)
 CROSS   := $(ARCH)-linux-gnu-
@@ -43,6 +44,8 @@ EMU     := qemu-$(ARCH) -L /usr/$(ARCH)-linux-gnu
 EMU_UNIT := qemu-$(ARCH) -L $(SYSROOT)
 # Emulation is 5-20 times slower: every test timeout is scaled.
 TIMEOUT_SCALE := 8
+# qemu-user's own RCU thread, in every emulated process's thread count.
+EMU_THREADS := 1
 endif
 UNIT_TMO = $$((300 * $(TIMEOUT_SCALE)))
 
@@ -69,13 +72,17 @@ OBJCOPY    := $(CROSS)objcopy
 # so the library needs nothing at run time beyond the C and C++ libraries.
 ifneq ($(SYSROOT),)
 SYSROOT_INC := -idirafter $(SYSROOT)/usr/include -idirafter $(SYSROOT)/usr/include/$(ARCH)-linux-gnu
-SYSROOT_LIB := -L$(SYSROOT)/usr/lib/$(ARCH)-linux-gnu -Wl,-rpath-link,$(SYSROOT)/usr/lib/$(ARCH)-linux-gnu \
+# (No -L into the sysroot: its libc.so script names the target's absolute
+# paths; the cross toolchain's C library is the one linked against.)
+SYSROOT_LIB := -Wl,-rpath-link,$(SYSROOT)/usr/lib/$(ARCH)-linux-gnu \
                -Wl,-rpath-link,$(SYSROOT)/lib/$(ARCH)-linux-gnu
+CRITERION_LIB := $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libcriterion.so
 UNWIND_LIB  := $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libunwind.a \
                $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libunwind-$(ARCH).a \
                $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/liblzma.a
 else
 UNWIND_LIB  := -lunwind
+CRITERION_LIB := -lcriterion
 endif
 # jemalloc's objects minus its C++ operator new/delete (the program's
 # libstdc++ provides those, on top of malloc), with their pthread mutex,
@@ -206,7 +213,7 @@ CRITERION_COMPAT := $(shell pkg-config --exists criterion 2>/dev/null && \
 $(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEFS) $(SAN) $(SYSROOT_INC) $(CRITERION_COMPAT) $(DEPFLAGS) \
-	  -o $@ $< $(CORE_OBJ) $(SYSROOT_LIB) -lcriterion -lgcc_s $(UNWIND_LIB) -ldl -lpthread
+	  -o $@ $< $(CORE_OBJ) $(SYSROOT_LIB) $(CRITERION_LIB) -lgcc_s $(UNWIND_LIB) -ldl -lpthread
 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
 	@mkdir -p $(dir $@)
@@ -250,11 +257,25 @@ $(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: 
 
 preload: $(PRE_RS_BIN)
 
-unit: deps $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout $(UNIT_TMO) $(EMU_UNIT) $$t --jobs 2; done
+# Emulated runs: tests/emu/execwrap.so lets a program of the target exec
+# one (Criterion re-executes each unit test binary) under the emulator.
+EXECWRAP := $(BUILD)/tests/emu/execwrap.so
+$(EXECWRAP): tests/emu/execwrap.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -fPIC -shared -o $@ $< -ldl
+ifneq ($(EMU),)
+EMU_PRELOAD := -E LD_PRELOAD=$(CURDIR)/$(EXECWRAP)
+EMU_VARS    := EMU_EXEC="$(EMU_UNIT)"
+UNIT_DEPS   := $(EXECWRAP)
+endif
+
+unit: deps $(UNIT_BIN) $(UNIT_DEPS)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; \
+	  $(EMU_VARS) timeout $(UNIT_TMO) $(EMU_UNIT) $(EMU_PRELOAD) $$t --jobs 2; done
 
 preload: deps all $(PRE_BIN)
-	@TEST_EMU="$(EMU)" TEST_TRUE=$(SYSROOT)/bin/true TEST_TIMEOUT_SCALE=$(TIMEOUT_SCALE) OBJDUMP=$(CROSS)objdump \
+	@TEST_EMU="$(EMU)" TEST_TRUE=$(SYSROOT)/bin/true TEST_TIMEOUT_SCALE=$(TIMEOUT_SCALE) \
+	  TEST_EMU_THREADS=$(EMU_THREADS) OBJDUMP=$(CROSS)objdump \
 	  tests/run_preload.sh $(BUILD)
 
 observe: deps all $(OBS_BIN)

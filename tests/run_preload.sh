@@ -40,6 +40,9 @@ set -u
 build=${1:?usage: run_preload.sh BUILD_DIR [case ...]}
 emu=(${TEST_EMU:-})
 tscale=${TEST_TIMEOUT_SCALE:-1}
+# Kernel threads the emulator adds to every process (qemu-user's RCU
+# thread): added to MAX_KERNEL_THREADS, which counts /proc/self/status.
+emu_threads=${TEST_EMU_THREADS:-0}
 shift
 only=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -111,7 +114,7 @@ run_one() {
       rc=$? ;;
     pd)
       local extra=()
-      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((dprocs + 4)))
+      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((dprocs + 4 + emu_threads)))
       [ $mn = 1 ] && [ "$dprocs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
       (env "${unset_goshim[@]}" "${preload[@]}" \
         "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
@@ -119,7 +122,7 @@ run_one() {
     p*)
       local procs=${mode#p}
       local extra=()
-      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((procs + 4)))
+      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((procs + 4 + emu_threads)))
       [ $mn = 1 ] && [ "$procs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
       (env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MAXPROCS="$procs" \
         "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
