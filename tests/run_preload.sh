@@ -31,14 +31,22 @@
 # live threads) are reported as SKIP with the refusal as the reason.
 #
 # Cross builds (make ARCH=aarch64 test) set TEST_EMU to the emulator
-# command (qemu-aarch64 -L ...): native and goshim runs both go through
-# it, goshim's as QEMU_SET_ENV=LD_PRELOAD=... (an LD_PRELOAD of the
-# emulator's own environment would reach the host's loader), and
-# TEST_TIMEOUT_SCALE multiplies every timeout. TEST_TRUE names a trivial
-# program of the target for goshim_mode.sh.
+# command; tests/preload/cases_emu.txt then says which cases (or which
+# native runs) emulation cannot carry, and why:
+#   name  skip          reason     the case is SKIP in every mode
+#   name  native=skip   reason     goshim runs only (SKIP for native)
+#   name  native=run:VAR=VAL  reason   a smaller native load
+# Native and goshim runs both go through the emulator, goshim's as
+# QEMU_SET_ENV=LD_PRELOAD=... (an LD_PRELOAD of the emulator's own
+# environment would reach the host's loader), both with TEST_EMU_PRELOAD
+# (tests/emu/execwrap.so: a program that execs a program of the target
+# runs it under the emulator again, EMU_EXEC); TEST_TIMEOUT_SCALE
+# multiplies every timeout. TEST_TRUE names a trivial program of the
+# target for goshim_mode.sh.
 set -u
 build=${1:?usage: run_preload.sh BUILD_DIR [case ...]}
 emu=(${TEST_EMU:-})
+native_pre=()
 tscale=${TEST_TIMEOUT_SCALE:-1}
 # Kernel threads the emulator adds to every process (qemu-user's RCU
 # thread): added to MAX_KERNEL_THREADS, which counts /proc/self/status.
@@ -79,7 +87,10 @@ dprocs=$(default_procs)
 
 # How the program under test gets goshim.
 if [ ${#emu[@]} -gt 0 ]; then
-  preload=(QEMU_SET_ENV="LD_PRELOAD=$lib")
+  wrap=${TEST_EMU_PRELOAD:-}
+  export EMU_EXEC="${emu[*]}"
+  preload=(QEMU_SET_ENV="LD_PRELOAD=$lib${wrap:+:$wrap}")
+  [ -n "$wrap" ] && native_pre=(QEMU_SET_ENV="LD_PRELOAD=$wrap")
   echo "emulated: ${emu[*]} ($(${emu[0]} --version | head -n 1)), timeouts x$tscale"
 else
   preload=(LD_PRELOAD="$lib")
@@ -109,7 +120,7 @@ run_one() {
   t0=$(date +%s.%N)
   case $mode in
     native)
-      (env "${unset_goshim[@]}" "${native_env[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null
+      (env "${unset_goshim[@]}" "${native_pre[@]}" "${native_env[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null
        exit $?) 2>/dev/null
       rc=$? ;;
     pd)
@@ -172,6 +183,25 @@ run_one() {
 while read -r name tmo expect native args; do
   case $name in ''|'#'*) continue ;; esac
   wanted "$name" || continue
+  emu_native=
+  if [ ${#emu[@]} -gt 0 ] && emu_rule=$(awk -v n="$name" '$1 == n {$1 = ""; print; exit}' \
+      "$here/preload/cases_emu.txt") && [ -n "$emu_rule" ]; then
+    read -r emu_action emu_why <<<"$emu_rule"
+    case $emu_action in
+      skip)
+        for mode in native p1 p2 pd; do
+          printf 'SKIP %-28s %-6s emulated: %s\n' "$name" "$mode" "$emu_why"
+          skip=$((skip + 1)); skipped+=("$name/$mode")
+        done
+        continue ;;
+      native=skip)
+        printf 'SKIP %-28s %-6s emulated: %s\n' "$name" native "$emu_why"
+        skip=$((skip + 1)); skipped+=("$name/native")
+        emu_native=skip ;;
+      native=run:*)
+        emu_native=${emu_action#native=} ;;
+    esac
+  fi
   if [ ! -x "$bindir/$name" ]; then
     printf 'FAIL %-28s %-6s not built\n' "$name" "-"
     fail=$((fail + 1)); failed+=("$name/build")
@@ -192,6 +222,7 @@ while read -r name tmo expect native args; do
     done
     continue
   fi
+  [ -n "$emu_native" ] && native=$emu_native
   native_ok=0
   native_env=()
   case $native in run:*) IFS=, read -r -a native_env <<<"${native#run:}" ;; esac
