@@ -2,6 +2,7 @@
 #include "core/stack.hpp"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -11,6 +12,7 @@
 
 #include "core/rawlog.hpp"
 #include "syscalls/sys.hpp"
+#include "syscalls/sys_io.hpp"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -94,11 +96,33 @@ bool map_stack(size_t size, size_t guard, Stack* out) {
   return true;
 }
 
+// Whether MADV_GUARD_INSTALL really guards: a kernel without it says
+// EINVAL, but qemu-user (7.2) accepts every madvise and does nothing, so
+// a stack would have no guard at all. The probe writes a byte from a
+// guarded page into a pipe: the kernel refuses (EFAULT) when the guard is
+// there.
+bool guard_madvise_works() {
+  void* p = sys::mmap(nullptr, g_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  bool works = false;
+  if (sys::madvise(p, g_page, MADV_GUARD_INSTALL) == 0) {
+    int fds[2];
+    if (sys::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+      works = sys::write(fds[1], p, 1) == -EFAULT;
+      sys::close(fds[0]);
+      sys::close(fds[1]);
+    }
+  }
+  sys::munmap(p, g_page);
+  return works;
+}
+
 }  // namespace
 
 void stack_init() {
   long ps = sysconf(_SC_PAGESIZE);
   if (ps > 0) g_page = (size_t)ps;
+  g_guard_madvise.store(guard_madvise_works(), std::memory_order_relaxed);
   // glibc's default: RLIMIT_STACK if set and not unlimited, else 2 MiB on
   // x86-64 (ARCH_STACK_DEFAULT_SIZE), never below PTHREAD_STACK_MIN.
   pthread_attr_t a;
