@@ -311,12 +311,19 @@ $(PROG_DIR)/threads_rust: tests/programs/src/threads_rust.rs
 programs: deps all $(PROG_BIN)
 	@tests/run_programs.sh $(BUILD)
 
+# A cross build (ARCH=aarch64) runs the unit and preload tests under
+# emulation; the real programs are the host's Debian binaries, and the
+# observability tests drive the launcher and the host's tools: not run.
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory preload
+ifeq ($(EMU),)
 	@$(MAKE) --no-print-directory programs
 	@$(MAKE) --no-print-directory observe
+else
+	@echo "programs, observe: not run for a cross build (ARCH=$(ARCH)): they need the host's programs and tools"
+endif
 
 # ---- debug and sanitizer builds ---------------------------------------------------
 # The debug build checks the lock order (core/lockrank.hpp) at every
