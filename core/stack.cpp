@@ -10,6 +10,7 @@
 
 #include <new>
 
+#include "arch/arch.hpp"
 #include "core/rawlog.hpp"
 #include "syscalls/sys.hpp"
 #include "syscalls/sys_io.hpp"
@@ -69,7 +70,15 @@ size_t round_page(size_t n) { return (n + g_page - 1) & ~(g_page - 1); }
 FreeStack* node_of(const Stack& s) { return (FreeStack*)(s.hi - sizeof(FreeStack)); }
 
 bool map_stack(size_t size, size_t guard, Stack* out) {
-  size_t total = size + guard;
+  // A signal handler that runs on an overflowed stack (goshim's SIGSEGV
+  // wrapper, without a sigaltstack) has its frame pushed below the guard:
+  // on aarch64 that frame (about 4.6 KiB) is larger than a 4 KiB guard
+  // page, so the kernel (and qemu-user) could write part of it into the
+  // mapping below (another goroutine's stack) before faulting. Such a
+  // guard is widened, out of sight: Stack::guard stays what was asked.
+  size_t mapped_guard = guard;
+  if (guard && guard < arch::kMinStackGuard) mapped_guard = round_page(arch::kMinStackGuard);
+  size_t total = size + mapped_guard;
   void* p = sys::mmap(nullptr, total, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (p == MAP_FAILED) return false;
@@ -77,13 +86,13 @@ bool map_stack(size_t size, size_t guard, Stack* out) {
   if (guard) {
     bool ok = false;
     if (g_guard_madvise.load(std::memory_order_relaxed)) {
-      long r = sys::madvise(p, guard, MADV_GUARD_INSTALL);
+      long r = sys::madvise(p, mapped_guard, MADV_GUARD_INSTALL);
       if (r == 0)
         ok = true;
       else if (r == -EINVAL)
         g_guard_madvise.store(false, std::memory_order_relaxed);  // kernel < 6.13
     }
-    if (!ok && sys::mprotect(p, guard, PROT_NONE) != 0) {
+    if (!ok && sys::mprotect(p, mapped_guard, PROT_NONE) != 0) {
       sys::munmap(p, total);
       return false;
     }
@@ -91,7 +100,7 @@ bool map_stack(size_t size, size_t guard, Stack* out) {
   out->map_lo = lo;
   out->map_size = total;
   out->guard = guard;
-  out->lo = lo + guard;
+  out->lo = lo + mapped_guard;
   out->hi = lo + total;
   return true;
 }

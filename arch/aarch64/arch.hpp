@@ -50,6 +50,10 @@ inline void full_barrier() { __asm__ volatile("dmb ish" ::: "memory"); }
 // The spin-wait hint (x86's pause).
 inline void cpu_relax() { __asm__ volatile("yield" ::: "memory"); }
 
+// The smallest guard below a goroutine stack that has one (core/stack.cpp):
+// a signal frame (with the FP/SIMD record) is larger than a 4 KiB page.
+inline constexpr unsigned long kMinStackGuard = 64 * 1024;
+
 // Current stack pointer.
 inline uintptr_t get_sp() {
   uintptr_t sp;

@@ -45,6 +45,10 @@ inline uintptr_t get_tp() {
 // no-op on the stack, as Linux's smp_mb() on x86-64.
 inline void full_barrier() { __asm__ volatile("lock orq $0, (%%rsp)" ::: "memory", "cc"); }
 
+// The smallest guard below a goroutine stack that has one (core/stack.cpp):
+// the guard the program asks for, unchanged.
+inline constexpr unsigned long kMinStackGuard = 0;
+
 // Current stack pointer.
 inline uintptr_t get_sp() {
   uintptr_t sp;
