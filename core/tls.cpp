@@ -309,6 +309,7 @@ bool init(const char** why) {
   if (rseq_off && rseq_size) {
     L.rseq = *rseq_off;
     L.rseq_size = *rseq_size;
+    L.rseq_area = true;
   }
 
   // The probe thread: a real kernel thread on a stack we supply, so the
@@ -420,7 +421,7 @@ bool init(const char** why) {
     *why = "TLS variables are not in static TLS";
     return false;
   }
-  if (L.rseq_size && (L.rseq < -(intptr_t)L.below_tp ||
+  if (L.rseq_area && (L.rseq < -(intptr_t)L.below_tp ||
                       L.rseq + (intptr_t)(L.rseq_reglen > 32 ? L.rseq_reglen : 32) >
                           (intptr_t)L.above_tp)) {
     *why = "the rseq area is not in the thread's TLS block";
@@ -493,7 +494,11 @@ bool block_init(uintptr_t tp, G* gp, bool fresh) {
   at<uintptr_t>(tp, L.robust_head + 16) = 0;
   at<uintptr_t>(tp, L.specific) = tp + L.specific_1stblock;
   at<uint8_t>(tp, L.report_events) = at<uint8_t>(t0, L.report_events);
-  if (L.rseq_size) {
+  // Also when glibc's own registration failed (__rseq_size 0: qemu-user
+  // has no rseq): pthread_create passes "register rseq" on to the new
+  // thread when the creator's cpu_id is >= 0, and a new M created from a
+  // goroutine would then die in start_thread ("rseq registration failed").
+  if (L.rseq_area) {
     at<uint32_t>(tp + L.rseq, 0) = 0;
     at<uint32_t>(tp + L.rseq, 4) = kRseqCpuIdRegistrationFailed;
   }

@@ -42,7 +42,8 @@ struct Layout {
   intptr_t resp = 0;        // glibc's __resp
   intptr_t tls_g = 0;       // goshim's tls_g
   intptr_t rseq = 0;        // __rseq_offset
-  uint32_t rseq_size = 0;   // __rseq_size (feature size)
+  uint32_t rseq_size = 0;   // __rseq_size (feature size); 0 when registration failed
+  bool rseq_area = false;   // __rseq_offset is known (the area exists, registered or not)
   uint32_t rseq_reglen = 0; // the length glibc registered with the kernel
 };
 
