@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/gmp.hpp"
+#include "core/privfd.hpp"
 #include "core/rawlog.hpp"
 #include "core/size.hpp"
 #include "syscalls/sys.hpp"
@@ -29,13 +30,8 @@ bool parse_int(const char* s, long lo, long hi, long* out) {
 
 // Reads a small text file into buf; returns its length or -1.
 long read_file(const char* path, char* buf, size_t size) {
-  long fd = sys::openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  long n = sys::read((int)fd, buf, size - 1);
-  sys::close((int)fd);
-  if (n < 0) return -1;
-  buf[n] = 0;
-  return n;
+  long n = privfd_read(path, buf, size);
+  return n < 0 ? -1 : n;
 }
 
 // Reads "quota period" style numbers: the quota's CPUs rounded up, 0 when

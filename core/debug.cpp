@@ -13,6 +13,7 @@
 #include "core/config.hpp"
 #include "core/dump.hpp"
 #include "core/netpoll.hpp"
+#include "core/privfd.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/runtime.hpp"
@@ -35,12 +36,7 @@ std::atomic<uint64_t> npinned{0};
 // Kernel threads of the process (/proc/self/status), or -1.
 int kernel_threads() {
   char buf[2048];
-  long fd = sys::openat(-100, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  long n = sys::read((int)fd, buf, sizeof buf - 1);
-  sys::close((int)fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
+  if (privfd_read("/proc/self/status", buf, sizeof buf) <= 0) return -1;
   const char* p = strstr(buf, "Threads:");
   return p ? atoi(p + 8) : -1;
 }
@@ -96,14 +92,11 @@ bool all_asleep() {
 // Some timer of the process is armed: alarm/setitimer (any of the three
 // interval timers) or a POSIX timer (timer_create; listed in
 // /proc/self/timers). When the list cannot be read, a timer may exist.
-bool timer_armed() {
-  struct {
-    long iv_sec, iv_usec, v_sec, v_usec;
-  } it;
-  for (int which = 0; which < 3; which++)
-    if (sys::raw2(SYS_getitimer, which, (long)&it) == 0 && (it.v_sec || it.v_usec)) return true;
+// Scans /proc/self/timers (on the privfd thread): 1 if a POSIX timer is
+// armed or the list cannot be read, else 0.
+long posix_timer_armed(void*) {
   long fd = sys::openat(-100, "/proc/self/timers", O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return true;
+  if (fd < 0) return 1;
   // Lines "ID: N" name the timers; the other lines are skipped.
   static const char kTag[] = "ID: ";
   char buf[1024];
@@ -135,6 +128,15 @@ bool timer_armed() {
   return armed;
 }
 
+bool timer_armed() {
+  struct {
+    long iv_sec, iv_usec, v_sec, v_usec;
+  } it;
+  for (int which = 0; which < 3; which++)
+    if (sys::raw2(SYS_getitimer, which, (long)&it) == 0 && (it.v_sec || it.v_usec)) return true;
+  return privfd_run(posix_timer_armed, nullptr) != 0;
+}
+
 // The process has a child (running, stopped or a zombie): it may send a
 // signal, write to a pipe, post a process-shared object.
 bool has_children() {
@@ -155,7 +157,7 @@ bool others_could_wake() {
       return true;
   // Kernel threads goshim did not create can wake goroutines.
   int k = kernel_threads();
-  int ours = sched.mcount + 1;  // the Ms and sysmon
+  int ours = sched.mcount + 1 + privfd_threads();  // the Ms, sysmon, privfd
   if (k < 0 || k > ours) return true;
   // A timer will send a signal (even with no handler, its default action
   // ends the program as it would natively).
@@ -267,12 +269,7 @@ void pinned(M* mp, G* gp, int64_t stalled_ns) {
   // ("NR args... SP PC", or "running").
   char path[64], sc[160] = "";
   rawfmt(path, sizeof path, "/proc/self/task/%d/syscall", (int)mp->tid);
-  long fd = sys::openat(-100, path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd >= 0) {
-    long n = sys::read((int)fd, sc, sizeof sc - 1);
-    sys::close((int)fd);
-    sc[n > 0 ? n : 0] = 0;
-  }
+  if (privfd_read(path, sc, sizeof sc) < 0) sc[0] = 0;
   char where[64];
   if (sc[0] >= '0' && sc[0] <= '9') {
     long nr = atol(sc);

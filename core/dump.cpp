@@ -7,6 +7,7 @@
 #define UNW_LOCAL_ONLY
 #include "core/dump.hpp"
 #include "core/ownfd.hpp"
+#include "core/privfd.hpp"
 
 #include <dlfcn.h>
 #include <libunwind.h>
@@ -128,12 +129,7 @@ void saved_context(G* gp, ucontext_t* uc) {
 bool in_syscall(pid_t tid, uintptr_t* sp, uintptr_t* pc, long* nr) {
   char path[64], buf[256];
   rawfmt(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-  long fd = sys::openat(-100, path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return false;
-  long n = sys::read((int)fd, buf, sizeof buf - 1);
-  sys::close((int)fd);
-  if (n <= 0) return false;
-  buf[n] = 0;
+  if (privfd_read(path, buf, sizeof buf) <= 0) return false;
   if (buf[0] < '0' || buf[0] > '9') return false;  // "running" (or "-1": not in a syscall)
   // "NR a1 a2 a3 a4 a5 a6 SP PC"
   char* p = buf;

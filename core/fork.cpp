@@ -7,8 +7,10 @@
 #include <new>
 
 #include "core/cputime.hpp"
+#include "core/memclass.hpp"
 #include "core/netpoll.hpp"
 #include "core/preempt.hpp"
+#include "core/privfd.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -174,6 +176,9 @@ void fork_child_reset() {
 
   if (&__libc_single_threaded) __libc_single_threaded = 0;
   for (int i = 0; i < nhooks; i++) hooks[i]();
+  memclass_init();
+  privfd_after_fork();
+  privfd_start();
   sysmon_start();
 }
 

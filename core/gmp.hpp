@@ -289,6 +289,10 @@ struct M {
   uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
   uint64_t start_sigmask = 0; // its creator's kernel mask (newm), for signal_new_m_mask
   std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G (bit 0: a routed process signal)
+  // The signals with a sigfwd mark set: this M's kernel mask never blocks
+  // them (core/signal.cpp, "Forwards"), so a forward is never left pending
+  // on an M that no longer runs its G.
+  std::atomic<uint64_t> fwd_bits{0};
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
   void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)
   // Gs parked in netpoll, as counted on this M: +1 when one parks here, -1

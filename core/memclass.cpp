@@ -14,7 +14,10 @@
 
 #include "core/gmp.hpp"
 #include "core/lock.hpp"
+#include "core/ownfd.hpp"
+#include "core/privfd.hpp"
 #include "syscalls/sys.hpp"
+#include "syscalls/sys_io.hpp"
 
 namespace goshim {
 
@@ -95,7 +98,13 @@ int open_maps() {
   return (int)sys::openat(AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
 }
 
-// PROCMAP_QUERY: 1 found, 0 no mapping there, -1 cannot ask.
+// goshim's own /proc/self/maps (core/ownfd.hpp), open from start-up on: a
+// cache miss asks it without opening a file (an fd opened on a cache miss
+// would take a number in the program's table). -1 before memclass_init.
+std::atomic<int> maps_fd{-1};
+
+// PROCMAP_QUERY: 1 found, 0 no mapping there, -1 cannot ask, -2 the
+// kernel (or the file) does not know the request.
 int query_ioctl(int fd, uintptr_t a, uintptr_t* lo, uintptr_t* hi, bool* shared) {
   ProcmapQuery q = {};
   q.size = sizeof q;
@@ -103,8 +112,7 @@ int query_ioctl(int fd, uintptr_t a, uintptr_t* lo, uintptr_t* hi, bool* shared)
   long r = sys::raw3(SYS_ioctl, fd, (long)kProcmapQuery, (long)&q);
   if (r == -ENOENT) return 0;
   if (r < 0) {
-    if (r == -ENOTTY || r == -EINVAL) procmap_query_works.store(0, std::memory_order_relaxed);
-    return -1;
+    return r == -ENOTTY || r == -EINVAL ? -2 : -1;
   }
   *lo = q.vma_start;
   *hi = q.vma_end;
@@ -127,10 +135,12 @@ uintptr_t parse_hex(const char*& p, const char* end) {
 int query_scan(int fd, uintptr_t a, uintptr_t* lo, uintptr_t* hi, bool* shared) {
   char buf[4096];
   size_t have = 0;
+  long off = 0;  // pread: other threads read the same file at once
   bool eof = false;
   for (;;) {
     if (!eof) {
-      long n = sys::read(fd, buf + have, sizeof buf - have);
+      long n = sys::pread(fd, buf + have, sizeof buf - have, off);
+      if (n > 0) off += n;
       if (n < 0) return -1;
       if (n == 0) eof = true;
       have += (size_t)n;
@@ -167,18 +177,60 @@ int query_scan(int fd, uintptr_t a, uintptr_t* lo, uintptr_t* hi, bool* shared) 
 namespace {
 
 // A cache miss: ask the kernel, remember the answer.
-__attribute__((noinline)) bool classify(uintptr_t a, uint64_t gen) {
-  int fd = open_maps();
-  if (fd < 0) return true;
-  uintptr_t lo = 0, hi = 0;
-  bool shared = true;
+struct Query {
+  uintptr_t a, lo, hi;
+  bool shared;
+};
+
+// Asks the maps file open as fd about q->a. 1 found, 0 unmapped, -1
+// cannot tell. *no_ioctl: the file did not know PROCMAP_QUERY.
+int query_fd(int fd, Query* q, bool* no_ioctl) {
   int r = -1;
-  if (procmap_query_works.load(std::memory_order_relaxed)) r = query_ioctl(fd, a, &lo, &hi, &shared);
-  if (r < 0) r = query_scan(fd, a, &lo, &hi, &shared);
+  *no_ioctl = false;
+  if (procmap_query_works.load(std::memory_order_relaxed)) {
+    r = query_ioctl(fd, q->a, &q->lo, &q->hi, &q->shared);
+    *no_ioctl = r == -2;
+  }
+  if (r < 0) r = query_scan(fd, q->a, &q->lo, &q->hi, &q->shared);
+  return r;
+}
+
+// An older kernel: from now on the scan.
+void ioctl_unknown() { procmap_query_works.store(0, std::memory_order_relaxed); }
+
+// Without goshim's own fd (before start-up, or it could not be opened):
+// a file of its own, opened on the privfd thread.
+long query_open(void* p) {
+  int fd = open_maps();
+  if (fd < 0) return -1;
+  bool no_ioctl;
+  int r = query_fd(fd, (Query*)p, &no_ioctl);
   sys::close(fd);
+  if (no_ioctl) ioctl_unknown();
+  return r;
+}
+
+__attribute__((noinline)) bool classify(uintptr_t a, uint64_t gen) {
+  Query q = {a, 0, 0, true};
+  long r;
+  for (;;) {
+    int fd = maps_fd.load(std::memory_order_acquire);
+    if (fd < 0) {
+      r = privfd_run(query_open, &q);
+      break;
+    }
+    bool no_ioctl;
+    r = query_fd(fd, &q, &no_ioctl);
+    // The program took the number meanwhile (dup2 onto it: ownfd_vacate
+    // moved the file first): what was read may be the program's file.
+    if (maps_fd.load(std::memory_order_acquire) == fd) {
+      if (no_ioctl) ioctl_unknown();
+      break;
+    }
+  }
   if (r <= 0) return true;  // unmapped (the futex call will fail) or cannot tell
-  fill(a, lo, hi, shared, gen);
-  return shared;
+  fill(a, q.lo, q.hi, q.shared, gen);
+  return q.shared;
 }
 
 }  // namespace
@@ -192,6 +244,19 @@ bool memclass_shared(const void* addr) {
   bool shared;
   if (__builtin_expect(lookup(a, gen, &shared), 1)) return shared;
   return classify(a, gen);
+}
+
+void memclass_init() {
+  // A fork child inherits the parent's file, which describes the parent's
+  // memory: each process opens its own.
+  int old = maps_fd.exchange(-1, std::memory_order_acq_rel);
+  if (old >= 0) sys::close(old);
+  int fd = ownfd_place(open_maps());
+  if (fd >= 0) {
+    maps_fd.store(fd, std::memory_order_release);
+    ownfd_add(&maps_fd);
+  }
+  memclass_mapping_changed();
 }
 
 void memclass_mapping_changed() { generation.fetch_add(1, std::memory_order_acq_rel); }

@@ -26,6 +26,11 @@ namespace goshim {
 // Any thread; a system call on a cache miss.
 bool memclass_shared(const void* addr);
 
+// Opens goshim's own /proc/self/maps (runtime init, before any program
+// thread; again in a fork child). Until then a cache miss opens the file
+// on the privfd thread.
+void memclass_init();
+
 // A shared mapping may have been created: forget every cached answer.
 // Any thread, signal-safe.
 void memclass_mapping_changed();

@@ -14,13 +14,13 @@ namespace {
 
 constexpr int kMaxVars = 16;
 constexpr int kMaxFixed = 8;
+constexpr rlim_t kPresizeMax = 65536;  // 512 KiB of kernel memory for the table
 std::atomic<std::atomic<int>*> vars[kMaxVars];
 std::atomic<int> fixed[kMaxFixed] = {-1, -1, -1, -1, -1, -1, -1, -1};
 std::atomic<long> capture_tid{0};
 
 // Where goshim's fds go: below the soft RLIMIT_NOFILE (F_DUPFD fails above
-// it), at most near 1024 so that the kernel's fd table stays small, and
-// above what select() programs usually use.
+// it), at most near 1024, and above what select() programs usually use.
 int base() {
   struct rlimit rl;
   if (sys::raw4(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl) < 0) return 256;
@@ -36,6 +36,17 @@ int ownfd_place(int fd) {
   if (h < 0) return fd;
   sys::close(fd);
   return (int)h;
+}
+
+void ownfd_presize_table() {
+  struct rlimit rl;
+  if (sys::raw4(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl) < 0) return;
+  if (rl.rlim_cur <= 1024 || rl.rlim_cur > kPresizeMax) return;
+  // F_DUPFD to the last number: the kernel sizes the table to hold it.
+  // (If the program already has that number open, the table holds it.)
+  long fd = sys::fcntl(2, F_DUPFD_CLOEXEC, (long)rl.rlim_cur - 1);
+  if (fd < 0) fd = sys::fcntl(0, F_DUPFD_CLOEXEC, (long)rl.rlim_cur - 1);
+  if (fd >= 0) sys::close((int)fd);
 }
 
 void ownfd_add(std::atomic<int>* var) {

@@ -18,6 +18,15 @@ namespace goshim {
 // and closes the original. Returns the new number (fd itself if it cannot
 // be moved). Any thread.
 int ownfd_place(int fd);
+// Grows the kernel's fd table now to the soft RLIMIT_NOFILE (when that is
+// above 1024 and at most 65536; runtime init). A table that grows later,
+// with many threads, makes every thread that allocates an fd meanwhile wait
+// for an RCU grace period (expand_files): milliseconds, tens of them on a
+// busy machine, during which an M sits in socket() or open() holding its
+// P. Grown while the process has one thread, it costs no wait, and a
+// thread-per-connection server never meets the stall again (unless it
+// raises its limit). The cost: 8 bytes of kernel memory per slot.
+void ownfd_presize_table();
 // Registers a variable of goshim's that holds one of its fds (-1: none
 // now). Every reader of the variable must load it anew for each use: it
 // changes when the number is vacated. At most 16 variables. Any thread.

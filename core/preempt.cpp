@@ -111,6 +111,9 @@ void async_preempt(G* gp, ucontext_t* uc) {
   if (uc->uc_stack.ss_flags & SS_DISABLE) uc->uc_stack = stack_t{nullptr, SS_DISABLE, 0};
   uint64_t k;
   memcpy(&k, &uc->uc_sigmask, sizeof k);
+  // Never a mask that blocks a forward in flight to this M (signal.cpp).
+  k = signal_kmask_for(now, k);
+  memcpy(&uc->uc_sigmask, &k, sizeof k);
   now->cur_sigmask = k;
   if (signal_has_pending(gp)) signal_deliver(gp);
   // pthread_cancel may have missed it while it was switched out.

@@ -15,7 +15,10 @@
 #include "core/debug.hpp"
 #include "core/dump.hpp"
 #include "core/fork.hpp"
+#include "core/memclass.hpp"
 #include "core/netpoll.hpp"
+#include "core/ownfd.hpp"
+#include "core/privfd.hpp"
 #include "core/proc.hpp"
 #include "core/cancelproto.hpp"
 #include "core/rawlog.hpp"
@@ -232,6 +235,8 @@ bool runtime_init() {
     sched.allp[i].store(pp, std::memory_order_release);
   }
   netpoll_init();
+  memclass_init();
+  ownfd_presize_table();
   sema_init();
 
   sys::rt_sigprocmask(SIG_SETMASK, nullptr, &initial_sigmask, 8);
@@ -302,6 +307,7 @@ bool runtime_init() {
     trace_init(config.trace_file);
     trace_ev(TraceEv::GStart, getg());
   }
+  privfd_start();  // before sysmon, which reads /proc through it
   sysmon_start();
   if (config.stats) atexit(print_stats_mn);
   return true;

@@ -323,8 +323,23 @@ int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
   return d;
 }
 
+// park's unlockf when the waiter asked to be told it is queued.
+struct UnlockThen {
+  Bucket* b;
+  bool cancellable;
+  void (*f)(void*);
+  void* arg;
+};
+static bool unlock_bucket_then(G* gp, void* arg) {
+  UnlockThen* u = (UnlockThen*)arg;
+  bool sleep = u->cancellable ? unlock_bucket_cancellable(gp, u->b) : unlock_bucket(gp, u->b);
+  u->f(u->arg);
+  return sleep;
+}
+
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
-              uint32_t bitset, const void** endaddr, bool cancellable) {
+              uint32_t bitset, const void** endaddr, bool cancellable,
+              void (*enqueued)(void*), void* earg) {
   if (endaddr) *endaddr = addr;
   if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr, cancellable);
   G* gp = getg();
@@ -358,7 +373,12 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
     gp->timer.seq = w->seq;
     timer_add(&gp->timer, deadline);
   }
-  park(cancellable ? unlock_bucket_cancellable : unlock_bucket, b, reason, addr);
+  if (enqueued) {
+    UnlockThen u{b, cancellable, enqueued, earg};  // on this G's stack: alive while it parks
+    park(unlock_bucket_then, &u, reason, addr);
+  } else {
+    park(cancellable ? unlock_bucket_cancellable : unlock_bucket, b, reason, addr);
+  }
   gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
   if (deadline) timer_del(&gp->timer);
   if (endaddr) *endaddr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
@@ -413,6 +433,16 @@ int sema_wake_stale(const void* addr, uint32_t cur, bool all) {
   b->unlock();
   ready_all(q);
   return woken;
+}
+
+bool sema_has_waiter(const void* addr, uint32_t val) {
+  Bucket* b = bucket_of(addr);
+  if (no_waiters(b)) return false;
+  bool found = false;
+  b->lock();
+  for (SemaWaiter* w = *find_head(b, addr); w && !found; w = w->next) found = w->gp && w->val == val;
+  b->unlock();
+  return found;
 }
 
 int sema_requeue(const void* from, const void* to, int nwake, int nrequeue, bool check,

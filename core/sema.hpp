@@ -36,8 +36,13 @@ void sema_after_fork();
 // cancellable: the wait is a cancellation point; a goroutine with a
 // pending pthread_cancel does not sleep (EINTR), and one canceled while
 // asleep is interrupted (EINTR): the caller then acts on it.
+// enqueued(earg), if given, is called once a parking goroutine is in the
+// queue (after the value check, on g0 or the next G's stack once the bucket
+// is unlocked: it must not block or take runtime locks); not for a wait that
+// returns at once nor for a foreign waiter.
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
-              uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false);
+              uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false,
+              void (*enqueued)(void*) = nullptr, void* earg = nullptr);
 
 // Whether the caller is a goroutine that may park right now: running on
 // its M with a P, outside any runtime critical section. Any thread.
@@ -56,6 +61,10 @@ int sema_wake(const void* addr, int n, uint32_t bitset = ~0u);
 // another value than cur (any, if all is true). Returns the number woken.
 // Any thread.
 int sema_wake_stale(const void* addr, uint32_t cur, bool all);
+
+// Whether a G waiter enqueued on addr expects the value val (its wait
+// ends when the word differs from val). Any thread.
+bool sema_has_waiter(const void* addr, uint32_t val);
 
 // Wakes up to nwake waiters on from and moves up to nrequeue of the rest to
 // to. If check is true and *from != val, does nothing and returns -EAGAIN.

@@ -15,6 +15,7 @@
 
 #include "arch/arch.hpp"
 #include "core/lock.hpp"
+#include "core/privfd.hpp"
 #include "core/rawlog.hpp"
 #include "syscalls/sys.hpp"
 
@@ -66,26 +67,38 @@ struct linux_dirent64 {
 };
 
 // Calls fn(tid) for every kernel thread of the process but the caller.
+// The list is read on the privfd thread (/proc/self/task must not take a
+// number in the program's fd table); fn runs there, and may only make
+// system calls. False if the list cannot be read.
 template <typename F>
-void for_each_thread(F fn) {
-  long fd = sys::openat(-100, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (fd < 0) fatal("setxid: cannot list /proc/self/task");
-  long self = sys::gettid();
-  char buf[4096];
-  for (;;) {
-    long n = sys::raw3(SYS_getdents64, fd, (long)buf, sizeof buf);
-    if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      linux_dirent64* d = (linux_dirent64*)(buf + off);
-      off += d->d_reclen;
-      long tid = 0;
-      const char* p = d->d_name;
-      if (*p < '0' || *p > '9') continue;
-      while (*p >= '0' && *p <= '9') tid = tid * 10 + (*p++ - '0');
-      if (tid != self) fn(tid);
-    }
-  }
-  sys::close((int)fd);
+bool for_each_thread(F fn) {
+  struct Ctx {
+    F* fn;
+    long self;
+  } ctx = {&fn, sys::gettid()};
+  return privfd_run(
+             [](void* p) -> long {
+               Ctx* c = (Ctx*)p;
+               long fd = sys::openat(-100, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+               if (fd < 0) return -1;
+               char buf[4096];
+               for (;;) {
+                 long n = sys::raw3(SYS_getdents64, fd, (long)buf, sizeof buf);
+                 if (n <= 0) break;
+                 for (long off = 0; off < n;) {
+                   linux_dirent64* d = (linux_dirent64*)(buf + off);
+                   off += d->d_reclen;
+                   long tid = 0;
+                   const char* q = d->d_name;
+                   if (*q < '0' || *q > '9') continue;
+                   while (*q >= '0' && *q <= '9') tid = tid * 10 + (*q++ - '0');
+                   if (tid != c->self) (*c->fn)(tid);
+                 }
+               }
+               sys::close((int)fd);
+               return 0;
+             },
+             &ctx) == 0;
 }
 
 }  // namespace
@@ -153,7 +166,7 @@ long setxid_all(long nr, long a0, long a1, long a2) {
   while (more) {
     more = false;
     c.pending.store(0);
-    for_each_thread([&](long tid) {
+    bool listed = for_each_thread([&](long tid) {
       if (tid <= 0 || tid >= kTidLimit || (done[tid / 64] >> (tid % 64) & 1)) return;
       c.pending.fetch_add(1);
       if (sys::tgkill(pid, tid, kSigSetxid) != 0) {
@@ -163,6 +176,7 @@ long setxid_all(long nr, long a0, long a1, long a2) {
       done[tid / 64] |= 1ull << (tid % 64);
       more = true;
     });
+    if (!listed) fatal("setxid: cannot list /proc/self/task");
     int32_t p;
     while ((p = c.pending.load(std::memory_order_acquire)) != 0) sys::futex_wait(&c.pending, (uint32_t)p, nullptr);
   }

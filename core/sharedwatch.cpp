@@ -7,7 +7,7 @@
 // not wake) reach it directly. Wakes from other processes are futex wakes
 // in the kernel: for them a watcher thread sleeps in FUTEX_WAITV on up to
 // kSlots words that have goroutine waiters here and on a private control
-// word (bumped when a word is added). One kernel thread covers 64 words and
+// word (bumped when a goroutine is queued). One kernel thread covers 64 words and
 // any number of waiters per word. A FUTEX_WAITV return names one woken
 // futex while the kernel may have counted wakes of others too, so after
 // every return each word is looked at as described below.
@@ -17,14 +17,37 @@
 // the wake goes with that change and is for the goroutines enqueued before
 // it (their value differs from the current one); unchanged: for any
 // waiter. With no target here it passes the wake on (FUTEX_WAKE of one).
-// Every round, and at least every kSafetyNs while it has waiters, it also
-// wakes the goroutines whose value differs from the current one (a change
-// while it was not in the kernel on the word may have carried a wake they
-// missed; woken, they recheck and wait again). That periodic rescan is
-// also a safety net: sync_pshared (two goshim processes ping-ponging a
-// pshared mutex and condvar) lost a cross-process wake in about 1 run in
-// 3 at GOSHIM_MAXPROCS=1 without it (cause not found); with it such a
-// wake is late by at most kSafetyNs instead of lost.
+// Every round it also wakes the goroutines whose value differs from the
+// current one (a change while it was not in the kernel on the word may
+// have carried a wake they missed; woken, they recheck and wait again).
+//
+// Attribution. FUTEX_WAITV reports one woken futex, the last of the
+// vector the kernel took from its queues: a wake of an earlier entry that
+// arrives before the watcher leaves the kernel is taken but not reported.
+// The control word is entry 0, so a return that reports it woke no watched
+// word; entries above the reported one were not woken; those below it may
+// have been, and such a wake is seen through the word's value (changed
+// since the watcher slept on it). An unreported word back at the value the
+// watcher slept on is passed on unless a goroutine here still waits for
+// that value (see the loop). Before this, a watcher asleep on a word from
+// an earlier wait (no goroutine waiting for the value it slept on) took a
+// mutex unlock's wake for the other process together with a control-word
+// wake, saw the word "unchanged" and dropped it: sync_pshared (two goshim
+// processes ping-ponging a pshared mutex and condvar) parked the helper on
+// a free mutex (word 0) in about 1 run in 30 at GOSHIM_MAXPROCS=1, which a
+// rescan every 50 ms used to hide; there is no periodic rescan now.
+//
+// The look and the sleep. A goroutine enqueued after the watcher's look at
+// a word (its wake of stale goroutines) and before the watcher is in the
+// kernel on it may expect another value than the one the watcher sleeps
+// on, and a wake in between (the word changing from the goroutine's value
+// and back to the watcher's, e.g. a mutex word 1 -> 2 -> 0 -> 1) reached
+// nobody: the goroutine slept on a free mutex (about 1 run in 200 of
+// sync_pshared at one processor). So a goroutine, once queued on sema
+// (sema_wait's enqueued callback), bumps the control word (watch_kick):
+// the watcher then makes a new round whose look finds it queued, wakes it
+// if the word no longer holds its value, and otherwise sleeps on that
+// value (a later V -> X -> V with the wake unreported is harmless, above).
 //
 // A word's slot stays while it has registered waiters; the watcher frees
 // slots without waiters at its next round.
@@ -58,9 +81,6 @@ constexpr int kSlots = 64;      // shared words per watcher (FUTEX_WAITV takes 1
 constexpr int kWatchers = 64;   // watchers at most
 constexpr long kSysFutexWaitv = 449;
 constexpr uint32_t kFutex32 = 2;  // FUTEX2_SIZE_U32
-// A watcher with words to watch rescans at least this often: a safety net
-// (a changed word wakes its stale waiters at the next round).
-constexpr int64_t kSafetyNs = 50 * 1000000;
 
 struct FutexWaitv {
   uint64_t val;
@@ -109,6 +129,9 @@ bool safe_read(const uint32_t* addr, uint32_t* out) {
 
 void* watcher_main(void* arg) {
   Watcher* w = (Watcher*)arg;
+  // v[0] is the control word, v[1 + k] the k-th watched word: the kernel
+  // reports the last woken entry of the vector, so a return with r == 0
+  // means that no watched word was woken ("Attribution").
   FutexWaitv v[kSlots + 1];
   int idx[kSlots];
   for (;;) {
@@ -131,6 +154,10 @@ void* watcher_main(void* arg) {
       n++;
     }
     wlock.unlock();
+    v[0].val = cv;
+    v[0].uaddr = (uint64_t)(uintptr_t)&w->ctl;
+    v[0].flags = kFutex32 | FUTEX_PRIVATE_FLAG;
+    v[0].reserved = 0;
     int m = 0;
     for (int k = 0; k < n; k++) {
       uint32_t c;
@@ -150,37 +177,47 @@ void* watcher_main(void* arg) {
         if (w->slots[idx[k]].addr == addrs[k]) w->slots[idx[k]].seen = c;
         wlock.unlock();
       }
-      v[m].val = c;
-      v[m].uaddr = (uint64_t)(uintptr_t)addrs[k];
-      v[m].flags = kFutex32;
-      v[m].reserved = 0;
+      FutexWaitv& e = v[1 + m];
+      e.val = c;
+      e.uaddr = (uint64_t)(uintptr_t)addrs[k];
+      e.flags = kFutex32;
+      e.reserved = 0;
       idx[m] = idx[k];
       addrs[m] = addrs[k];
       m++;
     }
-    v[m].val = cv;
-    v[m].uaddr = (uint64_t)(uintptr_t)&w->ctl;
-    v[m].flags = kFutex32 | FUTEX_PRIVATE_FLAG;
-    v[m].reserved = 0;
-    long r = futex_waitv(v, (unsigned)m + 1, m ? kSafetyNs : 0);
-    // A wake of one futex of the vector ends the wait; wakes of the others
-    // that arrive meanwhile are counted by the kernel but reported to
-    // nobody. So after any return every word is looked at: a word that
-    // changed since this watcher slept on it may have carried a wake, for
-    // the goroutines enqueued before the change (their value differs) or,
-    // with none here, for another process's waiter (passed on: at worst a
-    // spurious wake there). The word the kernel reports woken without a
-    // change carries a wake for any waiter.
-    for (int k = 0; k < m; k++) {
+    long r = futex_waitv(v, (unsigned)m + 1);
+    // r >= 1: the word of entry r was woken, and those of entries below it
+    // may have been too (the kernel took their wakes from the queue but
+    // reports only the last); entries above r were not. r == 0 (the table
+    // changed) and errors (EAGAIN: a word changed before the sleep; EINTR;
+    // EFAULT, marked next round) woke no word. Each wake taken here is for
+    // a goroutine of this process if one waits for it, else passed on
+    // (FUTEX_WAKE of one: at worst a spurious wake-up elsewhere):
+    //  - changed since the watcher slept on it: for the goroutines
+    //    enqueued before the change (their value differs);
+    //  - the reported one, unchanged: for any waiter here;
+    //  - an unreported one, unchanged: it may or may not have been woken.
+    //    If a goroutine here still waits for that value, the word can only
+    //    have come back to it (V -> X -> V) through another waiter taking
+    //    what the waker posted, and that goroutine waits on, as a kernel
+    //    waiter would after a recheck; if none does, the wake (if any) was
+    //    for another process and is passed on: dropping it parked
+    //    sync_pshared's parent on a free mutex while this watcher slept on
+    //    the word from an earlier wait.
+    for (int k = 0; k < m && r >= 1 && k + 1 <= r; k++) {
       uint32_t c;
       if (!safe_read(addrs[k], &c)) continue;  // the next round marks it
-      bool changed = c != (uint32_t)v[k].val;
-      if (!changed && k != r) continue;
-      int woken = sema_wake_stale(addrs[k], c, !changed);
+      uint32_t slept = (uint32_t)v[1 + k].val;
+      bool changed = c != slept;
+      bool reported = k + 1 == r;
+      int woken;
+      if (changed || reported)
+        woken = sema_wake_stale(addrs[k], c, !changed);
+      else
+        woken = sema_has_waiter(addrs[k], slept) ? 1 : 0;
       if (woken == 0) sys::futex_wake_shared(addrs[k], 1);
     }
-    // r == m (the table changed), EAGAIN (a word changed: the next round
-    // sees it), EINTR, EFAULT (the next round finds the word): rescan.
   }
   return nullptr;
 }
@@ -238,9 +275,7 @@ int watch_register(const void* addr, uint32_t val) {
   if (free_w >= 0) {
     Watcher* w = &watchers[free_w];
     w->slots[free_i] = Slot{a, 1, val, false};
-    w->ctl.fetch_add(1, std::memory_order_relaxed);
     wlock.unlock();
-    sys::futex_wake(&w->ctl, 1);
     return free_w * kSlots + free_i;
   }
   if (nwatchers == kWatchers) {
@@ -264,6 +299,14 @@ int watch_register(const void* addr, uint32_t val) {
     return -1;
   }
   return wi * kSlots;
+}
+
+void watch_kick(void* handle) {
+  int h = (int)(intptr_t)handle;
+  if (h < 0) return;
+  Watcher* w = &watchers[h / kSlots];
+  w->ctl.fetch_add(1, std::memory_order_seq_cst);
+  sys::futex_wake(&w->ctl, 1);
 }
 
 void watch_unregister(int handle) {

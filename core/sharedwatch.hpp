@@ -19,6 +19,11 @@ bool watch_available();
 // kernel instead). On user G, no runtime locks held (may create a thread).
 int watch_register(const void* addr, uint32_t val);
 void watch_unregister(int handle);
+// The registered goroutine is now queued on sema (sema_wait's enqueued
+// callback, arg: the handle as a pointer): the watcher looks at the words
+// again before it sleeps (sharedwatch.cpp, "The look and the sleep").
+// No locks, no blocking: any thread.
+void watch_kick(void* handle);
 
 // Fork child: the watcher threads are gone. Any thread.
 void watch_after_fork();

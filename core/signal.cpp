@@ -220,7 +220,8 @@ void node_free(SigNode& n) {
 }
 
 // Signal-safe. Queues an instance; false if refused (limit reached).
-bool pool_push(uintptr_t owner, uint64_t goid, int sig, const siginfo_t* si) {
+// front: ahead of every instance queued (a put-back of the oldest one).
+bool pool_push(uintptr_t owner, uint64_t goid, int sig, const siginfo_t* si, bool front = false) {
   if (!pool) return false;
   uint32_t u = pool_used.load(std::memory_order_relaxed);
   do {
@@ -238,7 +239,8 @@ bool pool_push(uintptr_t owner, uint64_t goid, int sig, const siginfo_t* si) {
       n.goid = goid;
       n.sig = sig;
       n.info = *si;
-      n.ticket = sig_ticket.fetch_add(1, std::memory_order_relaxed);
+      n.ticket = front ? sig_ticket.load(std::memory_order_relaxed) - 0x40000000u
+                       : sig_ticket.fetch_add(1, std::memory_order_relaxed);
       n.state.store(2, std::memory_order_release);
       return true;
     }
@@ -350,6 +352,42 @@ uint64_t internal_mask() {
 
 // What the kernel mask of an M running a G with program mask m must be.
 inline uint64_t kmask(uint64_t m) { return m & ~internal_mask(); }
+
+// Forwards. A signal for a G that runs (or is in a blocking call) goes to
+// its M with tgkill, after a mark (M::sigfwd) that tells the handler which
+// G it is for. By the time it arrives the G may have left that M, and the
+// M may run another G that blocks the signal, or sleep idle with the
+// signals sysmon takes blocked: the kernel would then keep the forward
+// pending on that thread for as long as its mask blocks it, while the G it
+// is for waits for it (sigsuspend, sigwait: a hang). So an M's kernel mask
+// never blocks a signal whose mark is set (M::fwd_bits); the handler routes
+// a forward to its G wherever it lands (g0, another G). Dekker with the
+// sender (send_to_running): it sets the bit, then checks that the G is
+// still on the M (G::m) before the tgkill; the M clears G::m when the G
+// leaves it, then reads the bits at its next mask change (set_kmask).
+// The G itself may block the signal meanwhile on the same M: the forward
+// then waits in the kernel until the G opens it or leaves the M.
+// Signal-safe. The kernel mask for mp given the mask k it should have.
+inline uint64_t with_fwd(M* mp, uint64_t k) {
+  return k & ~mp->fwd_bits.fetch_or(0, std::memory_order_seq_cst);
+}
+// Sets mp's kernel mask (the calling thread's) to k, minus the forwards
+// in flight to it.
+inline void set_kmask(M* mp, uint64_t k) {
+  k = with_fwd(mp, k);
+  if (mp->cur_sigmask != k) {
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+    mp->cur_sigmask = k;
+  }
+}
+// Signal-safe. The handler consumed mp's mark for sig: clears its bit (set
+// again if a new mark came meanwhile).
+inline void fwd_clear(M* mp, int sig) {
+  uint64_t b = 1ull << (sig - 1);
+  mp->fwd_bits.fetch_and(~b, std::memory_order_seq_cst);
+  if (mp->sigfwd[sig].load(std::memory_order_seq_cst) != nullptr)
+    mp->fwd_bits.fetch_or(b, std::memory_order_seq_cst);
+}
 
 bool default_ignored(int sig) {
   return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
@@ -464,16 +502,30 @@ void bump_masks() {
   sysmon_wake();
 }
 
+// Whether the program's disposition of sig discards it (SIG_IGN, or the
+// default action of a signal ignored by default).
+bool ignored_now(int sig) {
+  uintptr_t h = prog_handler[sig].load(std::memory_order_acquire);
+  return h == kHandlerIgn || (h == kHandlerDfl && default_ignored(sig));
+}
+
 // Keeps goshim's handler in the kernel for sig even while the program has
 // the default action, so that a delivery to a stale-masked M is routed.
-void ensure_wrapped(int sig) {
-  if (sig <= 0 || sig > 64 || sig == SIGKILL || sig == SIGSTOP || default_ignored(sig)) return;
+// for_wait: some G waits for sig (sigwait family): also when the program
+// ignores it (SIG_IGN, or a default action that ignores it, SIGCHLD):
+// natively a blocked signal is never discarded and the waiter gets it,
+// while sysmon, which opens the waited signals, would have the kernel
+// discard it (signal_route then hands it only to a waiter). Not SIGCHLD
+// at SIG_IGN: the kernel generates none then (children are reaped).
+void ensure_wrapped(int sig, bool for_wait = false) {
+  if (sig <= 0 || sig > 64 || sig == SIGKILL || sig == SIGSTOP) return;
+  if (default_ignored(sig) && !for_wait) return;
   if (bit(sig) & internal_mask()) return;
   if (kwrapped[sig].load(std::memory_order_acquire)) return;
   action_lock.lock();
-  bool installed = !kwrapped[sig].load(std::memory_order_relaxed) &&
-                   prog_handler[sig].load(std::memory_order_relaxed) == kHandlerDfl &&
-                   install_wrapper(sig) == 0;
+  uintptr_t h = prog_handler[sig].load(std::memory_order_relaxed);
+  bool wrap = h == kHandlerDfl || (for_wait && h == kHandlerIgn && sig != SIGCHLD);
+  bool installed = !kwrapped[sig].load(std::memory_order_relaxed) && wrap && install_wrapper(sig) == 0;
   action_lock.unlock();
   if (installed) bump_masks();  // sysmon now takes it (signal_route)
 }
@@ -516,6 +568,14 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   }
 }
 
+// Signal-safe. A signal was made pending on a G that waits for it in
+// sigwait or sigsuspend: sysmon ends the wait (signal_route's pass over
+// g_unrouted), since a handler cannot take the sema lock.
+void wake_waiter_later() {
+  g_unrouted.store(true, std::memory_order_seq_cst);
+  sysmon_wake();
+}
+
 // Thread-directed signals queued on a G: every real-time instance and a
 // standard signal's pthread_sigqueue value, in the pool with their siginfo.
 bool gq_push(G* gp, int sig, int code, const union sigval* value) {
@@ -524,6 +584,12 @@ bool gq_push(G* gp, int sig, int code, const union sigval* value) {
   si.si_code = code;
   if (code == SI_QUEUE && value) si.si_value = *value;
   return pool_push((uintptr_t)gp, gp->goid, sig, &si);
+}
+
+// Signal-safe. Puts back an instance taken from gp's queue ahead of the
+// ones still queued (it was the oldest), with its siginfo.
+void gq_push_front(G* gp, int sig, const siginfo_t* si) {
+  pool_push((uintptr_t)gp, gp->goid, sig, si, true);
 }
 
 // Takes the oldest queued instance of sig for gp (On gp, or Signal-safe on
@@ -614,6 +680,7 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
   uintptr_t fwd = mp && maybe_fwd
                       ? (uintptr_t)mp->sigfwd[sig].exchange(nullptr, std::memory_order_acq_rel)
                       : 0;
+  if (fwd) fwd_clear(mp, sig);
   G* want = (G*)(fwd & ~(uintptr_t)1);
   bool proc_fwd = fwd & 1;
   uint64_t b = bit(sig);
@@ -647,8 +714,34 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
         gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
     } else if (want || (si && si->si_code == SI_TKILL)) {
       gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // thread-directed: waits for it
+      // gp may be in sigwait for it, past its last look and about to
+      // park: sysmon ends that wait (signal_route).
+      if (gp->sigwaiting.load(std::memory_order_seq_cst) & b) wake_waiter_later();
     } else {
       defer(sig, si);
+    }
+  } else if (!synchronous(sig, si) && (gp->sigwaiting.load(std::memory_order_relaxed) & b)) {
+    // A forward (or the program's own tkill) reaching gp inside its
+    // sigsuspend or sigwait window: the set is published and gp may be
+    // past its last look at its pending signals and about to park (this
+    // handler interrupted it there). Running the program's handler here
+    // would let gp park with the handler already run, and nothing would
+    // end that wait. It stays pending on gp instead, and sysmon ends the
+    // wait through its word (signal_route); gp delivers it after.
+    if (proc_fwd) {
+      // The routed instance is still in held[] while gp claims it.
+      if (gp->sigpending_proc.load(std::memory_order_acquire) & b) {
+        gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+        wake_waiter_later();
+      }
+    } else {
+      // A thread-directed instance: its siginfo goes back at the head of
+      // gp's queue (signal_send took it from there), except a standard
+      // pthread_kill's plain SI_TKILL, which thread_info rebuilds.
+      if (si && (sig >= kSigRtMin || si->si_code != SI_TKILL || si->si_pid != (pid_t)sys::getpid()))
+        gq_push_front(gp, sig, si);
+      gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+      wake_waiter_later();
     }
   } else {
     // Routed process signals carry their original siginfo.
@@ -792,9 +885,13 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
   if (act) {
     signal_record_action(sig, act);
     bool handler = (uintptr_t)act->sa_handler > kHandlerIgn;
+    // (SIG_IGN too while a G may wait for it: see ensure_wrapped.)
     bool keep_wrapper = sig == config.preempt_signal || sig == dump_signal() || sig == SIGSEGV ||
                         sig == SIGBUS ||
-                        (kwrapped[sig].load() && !handler && act->sa_handler == SIG_DFL);
+                        (kwrapped[sig].load() && !handler &&
+                         (act->sa_handler == SIG_DFL ||
+                          (act->sa_handler == SIG_IGN && sig != SIGCHLD &&
+                           (waited_mask.load() & bit(sig)))));
     if (handler || keep_wrapper) {
       r = install_wrapper(sig) == 0 ? 0 : -errno;
     } else {
@@ -810,13 +907,12 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
 
 uint64_t signal_new_m_mask(uint64_t inherited) { return kmask(inherited); }
 
+uint64_t signal_kmask_for(M* mp, uint64_t k) { return with_fwd(mp, k); }
+
 void signal_m_sleep(M* mp) {
   uint64_t take = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
                   ~internal_mask();
-  uint64_t k = mp->cur_sigmask | take;
-  if (k == mp->cur_sigmask) return;
-  sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-  mp->cur_sigmask = k;
+  set_kmask(mp, mp->cur_sigmask | take);
 }
 
 uint64_t signal_create_begin() {
@@ -828,11 +924,7 @@ uint64_t signal_create_begin() {
 void signal_create_end(uint64_t saved) { sys::rt_sigprocmask(SIG_SETMASK, &saved, nullptr, 8); }
 
 void signal_apply(M* mp, G* gp) {
-  uint64_t k = kmask(gp->sigmask);
-  if (mp->cur_sigmask != k) {
-    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-    mp->cur_sigmask = k;
-  }
+  set_kmask(mp, kmask(gp->sigmask));
   if (gp->altstack.ss_sp != mp->cur_altstack.ss_sp ||
       gp->altstack.ss_size != mp->cur_altstack.ss_size ||
       ((gp->altstack.ss_flags ^ mp->cur_altstack.ss_flags) & SS_DISABLE)) {
@@ -886,12 +978,7 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
     }
   }
   if (signal_has_pending(gp)) signal_deliver(gp);
-  M* mp = gp->m;
-  uint64_t k = kmask(gp->sigmask);
-  if (mp && mp->cur_sigmask != k) {
-    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-    mp->cur_sigmask = k;
-  }
+  if (M* mp = gp->m) set_kmask(mp, kmask(gp->sigmask));
   return 0;
 }
 
@@ -918,10 +1005,7 @@ void signal_deliver(G* gp) {
     getcontext(&uc);
     uint64_t during = kmask(gp->sigmask | prog_mask[sig].load(std::memory_order_relaxed) |
                             ((prog_flags[sig].load() & SA_NODEFER) ? 0 : b));
-    M* mp = gp->m;
-    uint64_t before = mp->cur_sigmask;
-    if (during != before) sys::rt_sigprocmask(SIG_SETMASK, &during, nullptr, 8);
-    mp->cur_sigmask = during;
+    set_kmask(gp->m, during);
     if ((prog_flags[sig].load() & SA_RESETHAND) && prog_handler[sig].load() > kHandlerIgn) {
       struct sigaction dfl;
       memset(&dfl, 0, sizeof dfl);
@@ -932,12 +1016,7 @@ void signal_deliver(G* gp) {
   }
   // The G's own mask again, once nothing more is due: a signal still
   // queued in the kernel comes after those goshim delivered here.
-  M* mp = gp->m;
-  uint64_t k = kmask(gp->sigmask);
-  if (mp->cur_sigmask != k) {
-    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-    mp->cur_sigmask = k;
-  }
+  set_kmask(gp->m, kmask(gp->sigmask));
 }
 
 // Interrupts target where it runs (user code or a blocking call), as the
@@ -947,7 +1026,19 @@ void signal_deliver(G* gp) {
 static bool send_to_running(G* target, int sig, const union sigval* value, bool proc) {
   M* mp = target->m;
   if (!mp || mp->tid <= 0) return false;
-  mp->sigfwd[sig].store((G*)((uintptr_t)target | (proc ? 1 : 0)), std::memory_order_release);
+  G* mark = (G*)((uintptr_t)target | (proc ? 1 : 0));
+  uint64_t b = bit(sig);
+  mp->sigfwd[sig].store(mark, std::memory_order_seq_cst);
+  mp->fwd_bits.fetch_or(b, std::memory_order_seq_cst);
+  // Dekker with the M (with_fwd, "Forwards" above): target still on mp
+  // now means that mp reads the bit at its next mask change, so the
+  // forward cannot stay pending there behind a blocking mask.
+  if (__atomic_load_n(&target->m, __ATOMIC_SEQ_CST) != mp) {
+    G* expect = mark;
+    if (mp->sigfwd[sig].compare_exchange_strong(expect, nullptr, std::memory_order_seq_cst))
+      fwd_clear(mp, sig);
+    return false;
+  }
   long r;
   if (value) {
     siginfo_t si;
@@ -962,7 +1053,9 @@ static bool send_to_running(G* target, int sig, const union sigval* value, bool 
     r = sys::tgkill(sys::getpid(), mp->tid, sig);
   }
   if (r != 0) {
-    mp->sigfwd[sig].store(nullptr, std::memory_order_relaxed);
+    G* expect = mark;
+    if (mp->sigfwd[sig].compare_exchange_strong(expect, nullptr, std::memory_order_seq_cst))
+      fwd_clear(mp, sig);
     return false;
   }
   return true;
@@ -1072,7 +1165,7 @@ void signal_waiting(G* gp, uint64_t set) {
   if (set) {
     // Signals nobody else may take (blocked everywhere, default action):
     // goshim must see them to hand them over.
-    for (uint64_t s = set & ~internal_mask(); s; s &= s - 1) ensure_wrapped(__builtin_ctzll(s) + 1);
+    for (uint64_t s = set & ~internal_mask(); s; s &= s - 1) ensure_wrapped(__builtin_ctzll(s) + 1, true);
     waited_mask.fetch_or(set);
   }
   if (set != old) bump_masks();
@@ -1118,7 +1211,7 @@ void signal_g_exit(G* gp) {
     // thread's pending state (recalc_sigpending) and delivers a process
     // signal still queued for another thread to this one on return.
     M* mp = gp->m;
-    uint64_t k = kmask(gp->sigmask), t = k | bit(kSigCancel);
+    uint64_t k = with_fwd(mp, kmask(gp->sigmask)), t = k | bit(kSigCancel);
     sys::rt_sigprocmask(SIG_SETMASK, &t, nullptr, 8);
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
     mp->cur_sigmask = k;
@@ -1238,7 +1331,19 @@ void signal_route() {
   // Gs that got a signal while not running: wake the parked ones.
   if (g_unrouted.exchange(false, std::memory_order_acq_rel)) {
     auto wake = [](G* g) {
-      if (g->magic != kGMagic || g->status.load() != GStatus::Waiting) return;
+      if (g->magic != kGMagic) return;
+      GStatus st = g->status.load();
+      if (st == GStatus::Idle || st == GStatus::Dead) return;
+      // In sigwait/sigsuspend for it: parked or about to park (a signal
+      // handler that made it pending could not end the wait itself).
+      uint64_t waited = g->sigpending.load(std::memory_order_seq_cst) &
+                        g->sigwaiting.load(std::memory_order_seq_cst);
+      if (waited) {
+        signal_note_interrupt(g, __builtin_ctzll(waited) + 1);
+        signal_wake_waiter(g);
+        return;
+      }
+      if (st != GStatus::Waiting) return;
       uint64_t due = g->sigpending.load() & ~g->sigmask;
       if (!due) return;
       signal_note_interrupt(g, __builtin_ctzll(due) + 1);
@@ -1279,6 +1384,17 @@ void signal_route() {
     for (size_t i = 0; i < n && !waiter; i++) consider(arena_slot_g(i));
     G* target = waiter ? waiter : running ? running : parked;
     if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
+    if (!waiter && ignored_now(sig)) {
+      // Ignored and some G leaves it open: discarded, as the kernel would
+      // (it is wrapped only for a waiter, ensure_wrapped); never a reason
+      // to interrupt a G.
+      if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
+        siginfo_t drop;
+        while (held_pop(sig, &drop)) {
+        }
+      }
+      continue;
+    }
     if (!waiter && terminates_by_default(sig)) {
       // Its default action ends the process whichever thread takes it: do
       // it here. Routed to a G, it waited for that G to run, which a G
@@ -1394,7 +1510,7 @@ void cancel_point() {
   // When called from a signal handler, the unwinding never returns through
   // rt_sigreturn: put back the kernel mask the G runs with.
   if (M* mp = gp->m) {
-    uint64_t k = kmask(gp->sigmask);
+    uint64_t k = with_fwd(mp, kmask(gp->sigmask));
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
     mp->cur_sigmask = k;
   }

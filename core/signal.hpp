@@ -65,6 +65,11 @@ void signal_apply(M* mp, G* gp);
 // would hold it where the program's signalfd or sigwaitinfo cannot see it.
 uint64_t signal_new_m_mask(uint64_t inherited);
 
+// The kernel mask mp (the calling thread) may take for a wanted mask k:
+// never one that blocks a signal forwarded to it and not yet arrived
+// (signal.cpp, "Forwards"). Signal-safe.
+uint64_t signal_kmask_for(M* mp, uint64_t k);
+
 // Before an M sleeps without a G (idle, or in netpoll): it blocks the
 // signals sysmon takes, which only sysmon may hold for the process while
 // no G runs here (signal_g_exit waits for sysmon, not for every M); the

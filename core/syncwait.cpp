@@ -89,7 +89,7 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
       int r;
       for (;;) {
         r = sema_wait(addr, val, deadline, why, bitset, nullptr,
-                      cancellable || cancel_async_type(gp));
+                      cancellable || cancel_async_type(gp), watch_kick, (void*)(intptr_t)h);
         if (r != EINTR) break;
         if (cancel_async_pending(gp)) {
           watch_unregister(h);

@@ -9,6 +9,7 @@
 
 #include "core/netpoll.hpp"
 #include "core/preempt.hpp"
+#include "core/privfd.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
@@ -47,6 +48,7 @@ int64_t cputime_of(M* mp) {
 }
 
 bool asleep_in_kernel(M* mp);
+char kernel_state(M* mp);
 
 // Ps replaced while their M was stuck, still in use by that M. Sysmon asks
 // their G to yield (as for a long time slice) so that the M reaches the
@@ -130,21 +132,25 @@ void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
   handoffp(np);
 }
 
-// Whether mp's kernel thread is asleep in the kernel (state S or D in
-// /proc), as opposed to runnable but not given a CPU by the kernel.
-bool asleep_in_kernel(M* mp) {
+// mp's kernel thread's state letter in /proc (R running or runnable, S
+// asleep, D asleep uninterruptibly, ...), or 0 if unknown. Read on the
+// privfd thread: sysmon's file must not take a number in the program's
+// fd table.
+char kernel_state(M* mp) {
   char path[64];
   rawfmt(path, sizeof path, "/proc/self/task/%d/stat", (int)mp->tid);
-  long fd = sys::openat(-100 /* AT_FDCWD */, path, 0 /* O_RDONLY */ | 02000000 /* O_CLOEXEC */, 0);
-  if (fd < 0) return false;
   char buf[256];
-  long n = sys::read((int)fd, buf, sizeof buf - 1);
-  sys::close((int)fd);
-  if (n <= 0) return false;
-  buf[n] = 0;
+  if (privfd_read(path, buf, sizeof buf) <= 0) return 0;
   const char* p = strrchr(buf, ')');  // the command may contain spaces
-  if (!p || p[1] != ' ') return false;
-  return p[2] == 'S' || p[2] == 'D';
+  if (!p || p[1] != ' ') return 0;
+  return p[2];
+}
+
+// Whether mp's kernel thread is asleep in the kernel (state S or D), as
+// opposed to runnable but not given a CPU by the kernel.
+bool asleep_in_kernel(M* mp) {
+  char s = kernel_state(mp);
+  return s == 'S' || s == 'D';
 }
 
 // pp's G has had no scheduling event since sysmon's last look. Samples
@@ -180,7 +186,16 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   bool work = !runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0 ||
               (w != 0 && w <= now) || netpoll_any_waiters() ||
               now - pp->sm_schedwhen >= kSyscallRetakeNs;
-  return work && asleep_in_kernel(mp);
+  if (!work) return false;
+  // Asleep waiting for an event (S): the event may come from a goroutine
+  // that needs this P, so the P moves at once. Asleep uninterruptibly (D:
+  // the disk, a kernel lock, an fd-table resize waiting for RCU): the
+  // kernel ends that wait without any goroutine's help, and every thread
+  // that allocates an fd meanwhile waits on the same resize, so a spare M
+  // would only block behind it. The P moves once the G has held it for a
+  // whole blocking-call period, as for a long visible call.
+  char s = kernel_state(mp);
+  return s == 'S' || (s == 'D' && now - pp->sm_schedwhen >= kSyscallRetakeNs);
 }
 
 uint32_t retake(int64_t now) {

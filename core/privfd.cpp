@@ -1,0 +1,162 @@
+// goshim's file reads outside the program's fd table (see privfd.hpp).
+#include "core/privfd.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+
+#include <atomic>
+
+#include "core/gmp.hpp"
+#include "core/real.hpp"
+#include "core/setxid.hpp"
+#include "core/signal.hpp"
+#include "core/sysmon.hpp"
+#include "syscalls/sys.hpp"
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+namespace goshim {
+
+namespace {
+
+// A request, on its caller's stack until done is set.
+struct Req {
+  Req* next;
+  long (*fn)(void*);
+  void* arg;
+  long result;
+  std::atomic<uint32_t> done;  // futex word: 1 when result is set
+};
+
+// Requests not yet taken (a stack: pushed by callers, taken whole by the
+// thread, so no ABA), and a futex word that changes after every push.
+std::atomic<Req*> pending{nullptr};
+std::atomic<uint32_t> pushes{0};
+// The thread's state (a futex word): kStarting until it has a table of
+// its own, emptied (kRunning), or could not make one (kFailed).
+constexpr uint32_t kStarting = 0, kRunning = 1, kFailed = 2;
+std::atomic<uint32_t> state{kStarting};
+__thread bool on_thread;
+
+// Empties this thread's (private) fd table.
+bool close_all() {
+  if (sys::raw3(SYS_close_range, 0, ~0u, 0) == 0) return true;
+  // Kernels before 5.9: every number below the limit.
+  struct {
+    uint64_t cur, max;
+  } lim;
+  if (sys::raw4(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&lim) != 0) return false;
+  for (uint64_t fd = 0; fd < lim.cur && fd < (1u << 20); fd++) sys::close((int)fd);
+  return true;
+}
+
+void* privfd_main(void*) {
+  // A g0 without an M (like sysmon's): no program handler runs here. The
+  // thread keeps the mask it started with (signal_create_begin): every
+  // signal blocked but the credential broadcast, which must reach it.
+  tls_g = sysmon_g();
+  on_thread = true;
+  bool ok = sys::raw1(SYS_unshare, CLONE_FILES) == 0 && close_all();
+  state.store(ok ? kRunning : kFailed, std::memory_order_release);
+  sys::futex_wake(&state, 1);
+  if (!ok) return nullptr;
+  for (;;) {
+    uint32_t seen = pushes.load(std::memory_order_acquire);
+    Req* r = pending.exchange(nullptr, std::memory_order_acq_rel);
+    if (!r) {
+      sys::futex_wait(&pushes, seen, nullptr);
+      continue;
+    }
+    while (r) {
+      Req* next = r->next;  // r may be gone once done is set
+      r->result = r->fn(r->arg);
+      r->done.store(1, std::memory_order_release);
+      sys::futex_wake(&r->done, 1);
+      r = next;
+    }
+  }
+}
+
+struct ReadArgs {
+  const char* path;
+  char* buf;
+  size_t size;
+};
+
+long read_fn(void* p) {
+  ReadArgs* a = (ReadArgs*)p;
+  long fd = sys::openat(AT_FDCWD, a->path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return fd;
+  long n = sys::read((int)fd, a->buf, a->size - 1);
+  sys::close((int)fd);
+  if (n < 0) return n;
+  a->buf[n] = 0;
+  return n;
+}
+
+}  // namespace
+
+long privfd_run(long (*fn)(void*), void* arg) {
+  if (on_thread || state.load(std::memory_order_acquire) != kRunning) return fn(arg);
+  Req r;
+  r.fn = fn;
+  r.arg = arg;
+  r.result = 0;
+  r.done.store(0, std::memory_order_relaxed);
+  Req* head = pending.load(std::memory_order_relaxed);
+  do r.next = head;
+  while (!pending.compare_exchange_weak(head, &r, std::memory_order_release,
+                                        std::memory_order_relaxed));
+  pushes.fetch_add(1, std::memory_order_release);
+  sys::futex_wake(&pushes, 1);
+  while (r.done.load(std::memory_order_acquire) == 0) sys::futex_wait(&r.done, 0, nullptr);
+  return r.result;
+}
+
+long privfd_read(const char* path, char* buf, size_t size) {
+  if (size == 0) return -EINVAL;
+  ReadArgs a = {path, buf, size};
+  return privfd_run(read_fn, &a);
+}
+
+bool privfd_on_thread() { return on_thread; }
+
+int privfd_threads() { return state.load(std::memory_order_acquire) == kRunning ? 1 : 0; }
+
+void privfd_after_fork() {
+  // The thread did not survive the fork; requests of other threads went
+  // with them.
+  state.store(kStarting, std::memory_order_relaxed);
+  pending.store(nullptr, std::memory_order_relaxed);
+  pushes.store(0, std::memory_order_relaxed);
+}
+
+void privfd_start() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 128 * 1024);
+  pthread_t th;
+  setxid_thread_create_begin();
+  uint64_t saved = signal_create_begin();  // privfd_main sets tls_g first
+  int err = real::pthread_create(&th, &attr, privfd_main, nullptr);
+  signal_create_end(saved);
+  setxid_thread_create_end();
+  pthread_attr_destroy(&attr);
+  // Wait until it has its own table (or failed), so that nothing started
+  // after this (sysmon) opens a file in the program's. Without the thread
+  // the reads run on their callers, as before it started.
+  if (err != 0) {
+    state.store(kFailed, std::memory_order_relaxed);
+    return;
+  }
+  uint32_t s;
+  while ((s = state.load(std::memory_order_acquire)) == kStarting) sys::futex_wait(&state, s, nullptr);
+}
+
+}  // namespace goshim

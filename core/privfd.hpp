@@ -1,0 +1,49 @@
+// goshim's file reads that must not touch the program's fd table.
+//
+// goshim reads /proc while the program runs: sysmon looks at a kernel
+// thread's state, the memory classifier asks /proc/self/maps whether a
+// futex word is shared, a credential change lists /proc/self/task, the
+// debug reports read /proc/self/status. Each read opens a file. Opened in
+// the process's fd table, the file takes the lowest free number for a
+// moment, and the program sees it: a daemon that closes 0-2 and opens
+// /dev/null three times does not get 0, 1 and 2; close_range(3, ~0U)
+// followed by a scan of fcntl(F_GETFD) finds an fd it never opened; a
+// program that closes every number closes goshim's file under it.
+//
+// So these reads run on a kernel thread of goshim's whose fd table is its
+// own (unshare(CLONE_FILES) at its start, then emptied): nothing goshim
+// opens there has a number in the program's table, not even for an
+// instant. Callers hand it a function and wait (a futex) for the result.
+//
+// Before the thread runs (early start-up, a fork child before
+// privfd_start, or when the kernel refuses unshare) the function runs on
+// the caller, as before.
+#pragma once
+
+#include <stddef.h>
+
+namespace goshim {
+
+// Runs fn(arg) where goshim's fds are invisible to the program and returns
+// its result. fn may only make system calls (no goshim lock, no malloc, no
+// call into the program); it runs with every signal but the credential
+// broadcast blocked. Any thread, also a signal handler; blocks the caller
+// (holding its P, like the system calls it replaces) until fn returns.
+long privfd_run(long (*fn)(void*), void* arg);
+
+// Reads the file at path (up to size - 1 bytes, one read) into buf and
+// NUL-terminates it. Returns the length, or -errno.
+long privfd_read(const char* path, char* buf, size_t size);
+
+// Starts the thread (runtime init, and a fork child: fork.cpp calls
+// privfd_after_fork first). Before sysmon: sysmon uses it.
+void privfd_start();
+void privfd_after_fork();
+
+// Whether the calling thread is the privfd thread (tests, contracts).
+bool privfd_on_thread();
+// Kernel threads the privfd mechanism runs now (0 or 1): goshim's own,
+// not the program's (the deadlock check counts the others).
+int privfd_threads();
+
+}  // namespace goshim
