@@ -3,7 +3,9 @@
 #   make          build/libgoshim.so and the launcher build/goshim
 #   make test     unit tests (Criterion), preload integration tests, real programs
 #                 (make programs), observability tests
-#   make bench    native vs goshim benchmarks, ratios printed
+#   make bench    native vs goshim vs Go benchmarks, ratios printed
+#                 (make bench-results copies the table into bench/RESULTS.md)
+#   make bench-db MariaDB + sysbench oltp_read_write, native vs goshim (bench/db.sh)
 #   make demo     the thread-per-connection demo (see README.md)
 #   make debug    build/debug/libgoshim.so: GOSHIM_DCHECK, lock-order and
 #                 contract checks live; make test-debug runs the unit and
@@ -102,13 +104,15 @@ CORE_OBJ := $(filter $(BUILD)/obj/core/% $(BUILD)/obj/syscalls/% $(BUILD)/obj/ar
 LIB      := $(BUILD)/libgoshim.so
 LAUNCHER := $(BUILD)/goshim
 
-.PHONY: all deps test unit preload programs observe bench demo install clean test-distros clang-check deps-list
+.PHONY: all deps deps-bench bench-results test unit preload programs observe bench bench-db demo install clean test-distros clang-check deps-list
 all: $(LIB) $(LAUNCHER)
 
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
             procps time man-db util-linux stress-ng \
             git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev
+# Packages only the benchmarks need (make deps-bench; make bench-db).
+BENCH_DEB_PKGS := sysbench golang-go
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -118,6 +122,16 @@ deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+deps-bench: deps
+	@missing=""; for p in $(BENCH_DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
 	fi
 
 # Cross builds: the cross toolchain and qemu-user from Debian, and the
@@ -370,8 +384,29 @@ $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -pthread -D_GNU_SOURCE -o $@ $< -lm
 
-bench: deps all $(BENCH_BIN)
+# The Go column: bench/go/NAME, the same workloads in Go (standard library
+# only, so the build is offline; Debian's golang-go, installed by
+# deps-bench for the benchmarks only).
+BENCH_GO_SRC   := $(wildcard bench/go/go.mod bench/go/*/*.go bench/go/*/*/*.go)
+BENCH_GO_STAMP := $(BUILD)/bench/go/.stamp
+$(BENCH_GO_STAMP): $(BENCH_GO_SRC) | deps-bench
+	@mkdir -p $(dir $@)
+	cd bench/go && env GOCACHE=$(CURDIR)/$(BUILD)/gocache GOPATH=$(CURDIR)/$(BUILD)/gopath \
+	  GOPROXY=off GOFLAGS= GO111MODULE=on GOTOOLCHAIN=local \
+	  go build -o $(CURDIR)/$(BUILD)/bench/go/ ./...
+	@touch $@
+
+# make bench: the table (build/bench/results.md); make bench-results then
+# puts that table into bench/RESULTS.md.
+bench: deps deps-bench all $(BENCH_BIN) $(BENCH_GO_STAMP)
 	@bench/run.sh $(BUILD)
+
+bench-results:
+	@bench/update_results.sh $(BUILD)/bench/results.md bench/RESULTS.md
+
+# MariaDB + sysbench oltp_read_write, native vs goshim (issue 16).
+bench-db: deps-bench all
+	@bench/db.sh $(BUILD)
 
 # ---- the demo: make demo ------------------------------------------------------------
 DEMO_BIN := $(patsubst bench/demo/%.c,$(BUILD)/demo/%,$(wildcard bench/demo/*.c))

@@ -28,7 +28,6 @@
 //   4. anything else: not recognized; M:N does not start.
 #include "core/cancelproto.hpp"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <poll.h>
@@ -42,10 +41,12 @@
 #include <atomic>
 
 #include "arch/arch.hpp"
+#include "core/real.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
-extern "C" char __libc_single_threaded;
+// glibc 2.32 and later (weak: Debian 11 has 2.31, where this probe never runs).
+extern "C" __attribute__((weak)) char __libc_single_threaded;
 
 struct dwarf_eh_bases {
   void* tbase;
@@ -81,14 +82,11 @@ void probe_handler(int, siginfo_t*, void* uc) {
   probe_hits = probe_hits + 1;
 }
 
-using sigsuspend_fn = int (*)(const sigset_t*);
-using ppoll_fn = int (*)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*);
-
 // One probe: SIGCANCEL pending and blocked, then call (kind 0: sigsuspend,
 // 1: ppoll) with it unblocked. Returns false if the call did not behave.
 bool probe_once(int kind, uintptr_t* pc, int* ch) {
-  static sigsuspend_fn sigsuspend_p = (sigsuspend_fn)dlsym(RTLD_NEXT, "sigsuspend");
-  static ppoll_fn ppoll_p = (ppoll_fn)dlsym(RTLD_NEXT, "ppoll");
+  auto sigsuspend_p = real::lazy::sigsuspend();
+  auto ppoll_p = real::lazy::ppoll();
   if (!sigsuspend_p || !ppoll_p) return false;
   KernelSigaction ka, old;
   memset(&ka, 0, sizeof ka);
@@ -116,8 +114,6 @@ bool probe_once(int kind, uintptr_t* pc, int* ch) {
   return ok;
 }
 
-using find_fde_fn = const void* (*)(void*, struct dwarf_eh_bases*);
-
 }  // namespace
 
 bool cancel_proto_init(char* why, size_t n) {
@@ -130,42 +126,55 @@ bool cancel_proto_init(char* why, size_t n) {
   // Cancellation must be enabled for glibc to use its cancellable path.
   int saved_ch = *chp;
   if (saved_ch & 1) __atomic_and_fetch(chp, ~1, __ATOMIC_RELAXED);
-  char saved_st = __libc_single_threaded;
-  __libc_single_threaded = 0;
+  char* st = &__libc_single_threaded;
+  char saved_st = st ? *st : 0;
+  if (st) *st = 0;
   uintptr_t pc[2] = {0, 0};
   int ch[2] = {0, 0};
   bool ok = probe_once(0, &pc[0], &ch[0]) && probe_once(1, &pc[1], &ch[1]);
-  __libc_single_threaded = saved_st;
+  if (st) *st = saved_st;
   if (saved_ch & 1) __atomic_or_fetch(chp, 1, __ATOMIC_RELAXED);
   if (!ok) {
     snprintf(why, n, "glibc %s: probe calls did not return EINTR", ver);
     return false;
   }
-  bool async0 = ch[0] & kCancelTypeAsync, async1 = ch[1] & kCancelTypeAsync;
-  if (async0 && async1) {
-    proto.store(CancelProto::Async, std::memory_order_release);
-    return true;
+  uintptr_t lo = 0, hi = 0;
+  CancelProto p = cancel_proto_classify(pc, ch, &lo, &hi);
+  if (p == CancelProto::Bridge) {
+    bridge_lo.store(lo, std::memory_order_relaxed);
+    bridge_hi.store(hi, std::memory_order_relaxed);
   }
-  if (!async0 && !async1 && pc[0] == pc[1]) {
-    const unsigned char* e = (const unsigned char*)pc[0];
-    find_fde_fn find = (find_fde_fn)dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
-    struct dwarf_eh_bases bases = {nullptr, nullptr, nullptr};
-    if (e[-2] == 0x0f && e[-1] == 0x05 && e[0] == 0xc3 && find &&
-        find((void*)(pc[0] - 1), &bases) && bases.func) {
-      uintptr_t lo = (uintptr_t)bases.func;
-      if (lo < pc[0] - 2 && pc[0] - lo <= 64) {
-        bridge_lo.store(lo, std::memory_order_relaxed);
-        bridge_hi.store(pc[0], std::memory_order_relaxed);
-        proto.store(CancelProto::Bridge, std::memory_order_release);
-        return true;
-      }
-    }
+  if (p != CancelProto::Unknown) {
+    proto.store(p, std::memory_order_release);
+    return true;
   }
   snprintf(why, n,
            "glibc %s: cancellation protocol not recognized (sigsuspend at %#lx type %d, "
            "ppoll at %#lx type %d)",
-           ver, (unsigned long)pc[0], async0, (unsigned long)pc[1], async1);
+           ver, (unsigned long)pc[0], (ch[0] & kCancelTypeAsync) != 0, (unsigned long)pc[1],
+           (ch[1] & kCancelTypeAsync) != 0);
   return false;
+}
+
+CancelProto cancel_proto_classify(const uintptr_t pc[2], const int ch[2], uintptr_t* lo,
+                                  uintptr_t* hi) {
+  bool async0 = ch[0] & kCancelTypeAsync, async1 = ch[1] & kCancelTypeAsync;
+  if (async0 && async1) return CancelProto::Async;
+  if (!async0 && !async1 && pc[0] == pc[1] && pc[0] > 2) {
+    const unsigned char* e = (const unsigned char*)pc[0];
+    auto find = real::lazy::_Unwind_Find_FDE();
+    struct dwarf_eh_bases bases = {nullptr, nullptr, nullptr};
+    if (e[-2] == 0x0f && e[-1] == 0x05 && e[0] == 0xc3 && find &&
+        find((void*)(pc[0] - 1), (void*)&bases) && bases.func) {
+      uintptr_t start = (uintptr_t)bases.func;
+      if (start < pc[0] - 2 && pc[0] - start <= 64) {
+        *lo = start;
+        *hi = pc[0];
+        return CancelProto::Bridge;
+      }
+    }
+  }
+  return CancelProto::Unknown;
 }
 
 CancelProto cancel_proto() { return proto.load(std::memory_order_acquire); }

@@ -20,6 +20,13 @@ bool cancel_proto_init(char* why, size_t n);
 
 CancelProto cancel_proto();
 
+// The decision of cancel_proto_init from what its two probe calls saw (the
+// interrupted pc and cancelhandling of each; pc[0] is read as code): Async,
+// Bridge with the bridge's range in [*lo, *hi), or Unknown. Exposed for
+// tests/unit/cancelproto_test.cpp.
+CancelProto cancel_proto_classify(const uintptr_t pc[2], const int ch[2], uintptr_t* lo,
+                                  uintptr_t* hi);
+
 // Whether pc lies in glibc's cancellable system call bridge
 // [__syscall_cancel_arch_start, __syscall_cancel_arch_end) (Bridge
 // protocol; always false otherwise). Signal-safe.

@@ -1,6 +1,7 @@
 // GOSHIM_DEBUG features run from sysmon (see debug.hpp).
 #include "core/debug.hpp"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #include "core/fdtable.hpp"
 #include "core/netpoll.hpp"
 #include "core/real.hpp"
-#include "core/real_io.hpp"
+#include "core/real.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
 #include "syscalls/blocking.hpp"
@@ -515,10 +515,6 @@ long fdio_kt(int fd, IoOp* op) {
 long run(int fd, IoOp* op) {
   if (io_user_g()) return fdio_g(fd, op);
   if (__builtin_expect(real::read == nullptr, 0)) {  // before goshim's constructor
-    // Within resolve() itself (Debian 11: dlsym -> calloc -> jemalloc's
-    // boot -> syscall(SYS_read) -> here): the kernel call, as no fd is
-    // goshim's yet. Resolving again deadlocked on jemalloc's init lock.
-    if (real::resolving() && op->attempt) return op->attempt(op, fd);
     real::resolve();
   }
   return fdio_kt(fd, op);

@@ -24,7 +24,7 @@
 #endif
 #include "core/netpoll.hpp"
 #include "core/ownfd.hpp"
-#include "core/real_io.hpp"
+#include "core/real.hpp"
 #include "core/runtime.hpp"
 #include "syscalls/blocking.hpp"
 #include "syscalls/sys.hpp"

@@ -157,6 +157,7 @@ void fork_child_reset() {
   sched.runq = GQueue{};
   sched.runqsize.store(0, std::memory_order_relaxed);
   sched.gfree = nullptr;
+  sched.gfree_cold = nullptr;
   sched.ngfree = 0;
   sched.nmspinning.store(0, std::memory_order_relaxed);
   sched.needspinning.store(0, std::memory_order_relaxed);

@@ -134,6 +134,13 @@ long futex_syscall(uint32_t* uaddr, int op, uint32_t val, const struct timespec*
   // any in-process waiter (there should be none).
   if (!priv && (memclass_shared(uaddr) || (two && memclass_shared(uaddr2)))) {
     bool waits = cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET;
+    if (waits && !(timeout && !valid_timespec(timeout)) && !(cmd == FUTEX_WAIT_BITSET && !val3) &&
+        __atomic_load_n(uaddr, __ATOMIC_SEQ_CST) != val) {
+      // The kernel would say EAGAIN as well (its check could have run at
+      // this instant); saying it here keeps the P: a blocking call hands
+      // it to other goroutines first, and this one would wait for it.
+      return -EAGAIN;
+    }
     long r = to_kernel(uaddr, op, val, timeout, uaddr2, val3, waits);
     if (!waits && r >= 0 && (cmd == FUTEX_WAKE || cmd == FUTEX_WAKE_BITSET))
       r += sema_wake(uaddr, wake_count(val), cmd == FUTEX_WAKE_BITSET ? val3 : ~0u);

@@ -165,6 +165,7 @@ struct G {
   M* m = nullptr;          // the M running it (Running, Syscall)
   G* schedlink = nullptr;  // run queue and free list link
   uint64_t goid = 0;       // unique, never reused
+  int64_t freed_at = 0;    // on the global free list since (coarse ns; proc.cpp)
   int32_t vtid = 0;        // virtual tid stored in the TCB
   uint32_t magic = 0;      // kGMagic while the slot holds a G
   Stack stack;
@@ -184,6 +185,7 @@ struct G {
   uint64_t creator_goid = 0;
   bool started = false;    // has run at least once
   bool started_tls = false;  // its TLS block has been initialized once
+  bool block_clean = false;  // its block was brought back at exit (tls::block_clean_at_exit)
   bool exit_called = false;  // ended through pthread_exit (retval set)
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;
@@ -320,6 +322,11 @@ struct P {
   std::atomic<G*> runq[kRunqSize];
   // The G to run next, inheriting the current time slice.
   std::atomic<G*> runnext{nullptr};
+  // Gs run in a row from runnext, inheriting the time slice, since a G
+  // ran a slice of its own; and sys::nanotime() when the first of them
+  // started (owner only; execute, park's direct hand-off, runq_chain_over).
+  uint32_t chain_len = 0;
+  int64_t chain_start = 0;
 
   // Free Gs with their TLS blocks (owner P only).
   G* gfree = nullptr;
@@ -408,9 +415,11 @@ struct Sched {
   // Global run queue.
   GQueue runq;
   std::atomic<int32_t> runqsize{0};
-  // Global free G list (lock: gflock).
+  // Global free G list (lock: gflock): warm ones newest first, and cold
+  // ones, whose slot stack pages went back to the kernel (proc.cpp).
   Mutex gflock{LockRank::GFree};
   G* gfree = nullptr;
+  G* gfree_cold = nullptr;
   int32_t ngfree = 0;
   // netpoll/timer coordination: 0 while an M is blocked in netpoll.
   std::atomic<int64_t> lastpoll{1};

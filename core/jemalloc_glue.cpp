@@ -29,7 +29,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <dlfcn.h>
 
 #include "arch/arch.hpp"
 #include "core/rawlog.hpp"
@@ -53,28 +52,13 @@ void lock_slow(int* w) {
   while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0) goshim::sys::futex_wait(w, 2, nullptr);
 }
 
-// glibc's condvar functions (the default, GLIBC_2.3.2 versions), looked up
-// on first use: only background threads use them, long after start-up.
-using cond_init_fn = int (*)(pthread_cond_t*, const pthread_condattr_t*);
-using cond_signal_fn = int (*)(pthread_cond_t*);
-using cond_wait_fn = int (*)(pthread_cond_t*, pthread_mutex_t*);
-using cond_timedwait_fn = int (*)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*);
-
+// glibc's condvar functions (the default, GLIBC_2.3.2 versions), from the
+// real-function table: only background threads use them.
 template <typename F>
-F libc_fn(F* slot, const char* name) {
-  F f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (!f) {
-    f = (F)dlsym(RTLD_NEXT, name);
-    if (!f) goshim::fatalf("cannot resolve libc's %s", name);
-    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
-  }
+F libc_fn(F f, const char* name) {
+  if (!f) goshim::fatalf("cannot resolve libc's %s", name);
   return f;
 }
-
-cond_init_fn cond_init;
-cond_signal_fn cond_signal;
-cond_wait_fn cond_wait;
-cond_timedwait_fn cond_timedwait;
 
 }  // namespace
 
@@ -106,19 +90,19 @@ int goshim_je_mutex_unlock(pthread_mutex_t* m) {
 }
 
 int goshim_je_cond_init(pthread_cond_t* c, const pthread_condattr_t* a) {
-  return libc_fn(&cond_init, "pthread_cond_init")(c, a);
+  return libc_fn(goshim::real::lazy::pthread_cond_init(), "pthread_cond_init")(c, a);
 }
 
 int goshim_je_cond_signal(pthread_cond_t* c) {
-  return libc_fn(&cond_signal, "pthread_cond_signal")(c);
+  return libc_fn(goshim::real::lazy::pthread_cond_signal(), "pthread_cond_signal")(c);
 }
 
 int goshim_je_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
-  return libc_fn(&cond_wait, "pthread_cond_wait")(c, m);
+  return libc_fn(goshim::real::lazy::pthread_cond_wait(), "pthread_cond_wait")(c, m);
 }
 
 int goshim_je_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t) {
-  return libc_fn(&cond_timedwait, "pthread_cond_timedwait")(c, m, t);
+  return libc_fn(goshim::real::lazy::pthread_cond_timedwait(), "pthread_cond_timedwait")(c, m, t);
 }
 
 int goshim_je_thread_create(pthread_t* th, const pthread_attr_t* a, void* (*fn)(void*), void* arg) {

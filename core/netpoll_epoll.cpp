@@ -9,6 +9,7 @@
 #include "core/ownfd.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
 #ifndef SYS_epoll_pwait2
@@ -175,6 +176,10 @@ retry:
     }
     netpoll_ready_event(events[i].data.ptr, events[i].events, q);
   }
+  // The trace's "ready" events for Gs woken by the network (ready() emits
+  // the others): a G's wait from here to its next slice is queueing delay.
+  if (__builtin_expect(trace_on, 0))
+    for (G* gp = q.head; gp; gp = gp->schedlink) trace_ev(TraceEv::GReady, gp, gp->goid);
 }
 
 }  // namespace goshim

@@ -69,6 +69,11 @@ const char* wait_reason_name(WaitReason r) {
   return (size_t)r < (size_t)WaitReason::Count ? kWaitReasonNames[(size_t)r] : "?";
 }
 
+// One more G runs from runnext, inheriting the slice.
+static inline void chain_link(P* pp) {
+  if (pp->chain_len++ == 0) pp->chain_start = sys::nanotime();
+}
+
 // Runs gp on the current M. On g0, with a P. Never returns.
 [[noreturn]] static void execute(G* gp, bool inherit_time) {
   M* mp = getg()->m;
@@ -78,7 +83,12 @@ const char* wait_reason_name(WaitReason r) {
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   // A pending real-time request (core/rtlock.hpp) is served at its next call.
   gp->preempt.store(gp->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  if (!inherit_time) mp->p->schedtick++;
+  if (!inherit_time) {
+    mp->p->schedtick++;
+    mp->p->chain_len = 0;
+  } else {
+    chain_link(mp->p);
+  }
   trace_ev(TraceEv::GStart, gp);
   signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
@@ -164,6 +174,7 @@ static void park_switch_post(void* arg) {
   next->status.store(GStatus::Running, std::memory_order_relaxed);
   next->preempt.store(next->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
+  chain_link(mp->p);
   trace_ev(TraceEv::GStart, next);
   signal_apply(mp, next);  // as execute() does
 }
@@ -176,6 +187,10 @@ static G* direct_next(M* mp, int64_t coarse_now) {
   G* next = pp->runnext.load(std::memory_order_relaxed);
   if (!next) return nullptr;
   if (sched.runqsize.load(std::memory_order_relaxed) != 0) return nullptr;
+  // schedule() would run a queued G first (runq_pick).
+  if (pp->runqhead.load(std::memory_order_relaxed) != pp->runqtail.load(std::memory_order_relaxed) &&
+      runq_chain_over(pp))
+    return nullptr;
   int64_t when = timers_wake_time(&pp->timers);
   if (when != 0 && when <= coarse_now + kDirectTimerSlack) return nullptr;
   if (!pp->runnext.compare_exchange_strong(next, nullptr, std::memory_order_acquire))

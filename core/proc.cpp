@@ -1,16 +1,33 @@
 // Goroutine lifecycle and the G arena (see proc.hpp).
 //
-// The arena is one reserved MAP_NORESERVE region cut into equal slots. A
-// slot holds a G's glibc static TLS block, its TCB (struct pthread, at the
-// slot's thread pointer) and the G itself right after the TCB:
+// The arena is one reserved MAP_NORESERVE region cut into equal slots,
+// with the Gs themselves in a second region, one G per slot index. A slot
+// holds a G's glibc static TLS block and its TCB (struct pthread, at the
+// slot's thread pointer) and, in the usual mode, the G's stack of the
+// default size right below them (the TLS block carved from the top of the
+// stack, as glibc's own threads have it):
 //
-//   slot base                        tp                    tp + tcb_span
-//   | static TLS (below_tp bytes)    | struct pthread       | struct G     |  (x86-64)
-//   | struct pthread (below_tp)      | tcbhead, static TLS  | struct G     |  (aarch64)
+//   slot base                                                 slot end (page)
+//   | guard | stack (default size) ... | static TLS (below_tp) | struct pthread |  (x86-64)
+//   | guard | stack (default size) ... | struct pthread        | tcbhead, TLS   |  (aarch64)
+//                                      ^ stack.hi              ^ tp
+//
+// An idle goroutine then touches the block's two top pages only (the TCB,
+// the used TLS just below tp, and its first stack frames in the same page
+// as the static TLS surplus), instead of a separate stack page next to a
+// packed block. A G whose stack is not the default one (another size,
+// pthread_attr_setstack, or a default changed after start-up) leaves the
+// slot's stack unused (virtual only) and gets a stack from core/stack.
+// Without MADV_GUARD_INSTALL (a guard page per slot would split the
+// arena's mapping into millions) or without room for the reservation, the
+// slots hold the TLS block only (no stack) and every stack comes from
+// core/stack.
 //
 // pthread_t == tp + tls::L.pd, so pthread_t -> G is arithmetic plus a range check, and
 // a pointer into the arena is always readable (slots are never unmapped).
-// Slots are recycled through per-P free lists and a global one.
+// Slots are recycled through per-P free lists and a global one; the pages
+// of a slot stack that sat on the global list for a while go back to the
+// kernel (gfree_scavenge).
 #include "core/proc.hpp"
 #include "core/rtlock.hpp"
 
@@ -23,6 +40,10 @@
 #include <sys/mman.h>
 
 #include <new>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
 
 #include "arch/arch.hpp"
 #include "core/cputime.hpp"
@@ -62,26 +83,93 @@ bool cancel_pending_or_exiting_canceled(G* gp) {
 }
 
 constexpr size_t kMaxSlots = (size_t)1 << 22;
+// Slots with stacks: at most this much address space for the arena.
+constexpr size_t kSlotStackVa = (size_t)16 << 40;
+// and stacks of at most this size in them (a larger default leaves too
+// few slots).
+constexpr size_t kMaxSlotStack = (size_t)16 << 20;
 
 uintptr_t arena_lo = 0;
-size_t slot_size = 0;
-size_t tcb_span = 0;  // sizeof(struct pthread) rounded to 64
+size_t slot_size = 0;  // stride between slots
+size_t slot_tp = 0;    // tp's offset from its slot's base
+size_t max_slots = 0;
+size_t tcb_span = 0;   // the block above tp (tls::L.above_tp) rounded to 64
+size_t slot_stack = 0;  // usable bytes of a slot's stack; 0: slots hold no stack
+uintptr_t garena = 0;   // the Gs, one per slot index
+size_t g_stride = 0;
 std::atomic<size_t> nslots{0};
 
 constinit G g1;  // main
 
-G* slot_g(size_t idx) { return (G*)(arena_slot_tp(idx) + tcb_span); }
+G* slot_g(size_t idx) { return (G*)(garena + idx * g_stride); }
+
+// A slot stack's guard: one page, or arch::kMinStackGuard where a signal
+// frame pushed on an overflowed stack is larger than a page (aarch64: the
+// frame would otherwise reach the slot below, core/stack.cpp map_stack).
+size_t slot_guard_bytes() {
+  size_t pg = page_size();
+  size_t min = (arch::kMinStackGuard + pg - 1) & ~(pg - 1);
+  return min > pg ? min : pg;
+}
+
+// The stack of the slot whose thread pointer is tp.
+Stack slot_stack_of(uintptr_t tp) {
+  size_t pg = page_size();
+  Stack s;
+  s.hi = tp - tls::L.below_tp;
+  s.lo = s.hi - slot_stack;
+  s.guard = pg;
+  s.map_lo = 0;  // not a mapping of its own: never given to core/stack
+  s.map_size = 0;
+  return s;
+}
+
+// The guard of a slot's stack (slot_guard_bytes): below the stack's lowest
+// whole page.
+uintptr_t slot_guard_of(uintptr_t tp) {
+  size_t pg = page_size();
+  uintptr_t lo = tp - tls::L.below_tp - slot_stack;
+  return (lo & ~(uintptr_t)(pg - 1)) - slot_guard_bytes();
+}
 
 G* galloc() {
   size_t idx = nslots.fetch_add(1, std::memory_order_relaxed);
-  if (idx >= kMaxSlots) {
+  if (idx >= max_slots) {
     nslots.fetch_sub(1, std::memory_order_relaxed);
     return nullptr;
   }
+  uintptr_t tp = arena_slot_tp(idx);
+  if (slot_stack &&
+      sys::madvise((void*)slot_guard_of(tp), slot_guard_bytes(), MADV_GUARD_INSTALL) != 0) {
+    // The probe at arena_init worked: out of memory for the page table.
+    // The slot stays counted (others may have taken later ones) but unused.
+    return nullptr;
+  }
   G* gp = new (slot_g(idx)) G();
-  gp->tp = arena_slot_tp(idx);
+  gp->tp = tp;
   gp->vtid = kVtidBase + 1 + (int32_t)idx;
   gp->magic = kGMagic;
+  return gp;
+}
+
+// Locks held: sched.gflock. Puts gp on the global free list (warm end).
+void gfput_global_locked(G* gp, int64_t now) {
+  gp->freed_at = now;
+  gp->schedlink = sched.gfree;
+  sched.gfree = gp;
+  sched.ngfree++;
+}
+
+// Locks held: sched.gflock. Takes a G from the global list, warm ones
+// first, or null.
+G* gfget_global_locked() {
+  G* gp = sched.gfree;
+  if (gp) {
+    sched.gfree = gp->schedlink;
+  } else if ((gp = sched.gfree_cold)) {
+    sched.gfree_cold = gp->schedlink;
+  }
+  if (gp) sched.ngfree--;
   return gp;
 }
 
@@ -89,24 +177,22 @@ G* galloc() {
 void gfput(P* pp, G* gp) {
   gp->status.store(GStatus::Idle, std::memory_order_release);
   if (!pp) {
+    int64_t now = sys::coarsetime();
     MutexGuard g(sched.gflock);
-    gp->schedlink = sched.gfree;
-    sched.gfree = gp;
-    sched.ngfree++;
+    gfput_global_locked(gp, now);
     return;
   }
   gp->schedlink = pp->gfree;
   pp->gfree = gp;
   pp->ngfree++;
   if (pp->ngfree >= 64) {
+    int64_t now = sys::coarsetime();
     MutexGuard g(sched.gflock);
     while (pp->ngfree >= 32) {
       G* x = pp->gfree;
       pp->gfree = x->schedlink;
       pp->ngfree--;
-      x->schedlink = sched.gfree;
-      sched.gfree = x;
-      sched.ngfree++;
+      gfput_global_locked(x, now);
     }
   }
 }
@@ -114,19 +200,13 @@ void gfput(P* pp, G* gp) {
 G* gfget(P* pp) {
   if (!pp) {
     MutexGuard g(sched.gflock);
-    G* gp = sched.gfree;
-    if (gp) {
-      sched.gfree = gp->schedlink;
-      sched.ngfree--;
-    }
-    return gp;
+    return gfget_global_locked();
   }
-  if (!pp->gfree && sched.gfree) {
+  if (!pp->gfree && (sched.gfree || sched.gfree_cold)) {
     MutexGuard g(sched.gflock);
-    while (pp->ngfree < 32 && sched.gfree) {
-      G* x = sched.gfree;
-      sched.gfree = x->schedlink;
-      sched.ngfree--;
+    while (pp->ngfree < 32) {
+      G* x = gfget_global_locked();
+      if (!x) break;
       x->schedlink = pp->gfree;
       pp->gfree = x;
       pp->ngfree++;
@@ -160,6 +240,9 @@ void goexit_g0(void* arg) {
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->rt_locked = false;
+  // The block is dead and hot in this CPU's cache: reset it here rather
+  // than at the next create, which may run on another CPU.
+  if (!gp->is_main()) gp->block_clean = tls::block_clean_at_exit(gp->tp);
   gp->status.store(GStatus::Dead, std::memory_order_release);
   if (!gp->is_main() && !(gp->flags & kGFlagUserStack) && gp->stack.map_lo)
     stack_free(pp, gp->stack);
@@ -209,17 +292,59 @@ void g_entry(void* arg) {
 // ---- arena -----------------------------------------------------------------
 
 void arena_init() {
+  size_t pg = page_size();
+  // What lies above tp: struct pthread (x86-64), or the tcbhead and the
+  // static TLS (aarch64).
   tcb_span = (tls::L.above_tp + 63) & ~(size_t)63;
   size_t align = tls::L.static_align < 64 ? 64 : tls::L.static_align;
-  slot_size = (tls::L.below_tp + tcb_span + sizeof(G) + align - 1) & ~(align - 1);
-  size_t bytes = slot_size * kMaxSlots;
-  void* p = sys::mmap(nullptr, bytes + align, PROT_READ | PROT_WRITE,
+  g_stride = (sizeof(G) + 63) & ~(size_t)63;
+  size_t block = tls::L.below_tp + tcb_span;
+  // Slots with stacks: [guard page][stack][block], the slot a whole number
+  // of pages, tp aligned for the static TLS.
+  size_t ss = default_stack_size();
+  if (stack_guard_is_madvise() && ss <= kMaxSlotStack && align <= pg) {
+    size_t stride = ((block + ss + pg - 1) & ~(pg - 1)) + pg + slot_guard_bytes();
+    size_t n = kSlotStackVa / stride;
+    if (n > kMaxSlots) n = kMaxSlots;
+    void* p = sys::mmap(nullptr, stride * n, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* gm = p == MAP_FAILED ? MAP_FAILED
+                               : sys::mmap(nullptr, g_stride * n, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED && gm != MAP_FAILED) {
+      arena_lo = (uintptr_t)p;
+      slot_size = stride;
+      slot_tp = (stride - tcb_span) & ~(uintptr_t)(align - 1);
+      max_slots = n;
+      garena = (uintptr_t)gm;
+      slot_stack = ss;
+      // The kernel may refuse guard regions on this mapping: then no slot
+      // stacks (the probe's guard stays, harmless: slot 0's stack is unused).
+      if (sys::madvise((void*)slot_guard_of(arena_slot_tp(0)), slot_guard_bytes(),
+                       MADV_GUARD_INSTALL) == 0)
+        return;
+      slot_stack = 0;
+      sys::munmap(p, stride * n);
+      sys::munmap(gm, g_stride * n);
+    } else if (p != MAP_FAILED) {
+      sys::munmap(p, stride * n);
+    }
+  }
+  // Slots of TLS blocks only.
+  slot_size = (block + align - 1) & ~(align - 1);
+  slot_tp = tls::L.below_tp;
+  max_slots = kMaxSlots;
+  slot_stack = 0;
+  void* p = sys::mmap(nullptr, slot_size * max_slots + align, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) fatal("cannot reserve the goroutine arena");
+  void* gm = sys::mmap(nullptr, g_stride * max_slots, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED || gm == MAP_FAILED) fatal("cannot reserve the goroutine arena");
   arena_lo = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+  garena = (uintptr_t)gm;
 }
 
-uintptr_t arena_slot_tp(size_t idx) { return arena_lo + idx * slot_size + tls::L.below_tp; }
+uintptr_t arena_slot_tp(size_t idx) { return arena_lo + idx * slot_size + slot_tp; }
 size_t arena_nslots() { return nslots.load(std::memory_order_acquire); }
 G* arena_slot_g(size_t idx) { return slot_g(idx); }
 
@@ -250,8 +375,8 @@ bool is_goshim_tp(pthread_t t) {
   if (t == 0) return false;
   uintptr_t tp = tls::tp_of_pthread((uintptr_t)t);
   if (tp == g1.tp) return true;
-  if (tp < arena_lo + tls::L.below_tp) return false;
-  size_t off = tp - arena_lo - tls::L.below_tp;
+  if (tp < arena_lo + slot_tp) return false;
+  size_t off = tp - arena_lo - slot_tp;
   return off % slot_size == 0 && off / slot_size < arena_nslots();
 }
 
@@ -261,8 +386,8 @@ G* slot_from_pthread(pthread_t t) {
   if (t == 0) return nullptr;
   uintptr_t tp = tls::tp_of_pthread((uintptr_t)t);
   if (tp == g1.tp && g1.magic == kGMagic) return &g1;
-  if (tp < arena_lo + tls::L.below_tp) return nullptr;
-  size_t off = tp - arena_lo - tls::L.below_tp;
+  if (tp < arena_lo + slot_tp) return nullptr;
+  size_t off = tp - arena_lo - slot_tp;
   if (off % slot_size) return nullptr;
   size_t idx = off / slot_size;
   if (idx >= arena_nslots()) return nullptr;
@@ -291,6 +416,49 @@ int gone_thread_error(pthread_t t) {
   return ESRCH;
 }
 
+// ---- scavenging -------------------------------------------------------------
+
+void gfree_scavenge(int64_t now) {
+  constexpr int64_t kAfterNs = 1000 * 1000 * 1000;  // idle that long on the global list
+  constexpr int64_t kPeriodNs = 100 * 1000 * 1000;
+  static int64_t last;
+  if (!slot_stack || now - last < kPeriodNs) return;
+  last = now;
+  size_t pg = page_size();
+  constexpr int kBatch = 256;
+  G* batch[kBatch];
+  for (;;) {
+    int n = 0;
+    sched.gflock.lock();
+    // Warm Gs are newest first: if the first has been idle long enough,
+    // so have all the others.
+    while (n < kBatch && sched.gfree && now - sched.gfree->freed_at >= kAfterNs) {
+      G* gp = sched.gfree;
+      sched.gfree = gp->schedlink;
+      sched.ngfree--;
+      batch[n++] = gp;
+    }
+    sched.gflock.unlock();
+    if (n == 0) return;
+    // Off the lists: nobody else can take these while their pages go. The
+    // stack's top partial page also holds the TLS block: it stays.
+    for (int i = 0; i < n; i++) {
+      Stack st = slot_stack_of(batch[i]->tp);
+      uintptr_t lo = (st.lo + pg - 1) & ~(uintptr_t)(pg - 1);
+      uintptr_t hi = st.hi & ~(uintptr_t)(pg - 1);
+      if (hi > lo) sys::madvise((void*)lo, hi - lo, MADV_DONTNEED);
+    }
+    sched.gflock.lock();
+    for (int i = 0; i < n; i++) {
+      batch[i]->schedlink = sched.gfree_cold;
+      sched.gfree_cold = batch[i];
+      sched.ngfree++;
+    }
+    sched.gflock.unlock();
+    if (n < kBatch) return;
+  }
+}
+
 // ---- create ------------------------------------------------------------------
 
 int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t* out) {
@@ -305,7 +473,9 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     if (!gp) return EAGAIN;
     fresh = true;
   }
-  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls)) {
+  bool clean = !fresh && gp->started_tls && gp->block_clean;
+  gp->block_clean = false;
+  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls, clean)) {
     gp->started_tls = false;  // its TCB is zero again: start afresh next time
     gfput(pp, gp);
     return EAGAIN;
@@ -323,7 +493,11 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   } else {
     size_t size = a.stack_size ? a.stack_size : default_stack_size();
     size_t guard = a.guard_set ? a.guard_size : default_guard_size();
-    if (!stack_alloc(pp, size, guard, &gp->stack)) {
+    size_t pg = page_size();
+    if (slot_stack && ((size + pg - 1) & ~(pg - 1)) == slot_stack &&
+        ((guard + pg - 1) & ~(pg - 1)) == pg) {
+      gp->stack = slot_stack_of(gp->tp);
+    } else if (!stack_alloc(pp, size, guard, &gp->stack)) {
       gfput(pp, gp);
       return EAGAIN;
     }

@@ -84,6 +84,11 @@ uintptr_t arena_slot_tp(size_t idx);
 size_t arena_nslots();
 G* arena_slot_g(size_t idx);
 
+// sysmon: returns the stack pages of free Gs that sat on the global free
+// list for a while to the kernel (slots with stacks, proc.cpp). Without P,
+// no locks held.
+void gfree_scavenge(int64_t now);
+
 // Allocates a slot with a zeroed TLS block (for an M's g0 on the initial
 // thread). Returns its tp, or 0.
 uintptr_t arena_alloc_tls_only();

@@ -22,6 +22,13 @@ bool runqempty(P* pp) {
   }
 }
 
+bool runq_chain_over(P* pp) {
+  // Measured from the chain's first hand-off, not from the slice's start:
+  // after a G that computed for its whole slice, the chain still gets its
+  // kRunnextChainNs (from the slice's start it would get one hand-off).
+  return pp->chain_len > 0 && sys::nanotime() - pp->chain_start >= kRunnextChainNs;
+}
+
 uint32_t runqlen(P* pp) {
   uint32_t head = pp->runqhead.load(std::memory_order_acquire);
   uint32_t tail = pp->runqtail.load(std::memory_order_acquire);
@@ -64,6 +71,19 @@ void runqput(P* pp, G* gp, bool next) {
     }
     if (runqputslow(pp, gp, head, tail)) return;
     // a thief consumed meanwhile: the ring has room now
+  }
+}
+
+// The head of pp's ring (not runnext), or nullptr. Owner P only.
+G* runq_ring_get(P* pp) {
+  for (;;) {
+    uint32_t head = pp->runqhead.load(std::memory_order_acquire);  // pairs with other consumers
+    uint32_t tail = pp->runqtail.load(std::memory_order_relaxed);
+    if (tail == head) return nullptr;
+    G* gp = pp->runq[head % kRunqSize].load(std::memory_order_relaxed);
+    if (pp->runqhead.compare_exchange_weak(head, head + 1, std::memory_order_release,
+                                           std::memory_order_relaxed))
+      return gp;
   }
 }
 
@@ -163,6 +183,26 @@ G* runq_pick(P* pp, bool* inherit_time) {
     G* gp = globrunqget(pp, 1);
     sched.lock.unlock();
     if (gp) return gp;
+  }
+  // A chain of runnext hand-offs (each G wakes one waiter, then waits:
+  // a ping-pong, or a herd of lock waiters waking each other) inherits
+  // one time slice and would keep the queued Gs from running for all of
+  // it (10 ms); among them may be the one the chain waits for (the
+  // holder of an InnoDB latch). After kRunnextChainNs of the slice,
+  // queued Gs go first; runnext keeps its place for the next pick. (A
+  // bound by count instead starves a chain doing real work behind a G
+  // that computes: two hand-offs per 10 ms slice of the latter.)
+  if (pp->runnext.load(std::memory_order_relaxed) &&
+      (pp->runqhead.load(std::memory_order_relaxed) != pp->runqtail.load(std::memory_order_relaxed) ||
+       sched.runqsize.load(std::memory_order_relaxed) > 0) &&
+      runq_chain_over(pp)) {
+    if (G* gp = runq_ring_get(pp)) return gp;
+    if (sched.runqsize.load(std::memory_order_relaxed) > 0) {
+      sched.lock.lock();
+      G* gp = globrunqget(pp, 1);
+      sched.lock.unlock();
+      if (gp) return gp;
+    }
   }
   if (G* gp = runqget(pp, inherit_time)) return gp;
   if (sched.runqsize.load(std::memory_order_relaxed) > 0) {

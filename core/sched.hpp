@@ -47,6 +47,18 @@ void gosched_global();
 
 // On g0, with a P. Finds a runnable G and runs it. Never returns.
 [[noreturn]] void schedule();
+// On g0, with a P. schedule()'s search (exposed for tests): runs the P's
+// due timers, then takes the P's runnext and local queue (the global queue
+// first every 61st schedtick), a batch of the global queue, half of the
+// ring of another running P (not its runnext), the Gs that netpoll(0)
+// makes ready (unless another M sleeps in netpoll), then steals from other
+// Ps (their runnext only on the last of four passes,
+// after running their due timers). With nothing found it gives up the P
+// and blocks in netpoll until the earliest timer of any P, or in stopm,
+// and starts over when it has a P again. Returns the G with *inherit set
+// when it came from runnext; the M may be spinning (schedule() calls
+// resetspinning).
+G* find_runnable(bool* inherit);
 // Tries to get an idle P running a spinning M to pick up new work. Any.
 void wakep();
 // A timer at when was added: make sure some M will wake for it. Any.
@@ -70,6 +82,14 @@ void globrunqputbatch(GQueue& q);
 // Owner P only.
 void runqput(P* pp, G* gp, bool next);
 G* runqget(P* pp, bool* inherit_time);
+// The head of pp's ring, never runnext. Owner P only.
+G* runq_ring_get(P* pp);
+// How long a chain of runnext hand-offs (each inheriting the time slice)
+// runs before queued Gs go first (runq_pick, park's direct hand-off).
+inline constexpr int64_t kRunnextChainNs = 1000 * 1000;
+// A chain of runnext hand-offs has held the P for kRunnextChainNs.
+// Owner P only.
+bool runq_chain_over(P* pp);
 // Any P. Steals half of p2's queue into pp's; returns one G to run or null.
 G* runqsteal(P* pp, P* p2, bool steal_runnext);
 bool runqempty(P* pp);

@@ -17,6 +17,7 @@
 #include "arch/arch.hpp"
 #include "core/rawlog.hpp"
 #include "core/rtlock.hpp"
+#include "core/runtime.hpp"
 #include "core/sched.hpp"
 #include "core/signal.hpp"
 #include "core/tcb.hpp"
@@ -278,8 +279,12 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
     // A signal handler ran: the kernel restarts an untimed wait itself when
     // the handler has SA_RESTART, as for a plain futex wait; otherwise the
     // wait ends with EINTR. (A cancellable wait is always timed, so every
-    // handler ends it: EINTR, which POSIX allows for its callers.)
-    if (!why && sys::futex_wait(&w.kwake, 0, tsp) == -EINTR) why = EINTR;
+    // handler ends it: EINTR, which POSIX allows for its callers; in 1:1
+    // mode, where every thread waits here, an untimed one goes on when
+    // every program handler has SA_RESTART, as glibc's would.)
+    if (!why && sys::futex_wait(&w.kwake, 0, tsp) == -EINTR &&
+        !(cancellable && !deadline && !mn_active() && signal_handlers_all_restart()))
+      why = EINTR;
     if (!why) continue;
     const void* a = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
     b = bucket_of(a);

@@ -6,7 +6,6 @@
 #include "core/contract.hpp"
 #include "core/signal.hpp"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -337,8 +336,6 @@ std::atomic<uint64_t> handled_mask{0};
 std::atomic<uint64_t> waited_mask{0};
 std::atomic<uint64_t> mask_gen{0};
 
-using sigaction_fn = int (*)(int, const struct sigaction*, struct sigaction*);
-sigaction_fn real_sigaction;
 
 // The signal that asks for a goroutine dump while the program leaves it
 // at its default action (SIGQUIT unless GOSHIM_DEBUG=dumpsignal=SIG).
@@ -469,7 +466,7 @@ void die_default(int sig) {
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
-  real_sigaction(sig, &dfl, nullptr);
+  real::sigaction(sig, &dfl, nullptr);
   set_wrapped(sig, false);
   uint64_t b = bit(sig);
   sys::rt_sigprocmask(SIG_UNBLOCK, &b, nullptr, 8);
@@ -492,7 +489,7 @@ int install_wrapper(int sig) {
   if (prog_handler[sig].load() <= kHandlerIgn) k.sa_flags |= SA_RESTART;  // default action kept by goshim
   if (sig == config.preempt_signal) k.sa_flags = SA_SIGINFO | SA_RESTART;
   from_bits(prog_mask[sig].load(std::memory_order_relaxed), &k.sa_mask);
-  int r = real_sigaction(sig, &k, nullptr);
+  int r = real::sigaction(sig, &k, nullptr);
   if (r == 0) set_wrapped(sig, true);
   return r;
 }
@@ -809,13 +806,12 @@ void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
 
 void signal_init() {
   pool_init();
-  real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-  if (!real_sigaction) fatal("cannot resolve sigaction");
+  if (!real::lazy::sigaction()) fatal("cannot resolve sigaction");
   // What the program (or the environment) installed before goshim started.
   for (int sig = 1; sig <= 64; sig++) {
     if (sig == SIGKILL || sig == SIGSTOP || sig == kSigCancel || sig == kSigSetxid) continue;
     struct sigaction cur;
-    if (real_sigaction(sig, nullptr, &cur) != 0) continue;
+    if (real::sigaction(sig, nullptr, &cur) != 0) continue;
     if (!known[sig].load()) {
       signal_record_action(sig, &cur);
       if (sig == dump_signal() && prog_handler[sig].load() == kHandlerIgn)
@@ -859,6 +855,14 @@ bool signal_has_handler(int sig) {
   return sig > 0 && sig <= 64 && prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn;
 }
 
+bool signal_handlers_all_restart() {
+  for (int sig = 1; sig <= 64; sig++)
+    if (prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn &&
+        !(prog_flags[sig].load(std::memory_order_relaxed) & SA_RESTART))
+      return false;
+  return true;
+}
+
 int signal_flags(int sig) {
   if (sig <= 0 || sig > 64) return 0;
   return prog_handler[sig].load(std::memory_order_acquire) > kHandlerIgn
@@ -877,7 +881,7 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
     prev.sa_handler = (sighandler_t)prog_handler[sig].load();
     prev.sa_flags = prog_flags[sig].load();
     from_bits(prog_mask[sig].load(), &prev.sa_mask);
-  } else if (real_sigaction(sig, nullptr, &prev) != 0) {
+  } else if (real::sigaction(sig, nullptr, &prev) != 0) {
     action_lock.unlock();
     return -errno;
   }
@@ -895,7 +899,7 @@ int signal_action(int sig, const struct sigaction* act, struct sigaction* old) {
     if (handler || keep_wrapper) {
       r = install_wrapper(sig) == 0 ? 0 : -errno;
     } else {
-      r = real_sigaction(sig, act, nullptr) == 0 ? 0 : -errno;
+      r = real::sigaction(sig, act, nullptr) == 0 ? 0 : -errno;
       set_wrapped(sig, false);
     }
   }
@@ -1010,7 +1014,7 @@ void signal_deliver(G* gp) {
       struct sigaction dfl;
       memset(&dfl, 0, sizeof dfl);
       dfl.sa_handler = SIG_DFL;
-      real_sigaction(sig, &dfl, nullptr);
+      real::sigaction(sig, &dfl, nullptr);
     }
     run_program(sig, &si, &uc, gp);
   }

@@ -139,6 +139,10 @@ bool signal_should_restart(G* gp);
 // SA_RESTART. Any thread. A wait emulated with a call the kernel never
 // restarts (poll) compares it across an EINTR to act as a blocking call.
 uint32_t signal_thread_handled(bool* restart);
+// True if every handler the program installed has SA_RESTART: in 1:1 mode
+// (no routing handler counts what runs), a handler that interrupted a
+// wait the kernel would have restarted had it. Any thread.
+bool signal_handlers_all_restart();
 // Records that signal sig interrupts gp's wait (before interrupt_wait).
 void signal_note_interrupt(G* gp, int sig);
 

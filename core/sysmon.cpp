@@ -10,6 +10,7 @@
 #include "core/netpoll.hpp"
 #include "core/preempt.hpp"
 #include "core/privfd.hpp"
+#include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
@@ -439,6 +440,7 @@ void* sysmon_main(void*) {
     if (nretiring) watch_retiring(now);
     reap_idle_ms(now);
     stack_scavenge(now);
+    gfree_scavenge(now);
     if (sysmon_tick_hook) sysmon_tick_hook(now);
   }
   return nullptr;

@@ -1,9 +1,10 @@
 // The caller's TCB fields for synchronization (see tcb.hpp).
 #include "core/tcb.hpp"
 
-#include <dlfcn.h>
+#include <pthread.h>
 
 #include "core/proc.hpp"
+#include "core/real.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim::tcb {
@@ -17,8 +18,7 @@ size_t pd_from_tp() {
   if (!arch::kTlsVariantI) return 0;
   size_t below = pd_below.load(std::memory_order_relaxed);
   if (!below) {
-    const uint32_t* sz = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread",
-                                                 "GLIBC_PRIVATE");
+    const uint32_t* sz = real::lazy::_thread_db_sizeof_pthread();
     if (!sz || *sz < 1024 || *sz > 16384) return 0;
     below = *sz;
     pd_below.store(below, std::memory_order_relaxed);
@@ -26,21 +26,52 @@ size_t pd_from_tp() {
   return (size_t)0 - below;
 }
 
+// glibc before 2.34 exports no libthread_db descriptor: cancelhandling is
+// the one word of the TCB whose bit 0 follows pthread_setcancelstate and
+// whose bit 1 follows pthread_setcanceltype (both restored after). Its
+// struct pthread is larger than the span scanned. 0 if not found.
+size_t find_cancel_offset(uintptr_t me) {
+  constexpr size_t kWords = 1536 / sizeof(int);
+  static int snap[4][kWords];  // the initial thread, from a constructor
+  auto take = [&](int* out) {
+    for (size_t i = 0; i < kWords; i++) out[i] = __atomic_load_n((int*)me + i, __ATOMIC_RELAXED);
+  };
+  int old_state = 0, old_type = 0;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
+  take(snap[0]);
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, nullptr);
+  take(snap[1]);
+  pthread_setcancelstate(old_state, nullptr);
+  pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old_type);
+  take(snap[2]);
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, nullptr);
+  take(snap[3]);
+  pthread_setcanceltype(old_type, nullptr);
+  size_t found = 0;
+  int hits = 0;
+  for (size_t i = 1; i < kWords; i++) {
+    if ((snap[0][i] ^ snap[1][i]) == 1 && (snap[0][i] & 1) && (snap[2][i] ^ snap[3][i]) == 2 &&
+        (snap[3][i] & 2)) {
+      found = i * sizeof(int);
+      hits++;
+    }
+  }
+  return hits == 1 ? found : 0;
+}
+
 void early_init() {
   if (tid_off.load(std::memory_order_acquire) != 0) return;
   if (arch::kTlsVariantI && pd_from_tp() == 0) return;  // every offset stays 0: slow paths
   uintptr_t me = self();
   // {bits, count, offset}: a debugger ABI, so it matches the running glibc.
-  const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid",
-                                              "GLIBC_PRIVATE");
-  const uint32_t* c = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_cancelhandling",
-                                              "GLIBC_PRIVATE");
+  const uint32_t* d = real::lazy::_thread_db_pthread_tid();
+  const uint32_t* c = real::lazy::_thread_db_pthread_cancelhandling();
   if (c && c[2] > 0 && c[2] < 16384) cancel_off.store(c[2], std::memory_order_relaxed);
+  else if (!c) cancel_off.store(find_cancel_offset(me), std::memory_order_relaxed);
   void* head = nullptr;
   size_t len = 0;
   if (sys::get_robust_list(0, &head, &len) != 0) {
-    const uint32_t* sz = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread",
-                                                 "GLIBC_PRIVATE");
+    const uint32_t* sz = real::lazy::_thread_db_sizeof_pthread();
     if (sz && *sz <= 16384) head = (void*)scan_robust_head(me, *sz);
   }
   if ((uintptr_t)head > me && (uintptr_t)head < me + 16384)

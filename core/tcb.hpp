@@ -38,6 +38,11 @@ extern constinit std::atomic<size_t> cancel_off;
 
 // Finds the offsets. Any thread, idempotent; called from a constructor.
 void early_init();
+// Where cancelhandling lies in the calling thread's TCB (me), found by
+// flipping the cancel state and type with glibc's functions, for a glibc
+// without libthread_db's descriptor (before 2.34). 0 if not found. Not
+// while a cancellation may be pending.
+size_t find_cancel_offset(uintptr_t me);
 
 // The robust list head of the struct pthread at pd (size bytes), found
 // without get_robust_list(2), which qemu-user does not implement (ENOSYS):

@@ -2,13 +2,14 @@
 // into struct pthread found at run time and checked.
 #include "core/tls.hpp"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <gnu/libc-version.h>
 #include <link.h>
 #include <locale.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 extern "C" struct __res_state* __res_state(void);
 #include <string.h>
 #include <sys/mman.h>
@@ -26,6 +27,7 @@ extern "C" struct __res_state* __res_state(void);
 namespace goshim::tls {
 
 Layout L;
+Probe last_probe;
 
 namespace {
 
@@ -125,50 +127,62 @@ T& at(uintptr_t base, size_t off) {
   return *reinterpret_cast<T*>(base + off);
 }
 
-const uint32_t* db_desc(const char* name) {
-  return (const uint32_t*)dlvsym(RTLD_DEFAULT, name, "GLIBC_PRIVATE");
+// Stores v unless the field holds it already (a recycled block mostly
+// does): no write, so the cache line need not move to this CPU.
+template <typename T>
+void set_if(uintptr_t base, size_t off, T v) {
+  T& f = at<T>(base, off);
+  if (f != v) f = v;
 }
 
-bool db_offset(const char* name, size_t* out) {
-  const uint32_t* d = db_desc(name);
+bool db_offset(const uint32_t* d, size_t* out) {
   if (!d) return false;
   *out = d[2];  // {bits, count, offset}
   return true;
 }
 
-struct Probe {
-  uintptr_t stack_lo;
-  size_t stack_size;
-  uintptr_t self;  // THREAD_SELF (struct pthread)
-  uintptr_t tp;
-  pid_t tid;
-  uintptr_t robust_head;
-  intptr_t futex_offset;
-  uintptr_t res;
-  uintptr_t resp_tls;
-  uintptr_t tls_g_addr;
-  size_t stackblock = 0;
-  int stackblock_hits = 0;
-  uintptr_t cleanup_jmp_buf_val = 0;
-  uintptr_t specific0 = 0;
-  uintptr_t list_next = 0;
-  int multiple_threads = 0;
-  uintptr_t tcb_self0 = 0, tcb_self = 0;  // tcbhead_t.tcb and .self
-  uintptr_t stack_guard = 0, pointer_guard = 0;
-  uintptr_t robust_prev = 0;               // the word below robust_head
-  uint32_t rseq_cpu_id = 0;                // the rseq area's cpu_id at start
-  uint32_t rseq_reglen = 0;                // the length that unregistered it
-  bool rseq_unregister_failed = false;
-};
+// cancelhandling's bits goshim reads and sets (core/signal.cpp, tcb.cpp,
+// preempt.cpp, syncwait.cpp, proc.cpp), checked by the probe.
+constexpr int kChDisabled = 1 << 0, kChAsync = 1 << 1, kChCanceling = 1 << 2,
+              kChCanceled = 1 << 3, kChExiting = 1 << 4;
+
+// Cancels the calling (probe) thread the way goshim does a goroutine: a
+// buffer of its own in cleanup_jmp_buf (core/proc.cpp g_entry), the bits
+// goshim's pthread_cancel sets (signal.cpp cancel_send), then glibc's
+// pthread_testcancel (cancel_point), which must unwind to the buffer.
+__attribute__((noinline)) void cancel_unwind_probe(Probe* pr) {
+  volatile uintptr_t self = arch::get_tp();  // offsets are tp-relative
+  void* volatile prev = at<void*>(self, L.cleanup_jmp_buf);
+  Probe* volatile vpr = pr;
+  __pthread_unwind_buf_t ub;
+  if (_setjmp((struct __jmp_buf_tag*)ub.__cancel_jmp_buf) == 0) {
+    ub.__pad[0] = prev;  // glibc's own buffer (start_thread's)
+    ub.__pad[1] = nullptr;
+    at<void*>(self, L.cleanup_jmp_buf) = &ub;
+    __atomic_or_fetch((int*)(self + L.cancelhandling), kChCanceling | kChCanceled,
+                      __ATOMIC_RELEASE);
+    real::pthread_testcancel();
+    // glibc did not act on goshim's bits: undo them, report.
+    __atomic_and_fetch((int*)(self + L.cancelhandling), ~(kChCanceling | kChCanceled),
+                       __ATOMIC_RELEASE);
+    at<void*>(self, L.cleanup_jmp_buf) = prev;
+    vpr->cancel_returned = true;
+    return;
+  }
+  // glibc unwound to the buffer (and marked the thread EXITING). The thread
+  // only returns from here; no cancellation point may act on it again.
+  at<void*>(self, L.cleanup_jmp_buf) = prev;
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  vpr->cancel_landed = true;
+}
 
 void* probe_main(void* arg) {
   Probe* pr = (Probe*)arg;
-  // Offsets into struct pthread are still relative to it here (init
-  // makes them tp-relative at its end).
+  // Every offset in L is relative to tp (THREAD_SELF = tp + L.pd).
   uintptr_t tp = arch::get_tp();
   uintptr_t self = tp + L.pd;
   pr->self = self;
-  pr->tp = tp;
   pr->tid = (pid_t)sys::gettid();
   void* head = nullptr;
   size_t len = 0;
@@ -179,25 +193,24 @@ void* probe_main(void* arg) {
     pr->futex_offset = *(intptr_t*)((uintptr_t)head + 8);
   }
   pr->res = (uintptr_t)__res_state();
-  void* resp = dlvsym(RTLD_DEFAULT, "__resp", "GLIBC_PRIVATE");
-  pr->resp_tls = (uintptr_t)resp;
+  pr->resp_tls = (uintptr_t)real::tls_address(real::lazy::__resp(), tp);
   pr->tls_g_addr = (uintptr_t)&tls_g;
   // Look for the (stackblock, stackblock_size) pair inside the TCB.
   for (size_t off = 0; off + 16 <= L.sizeof_pthread; off += 8) {
     if (at<uintptr_t>(self, off) == pr->stack_lo && at<size_t>(self, off + 8) == pr->stack_size) {
-      pr->stackblock = off;
+      pr->stackblock = off + L.pd;  // tp-relative
       pr->stackblock_hits++;
     }
   }
-  pr->cleanup_jmp_buf_val = at<uintptr_t>(self, L.cancelhandling - 8);
-  pr->specific0 = at<uintptr_t>(self, L.specific);
-  pr->list_next = at<uintptr_t>(self, L.list);
+  pr->cleanup_jmp_buf_val = at<uintptr_t>(tp, L.cancelhandling - 8);
+  pr->specific0 = at<uintptr_t>(tp, L.specific);
+  pr->list_next = at<uintptr_t>(tp, L.list);
   if (!kVariantI) {
-    pr->multiple_threads = at<int>(self, kTcbMultipleThreads);
-    pr->tcb_self0 = at<uintptr_t>(self, kTcbSelf0);
-    pr->tcb_self = at<uintptr_t>(self, kTcbSelf);
-    pr->stack_guard = at<uintptr_t>(self, kTcbStackGuard);
-    pr->pointer_guard = at<uintptr_t>(self, kTcbPointerGuard);
+    pr->multiple_threads = at<int>(tp, kTcbMultipleThreads);
+    pr->tcb_self0 = at<uintptr_t>(tp, kTcbSelf0);
+    pr->tcb_self = at<uintptr_t>(tp, kTcbSelf);
+    pr->stack_guard = at<uintptr_t>(tp, kTcbStackGuard);
+    pr->pointer_guard = at<uintptr_t>(tp, kTcbPointerGuard);
   }
   if (pr->robust_head > self + 8 && pr->robust_head < self + L.sizeof_pthread)
     pr->robust_prev = *(uintptr_t*)(pr->robust_head - 8);
@@ -221,6 +234,24 @@ void* probe_main(void* arg) {
       }
     }
   }
+  // cancelhandling: the bits glibc's public calls set (none of them is a
+  // cancellation point, and no cancellation is pending).
+  volatile int* ch = (volatile int*)(tp + L.cancelhandling);
+  int old;
+  pr->ch_start = *ch;
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+  pr->ch_async = *ch;
+  pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &old);
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  pr->ch_disabled = *ch;
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+  pr->ch_enabled = *ch;
+  // Only with the bits and cleanup_jmp_buf as expected (else this could
+  // act for real or write to the wrong field).
+  if (pr->ch_start == 0 && pr->ch_async == kChAsync && pr->ch_disabled == kChDisabled &&
+      pr->ch_enabled == 0 && pr->cleanup_jmp_buf_val >= pr->stack_lo &&
+      pr->cleanup_jmp_buf_val < pr->stack_lo + pr->stack_size)
+    cancel_unwind_probe(pr);
   return nullptr;
 }
 
@@ -240,20 +271,25 @@ bool init(const char** why) {
     *why = "glibc older than 2.34 (libpthread is a separate library) is not supported for M:N";
     return false;
   }
-  dl_allocate_tls = (allocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
-  dl_deallocate_tls =
-      (deallocate_tls_t)dlvsym(RTLD_DEFAULT, "_dl_deallocate_tls", "GLIBC_PRIVATE");
-  auto static_info =
-      (static_info_t)dlvsym(RTLD_DEFAULT, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
-  call_tls_dtors = (voidfn_t)dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
-  ctype_init = (voidfn_t)dlvsym(RTLD_DEFAULT, "__ctype_init", "GLIBC_PRIVATE");
+  // SIGCANCEL (32) and SIGSETXID (33) are hard-coded (core/signal.cpp,
+  // setxid.cpp, cancelproto.cpp): glibc reserves exactly those two below
+  // its SIGRTMIN.
+  if (__libc_current_sigrtmin() != 34) {
+    *why = "glibc does not reserve exactly signals 32 and 33 (SIGRTMIN is not 34)";
+    return false;
+  }
+  dl_allocate_tls = real::lazy::_dl_allocate_tls();
+  dl_deallocate_tls = real::lazy::_dl_deallocate_tls();
+  auto static_info = real::lazy::_dl_get_tls_static_info();
+  call_tls_dtors = real::lazy::__call_tls_dtors();
+  ctype_init = real::lazy::__ctype_init();
   if (!dl_allocate_tls || !dl_deallocate_tls || !static_info || !call_tls_dtors || !ctype_init) {
     *why = "glibc's private TLS entry points are missing";
     return false;
   }
   static_info(&L.static_size, &L.static_align);
 
-  const uint32_t* sz = db_desc("_thread_db_sizeof_pthread");
+  const uint32_t* sz = real::lazy::_thread_db_sizeof_pthread();
   if (!sz) {
     *why = "glibc's libthread_db descriptors are missing (glibc < 2.34?)";
     return false;
@@ -286,15 +322,17 @@ bool init(const char** why) {
       return false;
     }
   }
-  if (!db_offset("_thread_db_pthread_list", &L.list) ||
-      !db_offset("_thread_db_pthread_tid", &L.tid) ||
-      !db_offset("_thread_db_pthread_specific", &L.specific) ||
-      !db_offset("_thread_db_pthread_cancelhandling", &L.cancelhandling) ||
-      !db_offset("_thread_db_pthread_report_events", &L.report_events) ||
-      !db_offset("_thread_db_link_map_l_tls_offset", &link_map_tls_offset)) {
+  if (!db_offset(real::lazy::_thread_db_pthread_list(), &L.list) ||
+      !db_offset(real::lazy::_thread_db_pthread_tid(), &L.tid) ||
+      !db_offset(real::lazy::_thread_db_pthread_specific(), &L.specific) ||
+      !db_offset(real::lazy::_thread_db_pthread_cancelhandling(), &L.cancelhandling) ||
+      !db_offset(real::lazy::_thread_db_pthread_report_events(), &L.report_events) ||
+      !db_offset(real::lazy::_thread_db_link_map_l_tls_offset(), &link_map_tls_offset)) {
     *why = "a libthread_db descriptor is missing";
     return false;
   }
+  // From here on every struct pthread offset is relative to tp.
+  for (size_t* f : {&L.list, &L.tid, &L.specific, &L.cancelhandling, &L.report_events}) *f += L.pd;
   L.cleanup_jmp_buf = L.cancelhandling - 8;  // stable since glibc 2.3
 
   t0 = arch::get_tp();
@@ -304,8 +342,8 @@ bool init(const char** why) {
   }
 
   // rseq (glibc >= 2.35). Weak lookups: older glibc has neither symbol.
-  const ptrdiff_t* rseq_off = (const ptrdiff_t*)dlsym(RTLD_DEFAULT, "__rseq_offset");
-  const unsigned* rseq_size = (const unsigned*)dlsym(RTLD_DEFAULT, "__rseq_size");
+  const ptrdiff_t* rseq_off = real::lazy::__rseq_offset();
+  const unsigned* rseq_size = real::lazy::__rseq_size();
   if (rseq_off && rseq_size) {
     L.rseq = *rseq_off;
     L.rseq_size = *rseq_size;
@@ -337,101 +375,12 @@ bool init(const char** why) {
     return false;
   }
   real::pthread_join(th, nullptr);
+  // The joined thread's TCB is still in the stack goshim supplied.
+  if (pr.self > pr.stack_lo && pr.self + L.sizeof_pthread <= pr.stack_lo + probe_size)
+    pr.ch_joined = at<int>(pr.self - L.pd, L.cancelhandling);
   sys::munmap(stk, probe_size);
-
-  // Checks: every offset agrees with what the probe saw.
-  if (pr.self == 0 || pr.stackblock_hits != 1) {
-    *why = "cannot locate stackblock in struct pthread";
-    return false;
-  }
-  L.stackblock = pr.stackblock;
-  L.stackblock_size = pr.stackblock + 8;
-  if (pr.robust_head <= pr.self || pr.robust_head >= pr.self + L.sizeof_pthread) {
-    *why = "cannot locate robust_head in struct pthread";
-    return false;
-  }
-  L.robust_head = pr.robust_head - pr.self;
-  L.robust_prev = L.robust_head - 8;
-  robust_futex_offset = pr.futex_offset;
-  if (pr.res <= pr.self || pr.res >= pr.self + L.sizeof_pthread) {
-    *why = "cannot locate the resolver state in struct pthread";
-    return false;
-  }
-  L.res = pr.res - pr.self;
-  if (!pr.resp_tls) {
-    *why = "glibc's __resp TLS symbol is missing";
-    return false;
-  }
-  L.resp = (intptr_t)(pr.resp_tls - pr.tp);
-  L.tls_g = (intptr_t)(pr.tls_g_addr - pr.tp);
-  if (pr.specific0 <= pr.self || pr.specific0 >= pr.self + L.sizeof_pthread) {
-    *why = "cannot locate specific_1stblock in struct pthread";
-    return false;
-  }
-  L.specific_1stblock = pr.specific0 - pr.self;
-  if (pr.cleanup_jmp_buf_val < pr.stack_lo || pr.cleanup_jmp_buf_val >= pr.stack_lo + probe_size) {
-    *why = "cleanup_jmp_buf is not where TLS.md says";
-    return false;
-  }
-  if (pr.list_next == 0 || (!kVariantI && pr.multiple_threads != 1)) {
-    *why = "struct pthread list/multiple_threads check failed";
-    return false;
-  }
-  // tcbhead_t (fixed offsets): the two self pointers, and the guards that
-  // glibc copies from the initial thread into every thread.
-  if (!kVariantI &&
-      (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
-       at<uintptr_t>(t0, kTcbSelf) != t0)) {
-    *why = "tcbhead_t's self pointers are not at 0x0 and 0x10";
-    return false;
-  }
-  if (!kVariantI && (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
-                     pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard))) {
-    *why = "tcbhead_t's stack and pointer guards are not at 0x28 and 0x30";
-    return false;
-  }
-  // robust_prev sits just below robust_head and points at it in a thread
-  // that holds no robust mutex.
-  if (pr.robust_prev != pr.robust_head) {
-    *why = "robust_prev is not just below robust_head in struct pthread";
-    return false;
-  }
-  if (pr.rseq_unregister_failed) {
-    *why = "cannot find the length glibc registered its rseq area with";
-    return false;
-  }
-  L.rseq_reglen = pr.rseq_reglen;  // 0: glibc registered no rseq area
-  // tid: the descriptor offset must hold the kernel tid in a live thread;
-  // check it on the current (initial) thread.
-  if (at<pid_t>(t0 + L.pd, L.tid) != (pid_t)sys::gettid()) {
-    *why = "the tid descriptor does not match the kernel tid";
-    return false;
-  }
-  // The stack pair, tid and other fields must not overlap each other.
-  if (L.stackblock <= L.tid && L.tid < L.stackblock + 16) {
-    *why = "struct pthread layout check failed";
-    return false;
-  }
-  // Static TLS: below tp in variant II, above the tcbhead in variant I.
-  auto in_static_tls = [](intptr_t off) {
-    return kVariantI ? (off >= 16 && off < (intptr_t)L.above_tp)
-                     : (off < 0 && -off <= (intptr_t)L.below_tp);
-  };
-  if (!in_static_tls(L.resp) || !in_static_tls(L.tls_g)) {
-    *why = "TLS variables are not in static TLS";
-    return false;
-  }
-  if (L.rseq_area && (L.rseq < -(intptr_t)L.below_tp ||
-                      L.rseq + (intptr_t)(L.rseq_reglen > 32 ? L.rseq_reglen : 32) >
-                          (intptr_t)L.above_tp)) {
-    *why = "the rseq area is not in the thread's TLS block";
-    return false;
-  }
-  // From here on every struct pthread offset is relative to tp.
-  for (size_t* f : {&L.list, &L.tid, &L.robust_prev, &L.robust_head, &L.cleanup_jmp_buf,
-                    &L.cancelhandling, &L.specific_1stblock, &L.specific, &L.report_events,
-                    &L.stackblock, &L.stackblock_size, &L.res})
-    *f += L.pd;
+  last_probe = pr;
+  if ((*why = check_probe(pr))) return false;
 
   // Every module loaded now is in the static TLS image of every block.
   dl_iterate_phdr(
@@ -445,6 +394,99 @@ bool init(const char** why) {
       nullptr);
   return true;
 }
+
+const char* check_probe(const Probe& pr) {
+  const size_t probe_size = pr.stack_size;
+  const uintptr_t ptp = pr.self - L.pd;  // the probe's thread pointer
+
+  // Checks: every offset agrees with what the probe saw.
+  if (pr.self == 0 || pr.stackblock_hits != 1) {
+    return "cannot locate stackblock in struct pthread";
+  }
+  L.stackblock = pr.stackblock;
+  L.stackblock_size = pr.stackblock + 8;
+  if (pr.robust_head <= pr.self || pr.robust_head >= pr.self + L.sizeof_pthread) {
+    return "cannot locate robust_head in struct pthread";
+  }
+  L.robust_head = pr.robust_head - ptp;
+  L.robust_prev = L.robust_head - 8;
+  robust_futex_offset = pr.futex_offset;
+  if (pr.res <= pr.self || pr.res >= pr.self + L.sizeof_pthread) {
+    return "cannot locate the resolver state in struct pthread";
+  }
+  L.res = pr.res - ptp;
+  if (!pr.resp_tls) {
+    return "glibc's __resp TLS symbol is missing";
+  }
+  L.resp = (intptr_t)(pr.resp_tls - ptp);
+  L.tls_g = (intptr_t)(pr.tls_g_addr - ptp);
+  if (pr.specific0 <= pr.self || pr.specific0 >= pr.self + L.sizeof_pthread) {
+    return "cannot locate specific_1stblock in struct pthread";
+  }
+  L.specific_1stblock = pr.specific0 - ptp;
+  if (pr.cleanup_jmp_buf_val < pr.stack_lo || pr.cleanup_jmp_buf_val >= pr.stack_lo + probe_size) {
+    return "cleanup_jmp_buf is not where TLS.md says";
+  }
+  if (pr.list_next == 0 || (!kVariantI && pr.multiple_threads != 1)) {
+    return "struct pthread list/multiple_threads check failed";
+  }
+  // tcbhead_t (fixed offsets, x86-64): the two self pointers, and the
+  // guards that glibc copies from the initial thread into every thread.
+  // aarch64's tcbhead_t is {dtv, private}: nothing of goshim's there.
+  if (!kVariantI &&
+      (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
+       at<uintptr_t>(t0, kTcbSelf) != t0)) {
+    return "tcbhead_t's self pointers are not at 0x0 and 0x10";
+  }
+  if (!kVariantI && (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
+                     pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard))) {
+    return "tcbhead_t's stack and pointer guards are not at 0x28 and 0x30";
+  }
+  // robust_prev sits just below robust_head and points at it in a thread
+  // that holds no robust mutex.
+  if (pr.robust_prev != pr.robust_head) {
+    return "robust_prev is not just below robust_head in struct pthread";
+  }
+  if (pr.rseq_unregister_failed) {
+    return "cannot find the length glibc registered its rseq area with";
+  }
+  L.rseq_reglen = pr.rseq_reglen;  // 0: glibc registered no rseq area
+  // tid: the descriptor offset must hold the kernel tid in a live thread;
+  // check it on the current (initial) thread.
+  if (at<pid_t>(t0, L.tid) != (pid_t)sys::gettid()) {
+    return "the tid descriptor does not match the kernel tid";
+  }
+  // The stack pair, tid and other fields must not overlap each other.
+  if (L.stackblock <= L.tid && L.tid < L.stackblock + 16) {
+    return "struct pthread layout check failed";
+  }
+  // Static TLS: below tp in variant II, above the tcbhead in variant I.
+  auto in_static_tls = [](intptr_t off) {
+    return kVariantI ? (off >= 16 && off < (intptr_t)L.above_tp)
+                     : (off < 0 && -off <= (intptr_t)L.below_tp);
+  };
+  if (!in_static_tls(L.resp) || !in_static_tls(L.tls_g)) {
+    return "TLS variables are not in static TLS";
+  }
+  if (L.rseq_area && (L.rseq < -(intptr_t)L.below_tp ||
+                      L.rseq + (intptr_t)(L.rseq_reglen > 32 ? L.rseq_reglen : 32) >
+                          (intptr_t)L.above_tp)) {
+    return "the rseq area is not in the thread's TLS block";
+  }
+
+  // cancelhandling's bits (their values are glibc-private): each public
+  // call set exactly its bit, the thread ended EXITING, and glibc acted on
+  // the bits goshim sets by unwinding to goshim's buffer.
+  if (pr.ch_start != 0 || pr.ch_async != kChAsync || pr.ch_disabled != kChDisabled ||
+      pr.ch_enabled != 0)
+    return "cancelhandling's state and type bits are not where goshim expects them";
+  if (pr.ch_joined < 0 || !(pr.ch_joined & kChExiting))
+    return "cancelhandling's EXITING bit is not where goshim expects it";
+  if (!pr.cancel_landed || pr.cancel_returned)
+    return "glibc's cancellation did not unwind to goshim's cleanup buffer";
+  return nullptr;
+}
+
 
 // Brings a recycled block back to a new thread's state without glibc: the
 // static TLS images are copied again and the TCB cleared (keeping its DTV,
@@ -463,9 +505,19 @@ static void block_reinit_static(uintptr_t tp) {
   at<uintptr_t>(tp, kTcbDtv) = dtv;
 }
 
-bool block_init(uintptr_t tp, G* gp, bool fresh) {
+bool block_clean_at_exit(uintptr_t tp) {
+  if (dynamic_tls.load(std::memory_order_acquire)) return false;
+  block_reinit_static(tp);
+  return true;
+}
+
+bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
   if (!fresh && !dynamic_tls.load(std::memory_order_acquire)) {
-    block_reinit_static(tp);
+    if (!clean)
+      block_reinit_static(tp);
+    else if (__atomic_load_n(&at<int>(tp, L.cancelhandling), __ATOMIC_RELAXED))
+      // pthread_cancel may have marked the zombie after its block was reset
+      __atomic_store_n(&at<int>(tp, L.cancelhandling), 0, __ATOMIC_RELAXED);
   } else {
     if (!fresh) {
       dl_deallocate_tls((void*)tp, false);
@@ -475,41 +527,41 @@ bool block_init(uintptr_t tp, G* gp, bool fresh) {
     if (!dl_allocate_tls((void*)tp)) return false;
   }
   if (!kVariantI) {
-    at<uintptr_t>(tp, kTcbSelf0) = tp;
-    at<uintptr_t>(tp, kTcbSelf) = tp;
-    at<int>(tp, kTcbMultipleThreads) = 1;
-    at<uintptr_t>(tp, kTcbSysinfo) = at<uintptr_t>(t0, kTcbSysinfo);
-    at<uintptr_t>(tp, kTcbStackGuard) = at<uintptr_t>(t0, kTcbStackGuard);
-    at<uintptr_t>(tp, kTcbPointerGuard) = at<uintptr_t>(t0, kTcbPointerGuard);
-    at<uint32_t>(tp, kTcbFeature1) = at<uint32_t>(t0, kTcbFeature1);
+    set_if<uintptr_t>(tp, kTcbSelf0, tp);
+    set_if<uintptr_t>(tp, kTcbSelf, tp);
+    set_if<int>(tp, kTcbMultipleThreads, 1);
+    set_if<uintptr_t>(tp, kTcbSysinfo, at<uintptr_t>(t0, kTcbSysinfo));
+    set_if<uintptr_t>(tp, kTcbStackGuard, at<uintptr_t>(t0, kTcbStackGuard));
+    set_if<uintptr_t>(tp, kTcbPointerGuard, at<uintptr_t>(t0, kTcbPointerGuard));
+    set_if<uint32_t>(tp, kTcbFeature1, at<uint32_t>(t0, kTcbFeature1));
   }
   // list points at itself: glibc's list_del on it (fork) stays harmless and
   // the G is on none of glibc's thread lists.
-  at<uintptr_t>(tp, L.list) = tp + L.list;
-  at<uintptr_t>(tp, L.list + 8) = tp + L.list;
-  at<pid_t>(tp, L.tid) = gp->vtid;
-  at<uintptr_t>(tp, L.robust_prev) = tp + L.robust_head;
-  at<uintptr_t>(tp, L.robust_head) = tp + L.robust_head;
-  at<intptr_t>(tp, L.robust_head + 8) = robust_futex_offset;
-  at<uintptr_t>(tp, L.robust_head + 16) = 0;
-  at<uintptr_t>(tp, L.specific) = tp + L.specific_1stblock;
-  at<uint8_t>(tp, L.report_events) = at<uint8_t>(t0, L.report_events);
+  set_if<uintptr_t>(tp, L.list, tp + L.list);
+  set_if<uintptr_t>(tp, L.list + 8, tp + L.list);
+  set_if<pid_t>(tp, L.tid, gp->vtid);
+  set_if<uintptr_t>(tp, L.robust_prev, tp + L.robust_head);
+  set_if<uintptr_t>(tp, L.robust_head, tp + L.robust_head);
+  set_if<intptr_t>(tp, L.robust_head + 8, robust_futex_offset);
+  set_if<uintptr_t>(tp, L.robust_head + 16, 0);
+  set_if<uintptr_t>(tp, L.specific, tp + L.specific_1stblock);
+  set_if<uint8_t>(tp, L.report_events, at<uint8_t>(t0, L.report_events));
   // Also when glibc's own registration failed (__rseq_size 0: qemu-user
   // has no rseq): pthread_create passes "register rseq" on to the new
   // thread when the creator's cpu_id is >= 0, and a new M created from a
   // goroutine would then die in start_thread ("rseq registration failed").
   if (L.rseq_area) {
-    at<uint32_t>(tp + L.rseq, 0) = 0;
-    at<uint32_t>(tp + L.rseq, 4) = kRseqCpuIdRegistrationFailed;
+    set_if<uint32_t>(tp + L.rseq, 0, 0);
+    set_if<uint32_t>(tp + L.rseq, 4, kRseqCpuIdRegistrationFailed);
   }
-  at<uintptr_t>(tp + L.resp, 0) = tp + L.res;
-  at<G*>(tp + L.tls_g, 0) = gp;
+  set_if<uintptr_t>(tp + L.resp, 0, tp + L.res);
+  set_if<G*>(tp + L.tls_g, 0, gp);
   return true;
 }
 
 void set_stack(uintptr_t tp, uintptr_t lo, size_t size) {
-  at<uintptr_t>(tp, L.stackblock) = lo;
-  at<size_t>(tp, L.stackblock_size) = size;
+  set_if<uintptr_t>(tp, L.stackblock, lo);
+  set_if<size_t>(tp, L.stackblock_size, size);
 }
 
 void set_cleanup_jmp_buf(uintptr_t tp, void* buf) { at<void*>(tp, L.cleanup_jmp_buf) = buf; }

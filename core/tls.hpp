@@ -49,6 +49,49 @@ struct Layout {
 
 extern Layout L;
 
+// What init's probe thread saw (a real kernel thread on a stack goshim
+// supplies, with glibc's full start_thread setup). check_probe compares it
+// with what the recipe expects; tests/unit/tls_test.cpp feeds it altered
+// copies of a real probe to see every mismatch refused.
+struct Probe {
+  uintptr_t stack_lo = 0;
+  size_t stack_size = 0;
+  uintptr_t self = 0;
+  int32_t tid = 0;
+  uintptr_t robust_head = 0;
+  intptr_t futex_offset = 0;
+  uintptr_t res = 0;
+  uintptr_t resp_tls = 0;
+  uintptr_t tls_g_addr = 0;
+  size_t stackblock = 0;
+  int stackblock_hits = 0;
+  uintptr_t cleanup_jmp_buf_val = 0;
+  uintptr_t specific0 = 0;
+  uintptr_t list_next = 0;
+  int multiple_threads = 0;
+  uintptr_t tcb_self0 = 0, tcb_self = 0;  // tcbhead_t.tcb and .self
+  uintptr_t stack_guard = 0, pointer_guard = 0;
+  uintptr_t robust_prev = 0;               // the word below robust_head
+  uint32_t rseq_cpu_id = 0;                // the rseq area's cpu_id at start
+  uint32_t rseq_reglen = 0;                // the length that unregistered it
+  bool rseq_unregister_failed = false;
+  // cancelhandling as glibc's public calls leave it: at the start, after
+  // pthread_setcanceltype(ASYNCHRONOUS) (then back to DEFERRED), after
+  // pthread_setcancelstate(DISABLE), after ENABLE again; and in the joined
+  // thread's TCB after it ended (EXITING).
+  int ch_start = -1, ch_async = -1, ch_disabled = -1, ch_enabled = -1, ch_joined = -1;
+  // Cancellation's unwinding as goshim uses it: with the bits goshim's
+  // pthread_cancel sets (CANCELING | CANCELED), glibc's pthread_testcancel
+  // must unwind to the buffer goshim put in cleanup_jmp_buf (landed), not
+  // return (returned).
+  bool cancel_landed = false, cancel_returned = false;
+};
+extern Probe last_probe;  // init's probe (for tests)
+
+// The checks init makes of a probe (and of the initial thread's TCB);
+// fills L's probed offsets. nullptr when every check passes, else why not.
+const char* check_probe(const Probe& pr);
+
 // Discovers the layout and checks the recipe. On the initial thread, before
 // any G exists. Returns false (with *why set) when M:N must not start.
 bool init(const char** why);
@@ -66,7 +109,16 @@ inline uintptr_t tp_of_pthread(uintptr_t pd) { return pd - L.pd; }
 // otherwise a recycled block, brought back to the state of a new thread.
 // Returns false if glibc cannot allocate the DTV (the caller reports
 // EAGAIN). On user G or g0, no runtime locks held (may malloc).
-bool block_init(uintptr_t tp, G* gp, bool fresh = true);
+// clean: a recycled block that block_clean_at_exit brought back already
+// (only the per-thread fields are written then).
+bool block_init(uintptr_t tp, G* gp, bool fresh = true, bool clean = false);
+
+// At a G's exit, on g0 (the block is no longer in use, and still in this
+// CPU's cache): brings the block back to a new thread's static TLS images
+// and a zeroed TCB, so that the next block_init on it writes only the
+// per-thread fields. Returns false (nothing done) once a module with
+// dynamic TLS is loaded (glibc's path then). No locks, no malloc.
+bool block_clean_at_exit(uintptr_t tp);
 
 // Records the stack in the TCB (pthread_getattr_np, alloca cutoff, unwinder).
 void set_stack(uintptr_t tp, uintptr_t lo, size_t size);

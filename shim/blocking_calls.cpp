@@ -9,7 +9,6 @@
 //
 // The regular-file read/write/open/close family lives with the fd table
 // (shim/file_io.cpp, shim/socket_io.cpp).
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <mqueue.h>
 #include <netdb.h>
@@ -27,19 +26,11 @@
 #include <unistd.h>
 
 #include "core/fdtable.hpp"
+#include "core/real.hpp"
 #include "shim/shim.hpp"
 #include "syscalls/blocking.hpp"
 
 using namespace goshim;
-
-namespace {
-
-template <typename F>
-F next(const char* name) {
-  return (F)dlsym(RTLD_NEXT, name);
-}
-
-}  // namespace
 
 // Defines NAME(ARGS) calling the real NAME inside a blocking section of
 // kind KIND when the caller is a goroutine. BLOCKS is an expression over
@@ -49,9 +40,7 @@ F next(const char* name) {
 // The same, running PRE (a statement) before the call.
 #define GOSHIM_BLOCKING_PRE(RET, NAME, KIND, BLOCKS, PARAMS, ARGS, PRE)         \
   GOSHIM_EXPORT RET NAME PARAMS {                                                \
-    using fn_t = RET(*) PARAMS;                                                  \
-    static fn_t real_fn;                                                         \
-    if (__builtin_expect(!real_fn, 0)) real_fn = next<fn_t>(#NAME);              \
+    auto real_fn = real::lazy::NAME();                                           \
     PRE;                                                                         \
     if ((BLOCKS) && shim::user_g())                                              \
       return blocking_cancellable(BlockKind::KIND, #NAME,                       \

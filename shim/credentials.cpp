@@ -2,13 +2,13 @@
 // setresgid, setgroups and initgroups: applied to every kernel thread by
 // core/setxid (glibc's own broadcast cannot work with per-goroutine TCBs).
 // Before goshim starts (or in 1:1 mode) glibc's functions do the job.
-#include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/real.hpp"
 #include "core/setxid.hpp"
 #include "shim/shim.hpp"
 
@@ -24,20 +24,12 @@ int ret(long r) {
   return 0;
 }
 
-template <typename F>
-F next(const char* name) {
-  return (F)dlsym(RTLD_NEXT, name);
-}
-
 }  // namespace
 
 #define GOSHIM_SETXID(NAME, NR, PARAMS, A0, A1, A2, CALL)          \
   GOSHIM_EXPORT int NAME PARAMS {                                   \
     if (!mn_active()) {                                             \
-      using fn_t = int(*) PARAMS;                                   \
-      static fn_t real_fn;                                          \
-      if (!real_fn) real_fn = next<fn_t>(#NAME);                    \
-      return real_fn CALL;                                          \
+      return real::lazy::NAME() CALL;                               \
     }                                                               \
     return ret(setxid_all(NR, (long)(A0), (long)(A1), (long)(A2))); \
   }
@@ -71,10 +63,7 @@ GOSHIM_EXPORT int setegid(gid_t e) {
 // not see): build the list the same way and set it through goshim.
 GOSHIM_EXPORT int initgroups(const char* user, gid_t group) {
   if (!mn_active()) {
-    using fn_t = int (*)(const char*, gid_t);
-    static fn_t real_fn;
-    if (!real_fn) real_fn = next<fn_t>("initgroups");
-    return real_fn(user, group);
+    return real::lazy::initgroups()(user, group);
   }
   long max = sysconf(_SC_NGROUPS_MAX);
   int n = max > 0 && max < 65536 ? (int)max : 65536;

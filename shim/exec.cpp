@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "core/fdtable.hpp"
-#include "core/real_io.hpp"
+#include "core/real.hpp"
 #include "shim/shim.hpp"
 
 using namespace goshim;

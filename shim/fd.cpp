@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "core/fdops.hpp"
-#include "core/real_io.hpp"
+#include "core/real.hpp"
 #include "shim/io.hpp"
 
 using namespace goshim;

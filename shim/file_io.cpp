@@ -9,7 +9,7 @@
 #include <stdarg.h>
 
 #include "core/fdtable.hpp"
-#include "core/real_io.hpp"
+#include "core/real.hpp"
 #include "shim/io.hpp"
 #include "syscalls/blocking.hpp"
 

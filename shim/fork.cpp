@@ -6,23 +6,17 @@
 // system and popen run no code of the program in their child; their
 // parent side hands inheritable fds back to the kernel
 // (shim/blocking_calls.cpp).
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include "core/fork.hpp"
+#include "core/real.hpp"
 #include "core/rtlock.hpp"
 #include "shim/shim.hpp"
 
 using namespace goshim;
 
-namespace {
-using fork_fn = pid_t (*)(void);
-}
-
 GOSHIM_EXPORT pid_t fork(void) {
-  static fork_fn real_fork;
-  if (!real_fork) real_fork = (fork_fn)dlsym(RTLD_NEXT, "fork");
-  pid_t pid = real_fork();
+  pid_t pid = real::lazy::fork()();
   if (pid == 0 && mn_active()) {
     fork_child_reset();
     rt_after_fork();
@@ -31,9 +25,7 @@ GOSHIM_EXPORT pid_t fork(void) {
 }
 
 GOSHIM_EXPORT pid_t _Fork(void) {
-  static fork_fn real_fork;
-  if (!real_fork) real_fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
-  pid_t pid = real_fork();
+  pid_t pid = real::lazy::_Fork()();
   if (pid == 0 && mn_active()) {
     fork_child_reset();
     rt_after_fork();

@@ -7,7 +7,7 @@
 
 #include "core/netpoll.hpp"
 #include "core/pollwait.hpp"
-#include "core/real_io.hpp"
+#include "core/real.hpp"
 #include "shim/io.hpp"
 
 using namespace goshim;

@@ -2,7 +2,6 @@
 // defaults (GOSHIM_STACK changes what a default-size thread gets, and the
 // getters report it), plus pthread_getattr_np for goroutines and the
 // process-wide defaults (pthread_{get,set}attr_default_np).
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -16,6 +15,7 @@
 #include <new>
 
 #include "core/proc.hpp"
+#include "core/real.hpp"
 
 // glibc 2.32 added the signal-mask attribute; goshim exports it whatever the
 // headers it is built with (Debian 11 has glibc 2.31).
@@ -33,20 +33,6 @@ using namespace goshim;
 using namespace goshim::attr;
 
 namespace {
-
-using getdef_fn = int (*)(pthread_attr_t*);
-using setdef_fn = int (*)(const pthread_attr_t*);
-
-getdef_fn real_getattr_default() {
-  static getdef_fn f;
-  if (!f) f = (getdef_fn)dlsym(RTLD_NEXT, "pthread_getattr_default_np");
-  return f;
-}
-setdef_fn real_setattr_default() {
-  static setdef_fn f;
-  if (!f) f = (setdef_fn)dlsym(RTLD_NEXT, "pthread_setattr_default_np");
-  return f;
-}
 
 // goshim's default attribute in M:N mode (glibc's own otherwise).
 Mutex default_lock{LockRank::AttrDefault};
@@ -67,6 +53,20 @@ int check_priority(int pr, int pol) {
 }
 
 int check_stacksize(size_t st) { return st >= (size_t)PTHREAD_STACK_MIN ? 0 : EINVAL; }
+
+// glibc before 2.32 keeps an attribute's CPU set inline (cpuset,
+// cpusetsize) where later releases point to an extension, and has no
+// signal-mask attribute (it came with the extension). goshim runs 1:1
+// there: the functions that touch that part are glibc's own.
+bool inline_cpuset() {
+  static std::atomic<int> known{-1};
+  int v = known.load(std::memory_order_relaxed);
+  if (__builtin_expect(v < 0, 0)) {
+    v = real::lazy::pthread_attr_setsigmask_np() == nullptr;
+    known.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
 
 int ensure_extension(Attr* a) {
   if (a->extension) return 0;
@@ -98,7 +98,7 @@ int attr_copy(pthread_attr_t* target, const pthread_attr_t* source) {
 // Locks held: default_lock.
 void init_default_locked() {
   if (default_ready) return;
-  getdef_fn f = real_getattr_default();
+  auto f = real::lazy::pthread_getattr_default_np();
   if (!f || f(&default_attr) != 0) {
     memset(&default_attr, 0, sizeof default_attr);
     in(&default_attr)->guardsize = (size_t)getpagesize();
@@ -187,6 +187,7 @@ GOSHIM_EXPORT int pthread_attr_init(pthread_attr_t* attr) {
 }
 
 GOSHIM_EXPORT int pthread_attr_destroy(pthread_attr_t* attr) {
+  if (inline_cpuset()) return real::lazy::pthread_attr_destroy()(attr);
   Attr* a = in(attr);
   if (!(a->flags & kOldAttr) && a->extension) {
     free(a->extension->cpuset);
@@ -323,6 +324,7 @@ GOSHIM_EXPORT int pthread_attr_setstacksize(pthread_attr_t* attr, size_t size) {
 
 GOSHIM_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t* attr, size_t size,
                                               const cpu_set_t* set) {
+  if (inline_cpuset()) return real::lazy::pthread_attr_setaffinity_np()(attr, size, set);
   Attr* a = in(attr);
   // Declared nonnull, but glibc accepts NULL (it clears the set): hide the
   // pointer from the optimizer so the test is neither warned about nor
@@ -350,6 +352,7 @@ GOSHIM_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t* attr, size_t size,
 
 GOSHIM_EXPORT int pthread_attr_getaffinity_np(const pthread_attr_t* attr, size_t size,
                                               cpu_set_t* set) {
+  if (inline_cpuset()) return real::lazy::pthread_attr_getaffinity_np()(attr, size, set);
   const Attr* a = in(attr);
   if (a->extension && a->extension->cpuset) {
     for (size_t i = size; i < a->extension->cpusetsize; i++)
@@ -393,7 +396,7 @@ GOSHIM_EXPORT int pthread_attr_getsigmask_np(const pthread_attr_t* attr, sigset_
 
 GOSHIM_EXPORT int pthread_getattr_default_np(pthread_attr_t* out) {
   if (!mn_active()) {
-    getdef_fn f = real_getattr_default();
+    auto f = real::lazy::pthread_getattr_default_np();
     return f ? f(out) : ENOSYS;
   }
   MutexGuard g(default_lock);
@@ -414,7 +417,7 @@ GOSHIM_EXPORT int pthread_setattr_default_np(const pthread_attr_t* attr) {
   if (a->stacksize != 0 && (ret = check_stacksize(a->stacksize))) return ret;
   if (a->flags & kStackAddr) return EINVAL;
   // glibc keeps its copy for kernel threads (Ms and 1:1 mode).
-  setdef_fn f = real_setattr_default();
+  auto f = real::lazy::pthread_setattr_default_np();
   if (f && (ret = f(attr)) != 0) return ret;
   if (!mn_active()) return 0;
   pthread_attr_t temp;

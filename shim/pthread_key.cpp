@@ -15,7 +15,6 @@
 // - the TCB slot of goshim's glibc key holds glibc's value for that key,
 //   so the program key with the same index keeps its values in a __thread
 //   slot instead.
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <limits.h>
@@ -28,6 +27,7 @@
 #include "core/tcb.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
+#include "core/real.hpp"
 #include "shim/shim.hpp"
 
 using namespace goshim;
@@ -53,11 +53,14 @@ struct KeyEnt {
 KeyEnt keys[kKeysMax + kInternalKeys];
 
 // Where glibc keeps the values in a TCB. Found on first use (jemalloc
-// creates its key long before goshim's runtime starts).
-std::atomic<bool> layout_ready{false};
+// creates its key long before goshim's runtime starts), without a lock:
+// every thread that finds it computes the same offsets. A glibc without
+// libthread_db's descriptor in libc (before 2.34, where goshim refuses M:N)
+// keeps its own keys: every call passes through to it (Layout::None).
+enum class Layout : int { Unknown, Ready, None };
+std::atomic<Layout> layout{Layout::Unknown};
 size_t off_specific = 0;  // struct pthread::specific
 size_t off_first = 0;     // struct pthread::specific_1stblock
-SpinLock layout_lock;
 
 // Set by any pthread_setspecific: a destructor round stored new values.
 __thread bool tsd_used __attribute__((tls_model("initial-exec")));
@@ -103,22 +106,29 @@ inline bool key_valid(pthread_key_t key, const void* ra) {
   return key < kKeysMax || (key < kKeysMax + kInternalKeys && from_goshim(ra));
 }
 
-void init_layout() {
-  layout_lock.lock();
-  if (!layout_ready.load(std::memory_order_relaxed)) {
-    const uint32_t* d = (const uint32_t*)dlvsym(RTLD_DEFAULT, "_thread_db_pthread_specific",
-                                                "GLIBC_PRIVATE");
-    if (!d) fatal("pthread keys: glibc's _thread_db_pthread_specific is missing");
-    off_specific = d[2] + tcb::pd_from_tp();  // relative to tp
-    uintptr_t tp = arch::get_tp();
-    off_first = *(uintptr_t*)(tp + off_specific) - tp;
-    layout_ready.store(true, std::memory_order_release);
+// The resolver takes no lock and allocates nothing (core/real.hpp): this
+// runs inside jemalloc's boot, whose first pthread_key_create comes here.
+Layout init_layout() {
+  const uint32_t* d = real::lazy::_thread_db_pthread_specific();
+  // Variant I (aarch64): struct pthread below tp needs its size as well.
+  if (!d || (arch::kTlsVariantI && tcb::pd_from_tp() == 0)) {
+    layout.store(Layout::None, std::memory_order_release);
+    return Layout::None;
   }
-  layout_lock.unlock();
+  size_t spec = d[2] + tcb::pd_from_tp();  // relative to tp
+  uintptr_t tp = arch::get_tp();
+  size_t first = *(uintptr_t*)(tp + spec) - tp;
+  __atomic_store_n(&off_specific, spec, __ATOMIC_RELAXED);
+  __atomic_store_n(&off_first, first, __ATOMIC_RELAXED);
+  layout.store(Layout::Ready, std::memory_order_release);
+  return Layout::Ready;
 }
 
-inline void ensure_layout() {
-  if (__builtin_expect(!layout_ready.load(std::memory_order_acquire), 0)) init_layout();
+// True when every key call goes to glibc's own functions.
+inline bool pass_through() {
+  Layout l = layout.load(std::memory_order_acquire);
+  if (__builtin_expect(l == Layout::Unknown, 0)) l = init_layout();
+  return l == Layout::None;
 }
 
 inline KeyData* first_block(uintptr_t tp) { return (KeyData*)(tp + off_first); }
@@ -153,7 +163,7 @@ inline void destroy_one(KeyData* d, unsigned key) {
 // __nptl_deallocate_tsd) and frees its second-level blocks. goshim's own
 // keys (the allocator's) first, then the program's in index order.
 void run_destructors(uintptr_t tp) {
-  if (!layout_ready.load(std::memory_order_acquire) || !tsd_ever) return;
+  if (layout.load(std::memory_order_acquire) != Layout::Ready || !tsd_ever) return;
   KeyData** l1 = level1(tp);
   int round = 0;
   bool again;
@@ -196,8 +206,7 @@ void ensure_helper() {
   if (s >= 2) return;
   int zero = 0;
   if (helper_state.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) {
-    using create_fn = int (*)(pthread_key_t*, void (*)(void*));
-    create_fn real_create = (create_fn)dlsym(RTLD_NEXT, "pthread_key_create");
+    auto real_create = real::lazy::pthread_key_create();
     if (real_create && real_create(&helper_key, helper_destructor) == 0 &&
         helper_key < kKeysMax) {
       // Its TCB slot is glibc's; the program key with its index uses helper_twin.
@@ -213,9 +222,7 @@ void ensure_helper() {
 
 void arm_helper() {
   if (helper_armed || helper_state.load(std::memory_order_acquire) != 2) return;
-  using set_fn = int (*)(pthread_key_t, const void*);
-  static set_fn real_set;
-  if (!real_set) real_set = (set_fn)dlsym(RTLD_NEXT, "pthread_setspecific");
+  auto real_set = real::lazy::pthread_setspecific();
   if (real_set && real_set(helper_key, (void*)1) == 0) helper_armed = true;
 }
 
@@ -224,7 +231,7 @@ void arm_helper() {
 namespace {
 
 int key_create(pthread_key_t* key, void (*destr)(void*), bool internal) {
-  ensure_layout();
+  if (pass_through()) return real::lazy::pthread_key_create()(key, destr);
   ensure_helper();
   unsigned first = internal ? kKeysMax : 0, end = internal ? kKeysMax + kInternalKeys : kKeysMax;
   for (unsigned i = first; i < end; i++) {
@@ -240,6 +247,7 @@ int key_create(pthread_key_t* key, void (*destr)(void*), bool internal) {
 }
 
 int key_delete(pthread_key_t key, const void* ra) {
+  if (pass_through()) return real::lazy::pthread_key_delete()(key);
   if (!key_valid(key, ra)) return EINVAL;
   uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
   if (!(seq & 1) || !keys[key].seq.compare_exchange_strong(seq, seq + 1)) return EINVAL;
@@ -247,8 +255,8 @@ int key_delete(pthread_key_t key, const void* ra) {
 }
 
 void* key_get(pthread_key_t key, const void* ra) {
+  if (pass_through()) return real::lazy::pthread_getspecific()(key);
   if (!key_valid(key, ra)) return nullptr;
-  ensure_layout();
   KeyData* d = slot(arch::get_tp(), key, false);
   if (!d) return nullptr;
   void* v = d->data;
@@ -257,10 +265,10 @@ void* key_get(pthread_key_t key, const void* ra) {
 }
 
 int key_set(pthread_key_t key, uintptr_t value, const void* ra) {
+  if (pass_through()) return real::lazy::pthread_setspecific()(key, (const void*)value);
   if (!key_valid(key, ra)) return EINVAL;
   uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
   if (!(seq & 1)) return EINVAL;
-  ensure_layout();
   KeyData* d = slot(arch::get_tp(), key, true);
   if (!d) return ENOMEM;
   d->seq = seq;

@@ -11,25 +11,17 @@
 // public entry point of glibc 2.36 that sets a disposition; the ones that
 // change a mask are in signal_thread.cpp). Each follows glibc's own
 // version (sysdeps/posix/*.c) on top of goshim's sigaction/sigprocmask.
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 
+#include "core/real.hpp"
 #include "core/signal.hpp"
 #include "shim/shim.hpp"
 
 using namespace goshim;
 
 namespace {
-
-using sigaction_fn = int (*)(int, const struct sigaction*, struct sigaction*);
-
-sigaction_fn real_sigaction() {
-  static sigaction_fn f;
-  if (!f) f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-  return f;
-}
 
 // Signals whose handlers must not restart calls (siginterrupt(sig, 1)).
 std::atomic<uint64_t> interrupt_set{0};
@@ -49,7 +41,7 @@ int do_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     }
     return 0;
   }
-  int r = real_sigaction()(sig, act, old);
+  int r = real::lazy::sigaction()(sig, act, old);
   if (r == 0 && act) signal_record_action(sig, act);
   return r;
 }

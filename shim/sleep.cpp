@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/real_io.hpp"
+#include "core/real.hpp"
 #include "core/netpoll.hpp"
 #include "core/sleep.hpp"
 #include "shim/io.hpp"

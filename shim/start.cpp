@@ -1,11 +1,11 @@
 // __libc_start_main: main runs as G1 (DESIGN.md decision 1).
 #include <errno.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
 
 #include "core/fork.hpp"
 #include "core/proc.hpp"
+#include "core/real.hpp"
 #include "shim/attr.hpp"
 #include "core/tls.hpp"
 #include "shim/shim.hpp"
@@ -15,8 +15,6 @@ using namespace goshim;
 namespace {
 
 using main_fn = int (*)(int, char**, char**);
-using start_fn = int (*)(main_fn, int, char**, void (*)(void), void (*)(void), void (*)(void),
-                         void*);
 
 main_fn program_main;
 
@@ -55,6 +53,5 @@ __attribute__((constructor(101))) void goshim_ctor() {
 GOSHIM_EXPORT int __libc_start_main(main_fn main, int argc, char** argv, void (*init)(void),
                                     void (*fini)(void), void (*rtld_fini)(void), void* stack_end) {
   program_main = main;
-  start_fn real_start = (start_fn)dlsym(RTLD_NEXT, "__libc_start_main");
-  return real_start(goshim_main, argc, argv, init, fini, rtld_fini, stack_end);
+  return real::lazy::__libc_start_main()(goshim_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

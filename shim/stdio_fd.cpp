@@ -3,25 +3,19 @@
 // blocking mode back first, or a full pipe or socket would make them fail
 // with EAGAIN (see fdopen in shim/fd.cpp).
 #include <stdarg.h>
-#include <dlfcn.h>
 #include <stdio.h>
 
 #include "core/fdops.hpp"
+#include "core/real.hpp"
 #include "shim/io.hpp"
 #include "shim/shim.hpp"
 
 using namespace goshim;
 
-namespace {
-using vdprintf_fn = int (*)(int, const char*, va_list);
-vdprintf_fn real_vdprintf;
-}  // namespace
-
 GOSHIM_EXPORT int vdprintf(int fd, const char* fmt, va_list ap) {
   GOSHIM_IO_ENTRY();
   fdop_before_fdopen(fd);
-  if (!real_vdprintf) real_vdprintf = (vdprintf_fn)dlsym(RTLD_NEXT, "vdprintf");
-  return real_vdprintf(fd, fmt, ap);
+  return real::lazy::vdprintf()(fd, fmt, ap);
 }
 
 GOSHIM_EXPORT int dprintf(int fd, const char* fmt, ...) {
@@ -34,16 +28,11 @@ GOSHIM_EXPORT int dprintf(int fd, const char* fmt, ...) {
 
 // The _FORTIFY_SOURCE variants.
 extern "C" int __vdprintf_chk(int fd, int flag, const char* fmt, va_list ap);
-namespace {
-using vdprintf_chk_fn = int (*)(int, int, const char*, va_list);
-vdprintf_chk_fn real_vdprintf_chk;
-}  // namespace
 
 GOSHIM_EXPORT int __vdprintf_chk(int fd, int flag, const char* fmt, va_list ap) {
   GOSHIM_IO_ENTRY();
   fdop_before_fdopen(fd);
-  if (!real_vdprintf_chk) real_vdprintf_chk = (vdprintf_chk_fn)dlsym(RTLD_NEXT, "__vdprintf_chk");
-  return real_vdprintf_chk(fd, flag, fmt, ap);
+  return real::lazy::__vdprintf_chk()(fd, flag, fmt, ap);
 }
 
 GOSHIM_EXPORT int __dprintf_chk(int fd, int flag, const char* fmt, ...) {

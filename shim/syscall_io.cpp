@@ -12,7 +12,7 @@
 
 #include "core/fdio.hpp"
 #include "core/fdops.hpp"
-#include "core/real_io.hpp"
+#include "core/real.hpp"
 #include "shim/io.hpp"
 #include "syscalls/sys.hpp"
 

@@ -13,12 +13,17 @@
 # the working tree in (tracked and untracked, not ignored, files: what
 # `git ls-files` lists), and runs `make deps` and `make test` as root.
 #
-# Nothing on the host changes: the script runs in its own mount namespace
-# (unshare -m, private propagation), so every mount it makes (/proc, /dev,
-# /dev/pts, /dev/shm, /sys, the overlay) disappears with it, however it
-# ends; the chroot gets a policy-rc.d that forbids starting services; the
-# cleanup trap also unmounts explicitly, kills the processes still rooted in
-# the chroot (only those), and removes the run's directory.
+# Nothing on the host changes: the script runs in its own mount and PID
+# namespaces (unshare --mount --pid, private propagation), as the
+# namespace's first process. Every mount it makes (/proc, /dev, /dev/pts,
+# /dev/shm, /sys, the overlay) disappears with the mount namespace, and
+# when the script ends, however it ends (SIGKILL too), the kernel kills
+# every process left in the PID namespace, so nothing keeps the namespace
+# (and its mounts) alive. The chroot gets a policy-rc.d that forbids
+# starting services; the cleanup trap also kills the running step's
+# process group and descendants and the processes rooted in the chroot,
+# unmounts explicitly and removes the run's directory (which a SIGKILL
+# leaves behind, unmounted, under the cache directory).
 #
 # Environment:
 #   GOSHIM_DISTRO_CACHE   cache directory (default /root/.cache/goshim-distros)
@@ -26,10 +31,16 @@
 #   GOSHIM_DISTRO_KEEP=1  keep the run directory (logs are kept anyway)
 #   GOSHIM_DISTRO_BASE_ONLY=1  only make the missing pristine roots
 #   GOSHIM_DISTRO_CMD     what runs in /src (default: make deps, then
-#                         make -j<cpus> WERROR=1 all, make clang-check on the
+#                         make -j<cpus> WERROR=1 all, then make test's parts
+#                         (unit, preload, programs, observe; each even if an
+#                         earlier one failed), then make clang-check on the
 #                         suites in GOSHIM_DISTRO_CLANG (default: trixie
-#                         bookworm), then make test's parts (unit, preload,
-#                         observe; each even if an earlier one failed))
+#                         bookworm))
+#   GOSHIM_DISTRO_TIMEOUT       seconds one suite's run in /src may take
+#                               (default 3600); then it is killed and fails
+#   GOSHIM_DISTRO_TIMEOUT_BASE  seconds each step of making a pristine root
+#                               may take (debootstrap, apt-get update, the
+#                               installs; default 1800)
 # Logs: build/distros/<suite>.log; summary: build/distros/summary.txt
 # (GOSHIM_DISTRO_OUT: another directory for them).
 set -euo pipefail
@@ -46,11 +57,13 @@ for s in "${suites[@]}"; do
   case $s in trixie|bookworm|bullseye) ;; *) die "unknown suite '$s' (trixie, bookworm, bullseye)";; esac
 done
 
-# Re-run inside a private mount namespace: every mount below is gone when
-# the last process of this script exits, even on SIGKILL.
+# Re-run inside private mount and PID namespaces (with their own /proc):
+# every mount below is gone, and every process it started is killed, when
+# this script's process (the namespace's init) exits, even on SIGKILL.
+# unshare passes a SIGTERM it dies of on to the script (--kill-child).
 if [ "${GOSHIM_DISTRO_NS:-}" != inside ]; then
   command -v unshare >/dev/null || die "unshare (util-linux) is missing"
-  exec unshare --mount --propagation private -- \
+  exec unshare --mount --propagation private --pid --fork --kill-child=SIGTERM --mount-proc -- \
     env GOSHIM_DISTRO_NS=inside bash "$0" "$@"
 fi
 
@@ -84,7 +97,10 @@ kill_rooted() {       # kill the processes whose root is $1 (started by this run
 
 cleanup() {
   local rc=$?
-  trap - EXIT INT TERM HUP
+  # A second signal (the group's and unshare's --kill-child) must not cut
+  # the cleanup short.
+  trap - EXIT
+  trap '' INT TERM HUP
   [ -n "$bg_pid" ] && kill_tree "$bg_pid"
   if [ -n "$root" ]; then
     kill_rooted "$root"
@@ -130,25 +146,43 @@ setup_root() {        # things every chroot needs before apt or make run in it
   mkdir -p "$r/src"
 }
 
+# Every step has a time limit: a hung download or test fails the run
+# instead of holding the machine (cleanup then kills what remains).
+timeout_run=${GOSHIM_DISTRO_TIMEOUT:-3600}
+timeout_base=${GOSHIM_DISTRO_TIMEOUT_BASE:-1800}
+step_timeout=$timeout_base      # the limit waitfor applies; test_suite sets it
+
 bg_pid=""
 waitfor() {           # runs "$@" in the background and waits: a signal to
   local rc=0          # this script runs its trap (cleanup) at once instead
                       # of after the command, and cleanup ends the command.
   # bash makes a plain background command ignore SIGINT and SIGQUIT, and
   # the tests inherit that (signals_wait takes SIGINT): reset both.
-  ( trap - INT QUIT; exec "$@" ) &
+  # timeout(1) ends it after $step_timeout seconds (TERM, then KILL 30 s
+  # later); it exits 124 then.
+  ( trap - INT QUIT; exec timeout -k 30 "$step_timeout" "$@" ) &
   bg_pid=$!
   wait "$bg_pid" || rc=$?
   bg_pid=""
+  [ $rc -ne 124 ] && [ $rc -ne 137 ] ||
+    echo "test-distros: timed out after $step_timeout s: $*" >&2
   return $rc
 }
 
-kill_tree() {         # kill process $1 and its descendants (children first)
-  local c
-  for c in $(sed -nE "s/^([0-9]+) \(.*\) [A-Za-z] $1 .*/\1/p" /proc/[0-9]*/stat 2>/dev/null); do
-    kill_tree "$c"
+kill_tree() {         # kill process $1, its process group and its descendants
+  # (timeout(1) in waitfor leads its own process group). One pass over
+  # /proc for the parent links, then every process found is killed at once.
+  local -A kids=()
+  local p pp all=() todo=("$1")
+  while read -r p pp; do kids[$pp]+=" $p"; done < <(
+    sed -nE 's/^([0-9]+) \(.*\) [A-Za-z] ([0-9]+) .*/\1 \2/p' /proc/[0-9]*/stat 2>/dev/null)
+  while [ ${#todo[@]} -gt 0 ]; do
+    p=${todo[0]}; todo=("${todo[@]:1}")
+    all+=("$p")
+    for pp in ${kids[$p]:-}; do todo+=("$pp"); done
   done
-  kill -KILL "$1" 2>/dev/null || true
+  kill -KILL -- "-$1" 2>/dev/null || true
+  kill -KILL "${all[@]}" 2>/dev/null || true
 }
 
 in_root() {           # in_root ROOT CMD...: a clean environment, as root
@@ -233,26 +267,32 @@ test_suite() {        # one fresh run of suite $1; appends to the summary
   # make test's parts, each run even when an earlier one failed (make test
   # stops at the first), so that one run reports everything; clang-check
   # last, on its own.
-  local cmd='make deps && make -j"$(nproc)" WERROR=1 all && { rc=0; for t in unit preload observe'
+  local cmd='s=$SECONDS; make deps && make -j"$(nproc)" WERROR=1 all && echo "== part build: $((SECONDS - s)) s" && { rc=0; for t in unit preload programs observe'
   [[ $clang_suites == *" $s "* ]] && cmd+=' clang-check'
-  cmd+='; do make -j"$(nproc)" $t || rc=1; done; exit $rc; }'
+  cmd+='; do s=$SECONDS; make -j"$(nproc)" $t || rc=1; echo "== part $t: $((SECONDS - s)) s"; done; exit $rc; }'
   cmd=${GOSHIM_DISTRO_CMD:-$cmd}
+  step_timeout=$timeout_run
   in_root "$root" bash -c "cd /src && $cmd" >"$log" 2>&1 || rc=$?
+  step_timeout=$timeout_base
   local dt=$((SECONDS - t0))
-  local unit preload observe mode
+  local unit preload programs observe mode
   unit=$(grep -ho 'Tested: [0-9]* | Passing: [0-9]* | Failing: [0-9]* | Crashing: [0-9]*' "$log" |
          awk '{t+=$2; p+=$5; f+=$8; c+=$11} END {printf "%d tested, %d passed, %d failed, %d crashed", t, p, f, c}')
   preload=$(grep -h '^preload tests:' "$log" | tail -n 1 | sed 's/^preload tests: //')
+  programs=$(grep -h '^programs tests:' "$log" | tail -n 1 | sed 's/^programs tests: //')
   observe=$(grep -h '^observe tests:' "$log" | tail -n 1 | sed 's/^observe tests: //')
   mode=$(grep -h '^goshim mode:' "$log" | tail -n 1 | awk '{print $3}')
   local clang
   clang=$(grep -h '^clang-check: ' "$log" | tail -n 1 | sed -e 's/^clang-check: //' -e 's/Debian clang version/clang/')
+  local parts
+  parts=$(sed -n 's/^== part \([a-z-]*\): \([0-9]*\) s$/\1 \2s/p' "$log" | paste -sd, - | sed 's/,/, /g')
   local verdict=PASS
   [ $rc -eq 0 ] || verdict="FAIL (make exit $rc)"
   local line
-  line=$(printf '%-8s %-12s gcc %-7s mode %-5s %4ds  unit: %s; preload: %s; observe: %s; %s  %s' \
-    "$s" "$glibc" "$gcc" "${mode:-?}" "$dt" "$unit" "${preload:-none}" "${observe:-none}" \
+  line=$(printf '%-8s %-12s gcc %-7s mode %-5s %4ds  unit: %s; preload: %s; programs: %s; observe: %s; %s  %s' \
+    "$s" "$glibc" "$gcc" "${mode:-?}" "$dt" "$unit" "${preload:-none}" "${programs:-none}" "${observe:-none}" \
     "${clang:-no clang-check}" "$verdict")
+  [ -n "$parts" ] && line+="  (times: $parts)"
   echo "$line" | tee -a "$outdir/summary.txt"
   [ $rc -eq 0 ] || { grep -E '^(FAIL|  failed:)|\[FAIL\]|Error' "$log" | head -n 40 | sed 's/^/    | /'; }
   kill_rooted "$root"

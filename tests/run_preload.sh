@@ -127,6 +127,7 @@ run_one() {
       local extra=()
       [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((dprocs + 4 + emu_threads)))
       [ $mn = 1 ] && [ "$dprocs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
+      [ $mn = 0 ] && extra+=("${native_env[@]}")  # 1:1: kernel threads, the native load
       (env "${unset_goshim[@]}" "${preload[@]}" \
         "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
@@ -135,6 +136,7 @@ run_one() {
       local extra=()
       [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((procs + 4 + emu_threads)))
       [ $mn = 1 ] && [ "$procs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
+      [ $mn = 0 ] && extra+=("${native_env[@]}")  # 1:1: kernel threads, the native load
       (env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MAXPROCS="$procs" \
         "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
@@ -208,6 +210,19 @@ while read -r name tmo expect native args; do
     continue
   fi
   if [ -x "$here/preload/$name.check.sh" ] && ! "$here/preload/$name.check.sh" "$bindir/$name"; then
+    # A program that cannot test its claim on this system at all (exit 77
+    # natively, e.g. a toolchain without the feature) is skipped, not a
+    # failed check.
+    # shellcheck disable=SC2086
+    (env "${unset_goshim[@]}" timeout -s KILL "$tmo" "$bindir/$name" $args \
+       >/dev/null 2>"$out/$name.check.err" </dev/null; exit $?) 2>/dev/null
+    if [ $? = 77 ]; then
+      for mode in native p1 p2 pd; do
+        printf 'SKIP %-28s %-6s %s\n' "$name" "$mode" "$(tail -n 1 "$out/$name.check.err")"
+        skip=$((skip + 1)); skipped+=("$name/$mode")
+      done
+      continue
+    fi
     printf 'FAIL %-28s %-6s %s\n' "$name" "check" "$name.check.sh"
     fail=$((fail + 1)); failed+=("$name/check")
     continue

@@ -15,8 +15,7 @@
 #   grep      ripgrep -j8 and git grep --threads 8 over 4,000 files
 #   compress  pigz -p8, zstd -T8, xz -T8, lbzip2 -n8: compress under goshim
 #             and decompress natively, and the other way round
-#   mariadb   (KNOWN_FAILING: run only when named) a private mariadbd
-#             (unix socket only) under goshim, 200
+#   mariadb   a private mariadbd (unix socket only) under goshim, 200
 #             connections of transfers (build/.../db_client), CHECK TABLE
 #   cxx       tests/programs/src/threads_cxx.cpp (C++20 threads/sync)
 #   rust      tests/programs/src/threads_rust.rs (std::thread/sync)
@@ -380,9 +379,7 @@ CASES=(http grep compress mariadb cxx rust)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
-#   mariadb: at 1 processor mariadbd under goshim burns ~88 s of CPU where
-#   native needs 12 s, and the 100 s workload limit expires (issue 16).
-KNOWN_FAILING=(mariadb)
+KNOWN_FAILING=()
 known_failing() {
   local c
   for c in "${KNOWN_FAILING[@]}"; do [ "$c" = "$1" ] && return 0; done

@@ -30,11 +30,12 @@ static void *foreign_main(void *arg) {
   char buf[64];
   ssize_t r = read(fds[1], buf, sizeof buf);
   CHECK(r == 5 && memcmp(buf, "hello", 5) == 0, "foreign read %zd", r);
-  CHECK(write(fds[1], "world", 5) == 5, "foreign write");
-  /* 2. poll and a timed-out poll on a goroutine's fd. */
+  /* 2. A timed-out poll on a goroutine's fd (main writes nothing more
+     until it has read "world"), then a poll that waits for main's data. */
   struct pollfd p = {fds[1], POLLIN, 0};
   int pr = poll(&p, 1, 50);
   CHECK(pr == 0, "poll timeout %d", pr);
+  CHECK(write(fds[1], "world", 5) == 5, "foreign write");
   pr = poll(&p, 1, -1);
   CHECK(pr == 1 && (p.revents & POLLIN), "poll %d", pr);
   r = read(fds[1], buf, sizeof buf);

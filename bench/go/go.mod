@@ -1,0 +1,3 @@
+module goshimbench
+
+go 1.19

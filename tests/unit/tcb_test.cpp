@@ -1,0 +1,44 @@
+// core/tcb: the offset of glibc's cancelhandling in the TCB, found without
+// libthread_db's descriptor (glibc before 2.34) by flipping the cancel
+// state and type, is the descriptor's offset where glibc has one, and the
+// word it names follows pthread_setcancelstate/pthread_setcanceltype.
+#include <criterion/criterion.h>
+#include <pthread.h>
+
+#include "arch/arch.hpp"
+#include "core/real.hpp"
+#include "core/tcb.hpp"
+
+using namespace goshim;
+
+Test(tcb, cancel_offset_found_by_probe) {
+  uintptr_t me = arch::get_tp();
+  size_t off = tcb::find_cancel_offset(me);
+  cr_assert_neq(off, 0u, "cancelhandling not found");
+  if (const uint32_t* d = real::lazy::_thread_db_pthread_cancelhandling())
+    cr_expect_eq(off, (size_t)d[2], "probe %zu, libthread_db %u", off, d[2]);
+  volatile int* ch = (volatile int*)(me + off);
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  cr_expect(*ch & 1);
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, nullptr);
+  cr_expect(!(*ch & 1));
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+  cr_expect(*ch & 2);
+  pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, nullptr);
+  cr_expect(!(*ch & 2));
+}
+
+namespace {
+void* probe_thread(void*) { return (void*)tcb::find_cancel_offset(arch::get_tp()); }
+}  // namespace
+
+// The same offset on a thread glibc created (the probe reads the TCB's
+// first 1536 bytes).
+Test(tcb, cancel_offset_same_on_other_thread) {
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, nullptr, probe_thread, nullptr), 0);
+  void* r;
+  pthread_join(t, &r);
+  cr_expect_eq((size_t)r, tcb::find_cancel_offset(arch::get_tp()));
+}

@@ -1,0 +1,117 @@
+// The start-up checks of glibc's private layout (core/tls.cpp): on the
+// running glibc every check passes (and the probe saw cancellation unwind to
+// goshim's buffer); a probe altered in any one of the facts goshim relies on
+// is refused with its own reason, which runtime_init prints as the one
+// "goshim: warning: <reason>; running every thread as a kernel thread (no
+// M:N)" line before running 1:1.
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "core/real.hpp"
+#include "core/tls.hpp"
+
+using namespace goshim;
+
+namespace {
+
+tls::Probe real_probe() {
+  real::resolve();
+  const char* why = nullptr;
+  bool ok = tls::init(&why);
+  cr_assert(ok, "tls::init refused this glibc: %s", why ? why : "(no reason)");
+  return tls::last_probe;
+}
+
+// The probe with one fact altered must be refused, naming that fact.
+void refused(const tls::Probe& p, const char* reason_part) {
+  const char* why = tls::check_probe(p);
+  cr_assert(why, "an altered probe was accepted (expected: %s)", reason_part);
+  cr_assert(strstr(why, reason_part), "reason '%s' does not name '%s'", why, reason_part);
+}
+
+}  // namespace
+
+Test(tls, running_glibc_passes_every_check) {
+  tls::Probe p = real_probe();
+  cr_assert_null(tls::check_probe(p));
+  cr_assert(p.cancel_landed && !p.cancel_returned);
+  cr_assert_eq(p.ch_start, 0);
+  cr_assert_eq(p.ch_async, 2);     // CANCELTYPE
+  cr_assert_eq(p.ch_disabled, 1);  // CANCELSTATE
+  cr_assert(p.ch_joined & 16);     // EXITING
+  cr_assert_gt(tls::L.cancelhandling, 0u);
+  cr_assert_eq(tls::L.cleanup_jmp_buf, tls::L.cancelhandling - 8);
+}
+
+Test(tls, struct_pthread_offsets_mismatch_refused) {
+  const tls::Probe real = real_probe();
+  tls::Probe p = real;
+  p.stackblock_hits = 2;
+  refused(p, "stackblock");
+  p = real;
+  p.robust_head = p.self;
+  refused(p, "robust_head");
+  p = real;
+  p.robust_prev = 0;
+  refused(p, "robust_prev");
+  p = real;
+  p.res = p.self + tls::L.sizeof_pthread;
+  refused(p, "resolver state");
+  p = real;
+  p.resp_tls = 0;
+  refused(p, "__resp");
+  p = real;
+  p.specific0 = 0;
+  refused(p, "specific_1stblock");
+  p = real;
+  p.cleanup_jmp_buf_val = 0;
+  refused(p, "cleanup_jmp_buf");
+  p = real;
+  p.multiple_threads = 0;
+  refused(p, "multiple_threads");
+}
+
+Test(tls, tcbhead_mismatch_refused) {
+  const tls::Probe real = real_probe();
+  tls::Probe p = real;
+  p.tcb_self = 0;
+  refused(p, "self pointers");
+  p = real;
+  p.stack_guard ^= 1;
+  refused(p, "guards");
+  p = real;
+  p.pointer_guard ^= 1;
+  refused(p, "guards");
+}
+
+Test(tls, rseq_mismatch_refused) {
+  tls::Probe p = real_probe();
+  p.rseq_unregister_failed = true;
+  refused(p, "rseq");
+}
+
+Test(tls, cancellation_mismatch_refused) {
+  const tls::Probe real = real_probe();
+  tls::Probe p = real;
+  p.ch_async = 4;  // the type bit elsewhere
+  refused(p, "state and type bits");
+  p = real;
+  p.ch_disabled = 2;
+  refused(p, "state and type bits");
+  p = real;
+  p.ch_start = 8;  // a bit set nobody asked for
+  refused(p, "state and type bits");
+  p = real;
+  p.ch_joined = 32;  // ended without EXITING
+  refused(p, "EXITING");
+  p = real;
+  p.ch_joined = -1;  // the TCB could not be read
+  refused(p, "EXITING");
+  p = real;
+  p.cancel_landed = false;  // glibc did not act on goshim's bits
+  p.cancel_returned = true;
+  refused(p, "did not unwind");
+  p = real;
+  p.cancel_landed = false;  // glibc unwound past goshim's buffer
+  refused(p, "did not unwind");
+}
