@@ -36,6 +36,8 @@
 #   name  skip          reason     the case is SKIP in every mode
 #   name  native=skip   reason     goshim runs only (SKIP for native)
 #   name  native=run:VAR=VAL  reason   a smaller native load
+#   name  goshim=skip   reason     native run only (SKIP for p1, p2, pd)
+#   name  goshim=run:VAR=VAL  reason   a smaller load for the goshim runs
 # Native and goshim runs both go through the emulator, goshim's as
 # QEMU_SET_ENV=LD_PRELOAD=... (an LD_PRELOAD of the emulator's own
 # environment would reach the host's loader), both with TEST_EMU_PRELOAD
@@ -128,6 +130,7 @@ run_one() {
       [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((dprocs + 4 + emu_threads)))
       [ $mn = 1 ] && [ "$dprocs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
       [ $mn = 0 ] && extra+=("${native_env[@]}")  # 1:1: kernel threads, the native load
+      extra+=("${goshim_env[@]}")
       (env "${unset_goshim[@]}" "${preload[@]}" \
         "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
@@ -137,6 +140,7 @@ run_one() {
       [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((procs + 4 + emu_threads)))
       [ $mn = 1 ] && [ "$procs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
       [ $mn = 0 ] && extra+=("${native_env[@]}")  # 1:1: kernel threads, the native load
+      extra+=("${goshim_env[@]}")
       (env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MAXPROCS="$procs" \
         "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
@@ -186,23 +190,32 @@ while read -r name tmo expect native args; do
   case $name in ''|'#'*) continue ;; esac
   wanted "$name" || continue
   emu_native=
-  if [ ${#emu[@]} -gt 0 ] && emu_rule=$(awk -v n="$name" '$1 == n {$1 = ""; print; exit}' \
-      "$here/preload/cases_emu.txt") && [ -n "$emu_rule" ]; then
-    read -r emu_action emu_why <<<"$emu_rule"
-    case $emu_action in
-      skip)
-        for mode in native p1 p2 pd; do
-          printf 'SKIP %-28s %-6s emulated: %s\n' "$name" "$mode" "$emu_why"
-          skip=$((skip + 1)); skipped+=("$name/$mode")
-        done
-        continue ;;
-      native=skip)
-        printf 'SKIP %-28s %-6s emulated: %s\n' "$name" native "$emu_why"
-        skip=$((skip + 1)); skipped+=("$name/native")
-        emu_native=skip ;;
-      native=run:*)
-        emu_native=${emu_action#native=} ;;
-    esac
+  emu_goshim=
+  goshim_env=()
+  emu_skip_all=
+  if [ ${#emu[@]} -gt 0 ]; then
+    # A case may have several rules (one per line).
+    while read -r emu_action emu_why; do
+      case $emu_action in
+        skip)
+          for mode in native p1 p2 pd; do
+            printf 'SKIP %-28s %-6s emulated: %s\n' "$name" "$mode" "$emu_why"
+            skip=$((skip + 1)); skipped+=("$name/$mode")
+          done
+          emu_skip_all=1 ;;
+        native=skip)
+          printf 'SKIP %-28s %-6s emulated: %s\n' "$name" native "$emu_why"
+          skip=$((skip + 1)); skipped+=("$name/native")
+          emu_native=skip ;;
+        native=run:*)
+          emu_native=${emu_action#native=} ;;
+        goshim=skip)
+          emu_goshim=skip; goshim_why=$emu_why ;;
+        goshim=run:*)
+          IFS=, read -r -a goshim_env <<<"${emu_action#goshim=run:}" ;;
+      esac
+    done < <(awk -v n="$name" '$1 == n {$1 = ""; print}' "$here/preload/cases_emu.txt")
+    [ -n "$emu_skip_all" ] && continue
   fi
   if [ ! -x "$bindir/$name" ]; then
     printf 'FAIL %-28s %-6s not built\n' "$name" "-"
@@ -245,6 +258,11 @@ while read -r name tmo expect native args; do
     run_one "$name" native "$tmo" "$expect" "$@" && native_ok=1
   fi
   for mode in p1 p2 pd; do
+    if [ "$emu_goshim" = skip ]; then
+      printf 'SKIP %-28s %-6s emulated: %s\n' "$name" "$mode" "$goshim_why"
+      skip=$((skip + 1)); skipped+=("$name/$mode")
+      continue
+    fi
     # Output is compared only with a native run that passed (a skipped or
     # failed native run is reported as such already).
     if run_one "$name" "$mode" "$tmo" "$expect" "$@" && [ "$native" = same ] && [ $native_ok = 1 ]; then
