@@ -8,8 +8,8 @@
  * with the LD_PRELOAD of the new program's environment handed to the
  * emulator as QEMU_SET_ENV (an LD_PRELOAD in the emulator's own
  * environment would reach the host's loader). Any other program (the
- * host's /bin/sh) is exec'd as it is. Only direct execve calls are seen:
- * glibc's execvp/system/posix_spawn call its internal __execve. */
+ * host's /bin/sh) is exec'd as it is. Only direct execve and execv calls
+ * are seen: glibc's execvp/system/posix_spawn call its internal __execve. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -38,7 +38,7 @@ static int is_target(const char *path) {
          h.e_machine == TARGET_MACHINE;
 }
 
-int execve(const char *path, char *const argv[], char *const envp[]) {
+static int wrap_execve(const char *path, char *const argv[], char *const envp[]) {
   execve_fn real = (execve_fn)dlsym(RTLD_NEXT, "execve");
   const char *emu = getenv("EMU_EXEC");
   if (!real) {
@@ -95,3 +95,12 @@ int execve(const char *path, char *const argv[], char *const envp[]) {
   int r = execvpe(nargv[0], nargv, e);
   return r;
 }
+
+int execve(const char *path, char *const argv[], char *const envp[]) {
+  return wrap_execve(path, argv, envp);
+}
+
+/* glibc's execv calls its internal __execve: wrapped here as well (a test
+ * that re-executes itself with execv, e.g. rt_fifo). */
+extern char **environ;
+int execv(const char *path, char *const argv[]) { return wrap_execve(path, argv, environ); }
