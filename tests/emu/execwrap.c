@@ -8,12 +8,14 @@
  * with the LD_PRELOAD of the new program's environment handed to the
  * emulator as QEMU_SET_ENV (an LD_PRELOAD in the emulator's own
  * environment would reach the host's loader). Any other program (the
- * host's /bin/sh) is exec'd as it is. Only direct execve and execv calls
- * are seen: glibc's execvp/system/posix_spawn call its internal __execve. */
+ * host's /bin/sh) is exec'd as it is. Only direct execve, execv and execl
+ * calls are seen: glibc's execvp/system/posix_spawn call its internal
+ * __execve. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,3 +106,18 @@ int execve(const char *path, char *const argv[], char *const envp[]) {
  * that re-executes itself with execv, e.g. rt_fifo). */
 extern char **environ;
 int execv(const char *path, char *const argv[]) { return wrap_execve(path, argv, environ); }
+
+int execl(const char *path, const char *arg, ...) {
+  char *argv[64];
+  size_t n = 0;
+  argv[n++] = (char *)arg;
+  va_list ap;
+  va_start(ap, arg);
+  while (argv[n - 1] && n < 64) argv[n++] = va_arg(ap, char *);
+  va_end(ap);
+  if (argv[n - 1]) {
+    errno = E2BIG;
+    return -1;
+  }
+  return wrap_execve(path, argv, environ);
+}
