@@ -204,6 +204,13 @@ struct G {
   // Parking
   WaitReason waitreason = WaitReason::None;
   const void* waitobj = nullptr;  // address or fd the G waits on (dumps)
+  // Futile wake chains (sema_wait, park): the word of this G's last
+  // sema wait and its value when the G resumed; the word it last woke a
+  // G on since (sema_wake); and the verdict for the park under way.
+  const void* sema_last_addr = nullptr;
+  uint32_t sema_resume_val = 0;
+  const void* woke_obj = nullptr;
+  bool park_futile = false;
   int64_t waitsince = 0;
   std::atomic<uint64_t> parkseq{0};  // increments on every timed park
   int park_result = 0;               // set by the waker before ready()
@@ -327,6 +334,9 @@ struct P {
   // started (owner only; execute, park's direct hand-off, runq_chain_over).
   uint32_t chain_len = 0;
   int64_t chain_start = 0;
+  // The G that just left the P parked futilely: it was woken from an
+  // object, woke another G on it, and waits on it again (park.cpp).
+  bool park_futile = false;
 
   // Free Gs with their TLS blocks (owner P only).
   G* gfree = nullptr;

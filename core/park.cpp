@@ -83,6 +83,7 @@ static inline void chain_link(P* pp) {
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   // A pending real-time request (core/rtlock.hpp) is served at its next call.
   gp->preempt.store(gp->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  mp->p->park_futile = false;
   if (!inherit_time) {
     mp->p->schedtick++;
     mp->p->chain_len = 0;
@@ -174,6 +175,7 @@ static void park_switch_post(void* arg) {
   next->status.store(GStatus::Running, std::memory_order_relaxed);
   next->preempt.store(next->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
+  mp->p->park_futile = false;
   chain_link(mp->p);
   trace_ev(TraceEv::GStart, next);
   signal_apply(mp, next);  // as execute() does
@@ -210,6 +212,10 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
   gp->waitobj = obj;
   int64_t now = sys::coarsetime();
   gp->waitsince = now;  // for dumps: the coarse clock is enough
+  // A futile wait (sema_wait): the G it woke is in runnext; queued Gs
+  // (the latch holder among them) go first (runq_chain_over).
+  mp->p->park_futile = gp->park_futile;
+  gp->park_futile = false;
   if (G* next = direct_next(mp, now)) {
     trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);  // (on gp: its M known)
     goshim_switch(gp, next->sched_sp, next->tp, park_switch_post);

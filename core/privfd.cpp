@@ -10,8 +10,7 @@
 #include <atomic>
 
 #include "core/gmp.hpp"
-#include "core/real.hpp"
-#include "core/setxid.hpp"
+#include "core/ownthread.hpp"
 #include "core/signal.hpp"
 #include "core/sysmon.hpp"
 #include "syscalls/sys.hpp"
@@ -137,17 +136,7 @@ void privfd_after_fork() {
 }
 
 void privfd_start() {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 128 * 1024);
-  pthread_t th;
-  setxid_thread_create_begin();
-  uint64_t saved = signal_create_begin();  // privfd_main sets tls_g first
-  int err = real::pthread_create(&th, &attr, privfd_main, nullptr);
-  signal_create_end(saved);
-  setxid_thread_create_end();
-  pthread_attr_destroy(&attr);
+  int err = ownthread_start(privfd_main, nullptr, 128 * 1024);  // privfd_main sets tls_g first
   // Wait until it has its own table (or failed), so that nothing started
   // after this (sysmon) opens a file in the program's. Without the thread
   // the reads run on their callers, as before it started.

@@ -23,9 +23,11 @@ bool runqempty(P* pp) {
 }
 
 bool runq_chain_over(P* pp) {
-  // Measured from the chain's first hand-off, not from the slice's start:
-  // after a G that computed for its whole slice, the chain still gets its
-  // kRunnextChainNs (from the slice's start it would get one hand-off).
+  // A futile park (park.cpp) ends the chain at once. Otherwise its time
+  // is measured from the chain's first hand-off, not from the slice's
+  // start: after a G that computed for its whole slice, the chain still
+  // gets its kRunnextChainNs (from the slice's start: one hand-off).
+  if (pp->park_futile) return true;
   return pp->chain_len > 0 && sys::nanotime() - pp->chain_start >= kRunnextChainNs;
 }
 
@@ -96,15 +98,7 @@ G* runqget(P* pp, bool* inherit_time) {
     return next;
   }
   *inherit_time = false;
-  for (;;) {
-    uint32_t head = pp->runqhead.load(std::memory_order_acquire);  // pairs with other consumers
-    uint32_t tail = pp->runqtail.load(std::memory_order_relaxed);
-    if (tail == head) return nullptr;
-    G* gp = pp->runq[head % kRunqSize].load(std::memory_order_relaxed);
-    if (pp->runqhead.compare_exchange_weak(head, head + 1, std::memory_order_release,
-                                           std::memory_order_relaxed))
-      return gp;
-  }
+  return runq_ring_get(pp);
 }
 
 // Grabs half of pp's Gs into batch[batch_head ...] (a ring of kRunqSize).

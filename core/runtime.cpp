@@ -17,6 +17,7 @@
 #include "core/fork.hpp"
 #include "core/memclass.hpp"
 #include "core/netpoll.hpp"
+#include "core/ownthread.hpp"
 #include "core/ownfd.hpp"
 #include "core/privfd.hpp"
 #include "core/proc.hpp"
@@ -177,16 +178,7 @@ void newm(P* pp, bool spinning) {
   }
   mp->nextp = pp;
   mp->spinning = spinning;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t th;
-  setxid_thread_create_begin();  // a credential broadcast must not miss it
-  mp->start_sigmask = signal_create_begin();
-  int err = real::pthread_create(&th, &attr, mstart, mp);
-  signal_create_end(mp->start_sigmask);
-  setxid_thread_create_end();
-  pthread_attr_destroy(&attr);
+  int err = ownthread_start(mstart, mp, 0, &mp->start_sigmask);
   if (err != 0) {
     mp->nextp = nullptr;
     newm_failed(pp, spinning, mp, err);

@@ -378,6 +378,14 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
     gp->timer.seq = w->seq;
     timer_add(&gp->timer, deadline);
   }
+  // Futile: woken from this word, the G woke another waiter on it and
+  // waits again for the value it found on waking: a herd of waiters
+  // waking each other while what they wait for has not happened
+  // (InnoDB's read-latch wait). A G that changed the word since (a
+  // ping-pong on one word) waits for another value.
+  gp->park_futile = addr == gp->sema_last_addr && addr == gp->woke_obj && val == gp->sema_resume_val;
+  gp->sema_last_addr = addr;
+  gp->woke_obj = nullptr;
   if (enqueued) {
     UnlockThen u{b, cancellable, enqueued, earg};  // on this G's stack: alive while it parks
     park(unlock_bucket_then, &u, reason, addr);
@@ -385,6 +393,7 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
     park(cancellable ? unlock_bucket_cancellable : unlock_bucket, b, reason, addr);
   }
   gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
+  gp->sema_resume_val = load_word(addr);
   if (deadline) timer_del(&gp->timer);
   if (endaddr) *endaddr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
   return w->result;
@@ -417,7 +426,39 @@ int sema_wake(const void* addr, int n, uint32_t bitset) {
   }
   b->unlock();
   ready_all(q);
+  if (woken) {
+    G* gp = getg();
+    if (gp && !gp->is_g0()) gp->woke_obj = addr;  // futile waits (sema_wait)
+  }
   return woken;
+}
+
+int sema_wake_handoff(const void* addr, void (*grant)(int n, void* arg), void* arg) {
+  Bucket* b = bucket_of(addr);
+  SemaWaiter* taken = nullptr;  // in queue order, linked through next once off the queue
+  SemaWaiter** last = &taken;
+  int n = 0;
+  if (!no_waiters(b)) {
+    b->lock();
+    for (SemaWaiter* w = *find_head(b, addr); w;) {
+      SemaWaiter* next = w->next;
+      dequeue(b, w);  // a timeout or an interrupt now finds it gone
+      *last = w;
+      last = &w->next;
+      n++;
+      w = next;
+    }
+    b->unlock();
+  }
+  grant(n, arg);  // before any of them runs: a foreign one wakes in release
+  GQueue q;
+  while (SemaWaiter* w = taken) {
+    taken = w->next;
+    w->next = nullptr;
+    release(w, kSemaHandoff, &q);  // a foreign w may be gone after this
+  }
+  ready_all(q);
+  return n;
 }
 
 int sema_wake_stale(const void* addr, uint32_t cur, bool all) {

@@ -57,6 +57,14 @@ inline bool can_park() {
 // number woken. Any thread.
 int sema_wake(const void* addr, int n, uint32_t bitset = ~0u);
 
+// A hand-over: takes every waiter on addr off its queue, calls grant(n,
+// arg) with their number before any of them can run, then wakes them;
+// their waits return kSemaHandoff. The caller passes the object to them
+// (a writer leaving an rwlock to the readers that wait). Returns n. Any
+// thread.
+inline constexpr int kSemaHandoff = 1 << 20;  // not an errno value
+int sema_wake_handoff(const void* addr, void (*grant)(int n, void* arg), void* arg);
+
 // Wakes the G waiters on addr that were enqueued while the word held
 // another value than cur (any, if all is true). Returns the number woken.
 // Any thread.

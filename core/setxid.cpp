@@ -36,8 +36,13 @@ struct Cmd {
 Cmd* volatile current;  // the broadcast in progress
 Mutex setxid_lock{LockRank::Setxid};  // serializes broadcasts
 // Readers-writer gate between M creation (shared) and broadcasts
-// (exclusive): a thread created during a broadcast would miss it.
+// (exclusive): a thread created during a broadcast would miss it. A
+// creation waiting for the gate goes before the next broadcast
+// (waiting): a program changing credentials in a loop would otherwise
+// keep sysmon from ever creating an M (it found the gate open only in the
+// instant between two broadcasts).
 std::atomic<int32_t> creating{0};
+std::atomic<int32_t> waiting{0};
 std::atomic<bool> broadcasting{false};
 
 struct KernelSigaction {
@@ -118,22 +123,26 @@ void setxid_after_fork() {
   setxid_lock.reset();
   current = nullptr;
   creating.store(0, std::memory_order_relaxed);
+  waiting.store(0, std::memory_order_relaxed);
   broadcasting.store(false, std::memory_order_relaxed);
 }
 
 void setxid_thread_create_begin() {
+  waiting.fetch_add(1, std::memory_order_seq_cst);
   for (;;) {
     while (broadcasting.load(std::memory_order_acquire)) sys::sched_yield();
     creating.fetch_add(1, std::memory_order_seq_cst);
-    if (!broadcasting.load(std::memory_order_seq_cst)) return;
+    if (!broadcasting.load(std::memory_order_seq_cst)) break;
     creating.fetch_sub(1, std::memory_order_seq_cst);
   }
+  waiting.fetch_sub(1, std::memory_order_release);
 }
 
 void setxid_thread_create_end() { creating.fetch_sub(1, std::memory_order_release); }
 
 long setxid_all(long nr, long a0, long a1, long a2) {
   MutexGuard g(setxid_lock);
+  while (waiting.load(std::memory_order_acquire) != 0) sys::sched_yield();  // creations first
   broadcasting.store(true, std::memory_order_seq_cst);
   while (creating.load(std::memory_order_seq_cst) != 0) sys::sched_yield();
   long r = sys::raw3(nr, a0, a1, a2);  // the caller first: an error changes nothing

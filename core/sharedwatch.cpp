@@ -57,7 +57,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -67,10 +66,8 @@
 #include <new>
 
 #include "core/lock.hpp"
-#include "core/real.hpp"
+#include "core/ownthread.hpp"
 #include "core/sema.hpp"
-#include "core/setxid.hpp"
-#include "core/signal.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -223,18 +220,7 @@ void* watcher_main(void* arg) {
 }
 
 bool start_watcher(Watcher* w) {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  pthread_t th;
-  setxid_thread_create_begin();
-  uint64_t saved = signal_create_begin();  // every signal but SIGSETXID blocked
-  int err = real::pthread_create(&th, &attr, watcher_main, w);
-  signal_create_end(saved);
-  setxid_thread_create_end();
-  pthread_attr_destroy(&attr);
-  return err == 0;
+  return ownthread_start(watcher_main, w, 64 * 1024) == 0;
 }
 
 }  // namespace

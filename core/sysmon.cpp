@@ -8,14 +8,13 @@
 #include <time.h>
 
 #include "core/netpoll.hpp"
+#include "core/ownthread.hpp"
 #include "core/preempt.hpp"
 #include "core/privfd.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
-#include "core/real.hpp"
 #include "core/sched.hpp"
 #include "core/stack.hpp"
-#include "core/setxid.hpp"
 #include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "core/trace.hpp"
@@ -478,17 +477,7 @@ G* sysmon_g() {
 void sysmon_after_fork() { nretiring = 0; }
 
 void sysmon_start() {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  pthread_t th;
-  setxid_thread_create_begin();
-  uint64_t saved = signal_create_begin();  // sysmon_main sets tls_g first
-  int err = real::pthread_create(&th, &attr, sysmon_main, nullptr);
-  signal_create_end(saved);
-  setxid_thread_create_end();
-  pthread_attr_destroy(&attr);
+  int err = ownthread_start(sysmon_main, nullptr, 256 * 1024);  // sysmon_main sets tls_g first
   if (err != 0) fatalf("cannot start sysmon (error %d)", err);
 }
 

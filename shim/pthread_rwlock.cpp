@@ -20,6 +20,12 @@
 //   re-check state    [L]         read nXwait      [L]  -> Xseq++, wake
 //
 // so either the waiter sees the new state or the releaser sees the waiter.
+// A writer leaving a private rwlock to waiting readers hands it over, as
+// glibc's read phase does: the readers asleep on rseq become holders
+// before any of them runs (sema_wake_handoff), so a writer that comes
+// back first waits for them instead of sending them back to sleep (at
+// one processor, PREFER_WRITER_NONRECURSIVE_NP woke and re-parked every
+// waiting reader at each write).
 // Kinds, as glibc: PREFER_READER_NP (default) and PREFER_WRITER_NP let
 // readers in whenever no writer holds the lock, and a writer lets readers
 // that wait for the lock go first; PREFER_WRITER_NONRECURSIVE_NP makes new
@@ -31,6 +37,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/sema.hpp"
 #include "core/tcb.hpp"
 #include "shim/shim.hpp"
 #include "shim/sync.hpp"
@@ -94,6 +101,13 @@ void wake_readers(RwObj* rw) {
   sync_wake(&rw->rseq, INT_MAX, rw->shared);
 }
 
+// sema_wake_handoff's grant: the n readers taken hold the lock, in place
+// of the writer.
+void grant_readers(int n, void* arg) {
+  RwObj* rw = (RwObj*)arg;
+  __atomic_store_n(&rw->state, (uint32_t)n * kReader, __ATOMIC_SEQ_CST);  // [S]
+}
+
 void wake_writer(RwObj* rw) {
   __atomic_fetch_add(&rw->wseq, 1, __ATOMIC_SEQ_CST);
   sync_wake(&rw->wseq, 1, rw->shared);
@@ -124,6 +138,7 @@ int rdlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_on
     if (readers_blocked(rw, ld(&rw->state)))
       r = sync_wait(&rw->rseq, seq, dl, WaitReason::RWLock, rw->shared);
     uint32_t left = __atomic_sub_fetch(&rw->nrwait, 1, __ATOMIC_SEQ_CST);
+    if (r == kSemaHandoff) return 0;  // a leaving writer made this thread a holder
     // The last waiting reader gone without the lock: a writer that let the
     // readers go first may proceed.
     if (left == 0 && ld(&rw->state) == 0 && ld(&rw->nwwait) != 0) wake_writer(rw);
@@ -166,6 +181,20 @@ int wrlock(RwObj* rw, clockid_t clk, const struct timespec* abstime, bool try_on
 int unlock(RwObj* rw) {
   if (__atomic_load_n(&rw->cur_writer, __ATOMIC_RELAXED) == owner_id(rw)) {
     __atomic_store_n(&rw->cur_writer, 0, __ATOMIC_RELAXED);
+    if (!rw->shared && ld(&rw->nrwait) != 0 && !(prefer_writer(rw) && ld(&rw->nwwait) != 0)) {
+      // Readers wait and no writer goes before them: hand the lock to the
+      // readers asleep; the state goes from kWriter to their count in one
+      // store (grant_readers). rseq bumped first: a reader about to sleep
+      // retries instead.
+      __atomic_fetch_add(&rw->rseq, 1, __ATOMIC_SEQ_CST);
+      sema_wake_handoff(&rw->rseq, grant_readers, rw);  // [S] state
+      // [L] after the grant: a reader that registered meanwhile and may
+      // sleep on the new rseq retries; a writer that did is woken to
+      // look again (the last reader's unlock wakes one as well).
+      if (ld(&rw->nrwait) != 0) wake_readers(rw);
+      if (ld(&rw->nwwait) != 0) wake_writer(rw);
+      return 0;
+    }
     __atomic_store_n(&rw->state, 0, __ATOMIC_SEQ_CST);  // [S] readers cannot hold it now
     bool writers = ld(&rw->nwwait) != 0;              // [L]
     if (writers && prefer_writer(rw)) {

@@ -212,6 +212,49 @@ Test(sched, no_netpoll_while_another_m_polls) {
   close(fds[1]);
 }
 
+// A chain of runnext hand-offs (runq_chain_over): runnext goes first
+// while the chain is fresh, or when the G that left ran a slice of its
+// own; queued Gs go first once the chain has held the P kRunnextChainNs,
+// or at once after a futile park; runnext keeps its place meanwhile.
+Test(sched, runnext_chain_yields_to_queued_gs) {
+  P* p0 = ps[0];
+  G* r = new_g(1);
+  G* l = new_g(2);
+  runqput(p0, l, false);
+  runqput(p0, r, true);
+  bool inh;
+  // No chain (the G that left ran its own slice): runnext, even though
+  // that slice is long over.
+  p0->chain_len = 0;
+  p0->chain_start = 0;
+  p0->park_futile = false;
+  cr_assert_eq(find(ms[0], &inh), r, "no chain: runnext first");
+  cr_assert(inh);
+  runqput(p0, r, true);
+  // A chain that started just now: runnext.
+  p0->chain_len = 5;
+  p0->chain_start = sys::nanotime();
+  cr_assert_eq(find(ms[0], &inh), r, "fresh chain: runnext first");
+  runqput(p0, r, true);
+  // The chain has held the P for kRunnextChainNs: the queued G first.
+  p0->chain_start = sys::nanotime() - kRunnextChainNs;
+  cr_assert_eq(find(ms[0], &inh), l, "old chain: the local queue first");
+  cr_assert(!inh, "a queued G gets a slice of its own");
+  cr_assert_eq(p0->runnext.load(), r, "runnext kept its place");
+  // A futile park ends a fresh chain, and even no chain at all.
+  runqput(p0, l, false);
+  p0->chain_start = sys::nanotime();
+  p0->park_futile = true;
+  cr_assert_eq(find(ms[0]), l, "futile park: the local queue first");
+  runqput(p0, l, false);
+  p0->chain_len = 0;
+  cr_assert_eq(find(ms[0]), l, "futile park without a chain: the local queue first");
+  // Nothing queued: runnext whatever the chain.
+  cr_assert_eq(find(ms[0], &inh), r, "queue empty: runnext");
+  cr_assert(inh);
+  p0->park_futile = false;
+}
+
 // Every 61st scheduler tick the global queue goes before runnext and the
 // local queue (two Gs readying each other through runnext cannot starve
 // it); on other ticks it comes after them.

@@ -94,6 +94,52 @@ Test(sema, wake_n_and_bitset) {
   for (int i = 0; i < n; i += 2) pthread_join(th[i], nullptr);
 }
 
+// A hand-over: every waiter is taken, grant sees their number before any
+// of them returns, and each wait returns kSemaHandoff; a later wait is
+// not affected.
+namespace {
+std::atomic<int> granted{-1};
+std::atomic<int> returned{0};
+void* handoff_waiter(void* p) {
+  WaitArg* a = (WaitArg*)p;
+  a->result = sema_wait(a->word, a->val, 0, WaitReason::Futex);
+  a->order = granted.load();  // what grant had recorded when this returned
+  returned.fetch_add(1);
+  return nullptr;
+}
+void grant_cb(int n, void* arg) {
+  cr_assert_eq(returned.load(), 0, "a waiter returned before the grant");
+  granted.store(n);
+  *(int*)arg = n;
+}
+}  // namespace
+
+Test(sema, wake_handoff) {
+  std::atomic<uint32_t> w{0};
+  const int n = 5;
+  pthread_t th[n];
+  WaitArg args[n];
+  for (int i = 0; i < n; i++) {
+    args[i] = WaitArg{&w, 0, 0, ~0u, -1, -1, nullptr};
+    pthread_create(&th[i], nullptr, handoff_waiter, &args[i]);
+  }
+  wait_until_waiters(&w, n);
+  int seen = -1;
+  cr_assert_eq(sema_wake_handoff(&w, grant_cb, &seen), n);
+  cr_assert_eq(seen, n);
+  for (int i = 0; i < n; i++) {
+    pthread_join(th[i], nullptr);
+    cr_assert_eq(args[i].result, kSemaHandoff);
+    cr_assert_eq(args[i].order, n, "returned after the grant");
+  }
+  cr_assert_eq(sema_nwaiters(&w), 0);
+  seen = -1;
+  granted.store(-1);
+  returned.store(0);
+  cr_assert_eq(sema_wake_handoff(&w, grant_cb, &seen), 0, "no waiters: grant(0)");
+  cr_assert_eq(seen, 0);
+}
+
 Test(sema, requeue) {
   std::atomic<uint32_t> from{0}, to{0};
   const int n = 5;
