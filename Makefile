@@ -110,7 +110,8 @@ all: $(LIB) $(LAUNCHER)
 # ---- dependencies -------------------------------------------------------------
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
             procps time man-db util-linux stress-ng \
-            git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev
+            git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev \
+            memcached perl
 # Packages only the benchmarks need (make deps-bench; make bench-db).
 BENCH_DEB_PKGS := sysbench golang-go
 deps:
@@ -302,7 +303,7 @@ observe: deps all $(OBS_BIN)
 
 # Real programs (Debian's and tests/programs/src): tests/run_programs.sh.
 PROG_DIR := $(BUILD)/tests/programs
-PROG_BIN := $(PROG_DIR)/http_client $(PROG_DIR)/db_client $(PROG_DIR)/threads_cxx \
+PROG_BIN := $(PROG_DIR)/http_client $(PROG_DIR)/db_client $(PROG_DIR)/db_kill $(PROG_DIR)/threads_cxx \
             $(PROG_DIR)/threads_rust
 
 $(PROG_DIR)/http_client: tests/programs/src/http_client.c
@@ -310,6 +311,11 @@ $(PROG_DIR)/http_client: tests/programs/src/http_client.c
 	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $<
 
 $(PROG_DIR)/db_client: tests/programs/src/db_client.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(PRE_CFLAGS) $$(pkg-config --cflags libmariadb) -o $@ $< \
+	  $$(pkg-config --libs libmariadb)
+
+$(PROG_DIR)/db_kill: tests/programs/src/db_kill.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(PRE_CFLAGS) $$(pkg-config --cflags libmariadb) -o $@ $< \
 	  $$(pkg-config --libs libmariadb)

@@ -283,6 +283,9 @@ void g_entry(void* arg) {
     if (gp->rt_start && !rt_start(gp)) thread_exit_landed();
     void* r = gp->start_routine(gp->start_arg);
     getg()->retval = r;
+    // Returned: whatever pthread_cancel did meanwhile (the canceled bit
+    // set after the routine's last cancellation point), r is the result.
+    thread_exit_landed(false);
   }
   thread_exit_landed();
 }
@@ -561,10 +564,11 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
 
 // ---- exit ----------------------------------------------------------------------
 
-void thread_exit_landed() {
+void thread_exit_landed(bool unwound) {
   G* gp = getg();
   // Unwound by glibc's own cancellation (not our pthread_exit): canceled.
-  if (!gp->exit_called && cancel_pending_or_exiting_canceled(gp)) gp->retval = PTHREAD_CANCELED;
+  if (unwound && !gp->exit_called && cancel_pending_or_exiting_canceled(gp))
+    gp->retval = PTHREAD_CANCELED;
   tls::on_exit();  // C++ thread_local destructors, locale
   if (g_exit_hook) g_exit_hook(gp);  // pthread key destructors
   for (auto& h : exit_hooks) {

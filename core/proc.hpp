@@ -35,9 +35,10 @@ int thread_join(G* target, void** ret, int64_t deadline);
 // Returns 0 or EINVAL (already detached).
 int thread_detach(G* target);
 
-// On user G. Ends the current G after glibc's unwinding (pthread_exit) or
-// the return of its start routine landed in its entry frame.
-[[noreturn]] void thread_exit_landed();
+// On user G. Ends the current G after glibc's unwinding (pthread_exit or
+// a cancellation: unwound) or the return of its start routine landed in
+// its entry frame.
+[[noreturn]] void thread_exit_landed(bool unwound = true);
 
 // The G whose pthread_t (its TCB address) is t, or nullptr when t is not a
 // live goroutine (a foreign kernel thread, or a freed G).

@@ -289,6 +289,11 @@ namespace goshim::real {
   X(_thread_db_pthread_report_events, const uint32_t*, Any, "GLIBC_PRIVATE", 234)                  \
   X(_thread_db_link_map_l_tls_offset, const uint32_t*, Any, "GLIBC_PRIVATE", 234)                  \
   /* public data and functions found wherever they are defined */                                  \
+  /* the process allocator: goshim's jemalloc, unless the executable (or a  \
+     library before libgoshim.so) defines its own; glibc allocates with it */ \
+  X(calloc, void* (*)(size_t, size_t), Any, nullptr, 0)                                            \
+  X(realloc, void* (*)(void*, size_t), Any, nullptr, 0)                                            \
+  X(free, void (*)(void*), Any, nullptr, 0)                                                        \
   X(__rseq_offset, const ptrdiff_t*, Any, nullptr, 235)                                            \
   X(__rseq_size, const unsigned*, Any, nullptr, 235)                                               \
   X(_Unwind_Find_FDE, const void* (*)(void*, void*), Any, nullptr, 0)

@@ -630,6 +630,49 @@ void account_mask(uint64_t m, int delta) {
 std::atomic<uint64_t> sysmon_barrier_req{0};
 std::atomic<uint64_t> sysmon_barrier_ack{0};
 
+}  // namespace
+
+SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd) {
+  uint64_t b = bit(sig);
+  bool sync = synchronous(sig, si);
+  bool waits = gp->sigwaiting.load(std::memory_order_relaxed) & b;
+  // Sent to this M for a G that left it before the signal arrived: it is
+  // pending on that G (sysmon wakes it if it is parked).
+  if (want && want != gp) return SigHere::ForOther;
+  // g0, an idle M or sysmon: route it to a G; a fault in the scheduler
+  // itself: the default action.
+  if (gp->is_g0()) return sync ? SigHere::DieHere : SigHere::Defer;
+  // The kernel gave a process signal to the M of a G entering sigsuspend
+  // (its set published, the G perhaps already past its last check and
+  // about to park): running the handler here would let it park with the
+  // handler already run and sleep forever. Held instead: sysmon routes
+  // it to the waiting G, which delivers it after its wait (wait_for's
+  // and suspend's protocol with signal_wake_waiter).
+  if (!want && !sync && !(gp->sigmask & b) && waits && si && si->si_code != SI_TKILL)
+    return SigHere::Defer;
+  if (!sync && (gp->sigmask & b)) {
+    // A routed process signal gp blocks again: still claimed by gp,
+    // delivered when it unblocks it; else gp took the instance another way
+    // (it unblocked the signal) or gave it back at its exit: this forward
+    // has nothing left to carry.
+    if (proc_fwd) return SigHere::ProcFwdBlocked;
+    // Thread-directed: waits for gp to unblock it (or its sigwait).
+    if (want || (si && si->si_code == SI_TKILL)) return SigHere::PendingOnG;
+    return SigHere::Defer;  // a process signal: another G may take it
+  }
+  // A forward (or the program's own tkill) reaching gp inside its
+  // sigsuspend or sigwait window: the set is published and gp may be
+  // past its last look at its pending signals and about to park (this
+  // handler interrupted it there). Running the program's handler here
+  // would let gp park with the handler already run, and nothing would
+  // end that wait. It stays pending on gp instead, and sysmon ends the
+  // wait through its word (signal_route); gp delivers it after.
+  if (!sync && waits) return proc_fwd ? SigHere::ProcFwdWaiting : SigHere::ThreadWaiting;
+  return SigHere::Run;  // gp leaves it open, or it is gp's own fault
+}
+
+namespace {
+
 void signal_handler_body(int sig, siginfo_t* si, void* uctx);
 
 // The single kernel handler for every signal goshim routes.
@@ -681,57 +724,36 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
   G* want = (G*)(fwd & ~(uintptr_t)1);
   bool proc_fwd = fwd & 1;
   uint64_t b = bit(sig);
-  if (want && want != gp) {
-    // Sent to this M for a G that left it before the signal arrived: it is
-    // pending on that G (sysmon wakes it if it is parked).
-    want->sigpending.fetch_or(b, std::memory_order_acq_rel);
-    g_unrouted.store(true, std::memory_order_release);
-    sysmon_wake();
-  } else if (gp->is_g0()) {
-    if (synchronous(sig, si))
-      die_default(sig);  // a fault in the scheduler itself
-    else
-      defer(sig, si);  // g0, an idle M or sysmon: route it to a G
-  } else if (!want && !synchronous(sig, si) && !(gp->sigmask & b) &&
-             (gp->sigwaiting.load(std::memory_order_relaxed) & b) && si &&
-             si->si_code != SI_TKILL) {
-    // The kernel gave a process signal to the M of a G entering sigsuspend
-    // (its set published, the G perhaps already past its last check and
-    // about to park): running the handler here would let it park with the
-    // handler already run and sleep forever. Held instead: sysmon routes
-    // it to the waiting G, which delivers it after its wait (wait_for's
-    // and suspend's protocol with signal_wake_waiter).
-    defer(sig, si);
-  } else if (!synchronous(sig, si) && (gp->sigmask & b)) {
-    if (proc_fwd) {
-      // Still claimed by gp: delivered when it unblocks it; else gp took
-      // the instance another way (it unblocked the signal) or gave it back
-      // at its exit: this forward has nothing left to carry.
+  switch (signal_here(gp, sig, si, want, proc_fwd)) {
+    case SigHere::ForOther:
+      want->sigpending.fetch_or(b, std::memory_order_acq_rel);
+      g_unrouted.store(true, std::memory_order_release);
+      sysmon_wake();
+      break;
+    case SigHere::DieHere:
+      die_default(sig);
+      break;
+    case SigHere::Defer:
+      defer(sig, si);
+      break;
+    case SigHere::ProcFwdBlocked:
       if (gp->sigpending_proc.load(std::memory_order_acquire) & b)
         gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
-    } else if (want || (si && si->si_code == SI_TKILL)) {
+      break;
+    case SigHere::PendingOnG:
       gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // thread-directed: waits for it
       // gp may be in sigwait for it, past its last look and about to
       // park: sysmon ends that wait (signal_route).
       if (gp->sigwaiting.load(std::memory_order_seq_cst) & b) wake_waiter_later();
-    } else {
-      defer(sig, si);
-    }
-  } else if (!synchronous(sig, si) && (gp->sigwaiting.load(std::memory_order_relaxed) & b)) {
-    // A forward (or the program's own tkill) reaching gp inside its
-    // sigsuspend or sigwait window: the set is published and gp may be
-    // past its last look at its pending signals and about to park (this
-    // handler interrupted it there). Running the program's handler here
-    // would let gp park with the handler already run, and nothing would
-    // end that wait. It stays pending on gp instead, and sysmon ends the
-    // wait through its word (signal_route); gp delivers it after.
-    if (proc_fwd) {
+      break;
+    case SigHere::ProcFwdWaiting:
       // The routed instance is still in held[] while gp claims it.
       if (gp->sigpending_proc.load(std::memory_order_acquire) & b) {
         gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
         wake_waiter_later();
       }
-    } else {
+      break;
+    case SigHere::ThreadWaiting:
       // A thread-directed instance: its siginfo goes back at the head of
       // gp's queue (signal_send took it from there), except a standard
       // pthread_kill's plain SI_TKILL, which thread_info rebuilds.
@@ -739,27 +761,28 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
         gq_push_front(gp, sig, si);
       gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
       wake_waiter_later();
-    }
-  } else {
-    // Routed process signals carry their original siginfo.
-    if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
-      siginfo_t orig;
-      if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
-    } else if (proc_fwd) {
-      // The forward of a process signal gp already took another way (it
-      // unblocked the signal and delivered the held instance itself): its
-      // plain tgkill must not run as a signal of its own with SI_TKILL.
-    } else if (!want && sig >= kSigRtMin && si && si->si_code != SI_TKILL && !held_empty(sig) &&
-               held_push(sig, si)) {
-      // A real-time process signal the kernel gave this G while goshim
-      // holds older instances of it (sysmon took them from the kernel
-      // first): it goes behind them and this G runs the oldest, so that
-      // they arrive in sending order.
-      siginfo_t orig;
-      if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
-    } else {
-      run_program(sig, si, uctx, gp);
-    }
+      break;
+    case SigHere::Run:
+      // Routed process signals carry their original siginfo.
+      if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+        siginfo_t orig;
+        if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
+      } else if (proc_fwd) {
+        // The forward of a process signal gp already took another way (it
+        // unblocked the signal and delivered the held instance itself): its
+        // plain tgkill must not run as a signal of its own with SI_TKILL.
+      } else if (!want && sig >= kSigRtMin && si && si->si_code != SI_TKILL && !held_empty(sig) &&
+                 held_push(sig, si)) {
+        // A real-time process signal the kernel gave this G while goshim
+        // holds older instances of it (sysmon took them from the kernel
+        // first): it goes behind them and this G runs the oldest, so that
+        // they arrive in sending order.
+        siginfo_t orig;
+        if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
+      } else {
+        run_program(sig, si, uctx, gp);
+      }
+      break;
   }
   errno = saved_errno;
 }
@@ -913,11 +936,13 @@ uint64_t signal_new_m_mask(uint64_t inherited) { return kmask(inherited); }
 
 uint64_t signal_kmask_for(M* mp, uint64_t k) { return with_fwd(mp, k); }
 
-void signal_m_sleep(M* mp) {
+uint64_t signal_m_sleep_mask(uint64_t cur) {
   uint64_t take = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
                   ~internal_mask();
-  set_kmask(mp, mp->cur_sigmask | take);
+  return cur | take;
 }
+
+void signal_m_sleep(M* mp) { set_kmask(mp, signal_m_sleep_mask(mp->cur_sigmask)); }
 
 uint64_t signal_create_begin() {
   uint64_t all = ~bit(kSigSetxid), saved = 0;
@@ -1282,6 +1307,60 @@ void signal_after_fork(G* gp, M* mp) {
   mask_gen.fetch_add(1, std::memory_order_relaxed);  // the new sysmon's mask
 }
 
+void SigRoute::consider(G* g) {
+  if (g->magic != kGMagic) return;
+  GStatus st = g->status.load(std::memory_order_acquire);
+  if (st == GStatus::Idle || st == GStatus::Dead) return;
+  if (g->sig_exiting.load(std::memory_order_seq_cst)) return;  // it takes what is held itself
+  if (g->sigwaiting.load(std::memory_order_relaxed) & b) {
+    if (!waiter) waiter = g;
+    return;
+  }
+  if (g->sigmask & b) return;
+  if (st == GStatus::Running || st == GStatus::Syscall) {
+    if (!running) running = g;
+  } else if (!parked || (st == GStatus::Waiting && g->wait_kind.load() != WaitKind::None)) {
+    parked = g;
+  }
+}
+
+SigRoute::Kind SigRoute::kind() const {
+  G* target = this->target();
+  if (!target) return Pending;  // blocked everywhere: it waits for a G to unblock it
+  if (!waiter && ignored_now(sig)) {
+    // Ignored and some G leaves it open: discarded, as the kernel would
+    // (it is wrapped only for a waiter, ensure_wrapped); never a reason
+    // to interrupt a G.
+    return Discard;
+  }
+  if (!waiter && terminates_by_default(sig)) {
+    // Its default action ends the process whichever thread takes it: do
+    // it here. Routed to a G, it waited for that G to run, which a G
+    // parked on a lock, or runnable while no M runs it, may never do.
+    return Die;
+  }
+  if (waiter) return Waiter;
+  if (target == running) {
+    // A forward of sig still in flight to that M: the next instance waits
+    // for sysmon's next look. (Overwriting sigfwd made the handler take
+    // the second tgkill for the program's own, and run it with SI_TKILL,
+    // the original siginfo lost.)
+    M* tm = target->m;
+    if (tm && tm->sigfwd[sig].load(std::memory_order_acquire) != nullptr) return Later;
+    return Running;
+  }
+  return Parked;
+}
+
+uint64_t signal_sysmon_mask(uint64_t waited, uint64_t blocked_all) {
+  uint64_t fatal = 0;
+  for (int sig = 1; sig <= 64; sig++)
+    if (terminates_by_default(sig)) fatal |= bit(sig);
+  uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal) & ~blocked_all;
+  uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
+  return ~open & ~bit(kSigSetxid);
+}
+
 bool signal_route_pending() {
   return proc_pending.load(std::memory_order_relaxed) != 0 || g_unrouted.load(std::memory_order_relaxed);
 }
@@ -1324,12 +1403,7 @@ void signal_route() {
     // a SIGTERM stayed pending forever. (Not signals ignored by default: a
     // G may block one without goshim wrapping it or recomputing this mask,
     // and sysmon would then take it from the G's sigwaitinfo.)
-    uint64_t fatal = 0;
-    for (int sig = 1; sig <= 64; sig++)
-      if (terminates_by_default(sig)) fatal |= bit(sig);
-    uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal) & ~blocked_all;
-    uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
-    uint64_t m = ~open & ~bit(kSigSetxid);
+    uint64_t m = signal_sysmon_mask(waited, blocked_all);
     sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
   }
   // Gs that got a signal while not running: wake the parked ones.
@@ -1362,36 +1436,13 @@ void signal_route() {
     int sig = __builtin_ctzll(pend) + 1;
     uint64_t b = bit(sig);
     pend &= ~b;
-    // Candidates: a G waiting for it; else a running G that does not block
-    // it; else a parked or runnable one.
-    G* waiter = nullptr;
-    G* running = nullptr;
-    G* parked = nullptr;
-    auto consider = [&](G* g) {
-      if (g->magic != kGMagic) return;
-      GStatus st = g->status.load(std::memory_order_acquire);
-      if (st == GStatus::Idle || st == GStatus::Dead) return;
-      if (g->sig_exiting.load(std::memory_order_seq_cst)) return;  // it takes what is held itself
-      if (g->sigwaiting.load(std::memory_order_relaxed) & b) {
-        if (!waiter) waiter = g;
-        return;
-      }
-      if (g->sigmask & b) return;
-      if (st == GStatus::Running || st == GStatus::Syscall) {
-        if (!running) running = g;
-      } else if (!parked || (st == GStatus::Waiting && g->wait_kind.load() != WaitKind::None)) {
-        parked = g;
-      }
-    };
-    consider(main_g());
+    SigRoute r(sig);
+    r.consider(main_g());
     size_t n = arena_nslots();
-    for (size_t i = 0; i < n && !waiter; i++) consider(arena_slot_g(i));
-    G* target = waiter ? waiter : running ? running : parked;
-    if (!target) continue;  // blocked everywhere: it waits for a G to unblock it
-    if (!waiter && ignored_now(sig)) {
-      // Ignored and some G leaves it open: discarded, as the kernel would
-      // (it is wrapped only for a waiter, ensure_wrapped); never a reason
-      // to interrupt a G.
+    for (size_t i = 0; i < n && !r.done(); i++) r.consider(arena_slot_g(i));
+    SigRoute::Kind kind = r.kind();
+    if (kind == SigRoute::Pending || kind == SigRoute::Later) continue;
+    if (kind == SigRoute::Discard) {
       if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
         siginfo_t drop;
         while (held_pop(sig, &drop)) {
@@ -1399,21 +1450,14 @@ void signal_route() {
       }
       continue;
     }
-    if (!waiter && terminates_by_default(sig)) {
-      // Its default action ends the process whichever thread takes it: do
-      // it here. Routed to a G, it waited for that G to run, which a G
-      // parked on a lock, or runnable while no M runs it, may never do.
+    if (kind == SigRoute::Die) {
       die_default(sig);
       continue;
     }
-    if (target == running && !waiter) {
-      // A forward of sig still in flight to that M: the next instance waits
-      // for sysmon's next look. (Overwriting sigfwd made the handler take
-      // the second tgkill for the program's own, and run it with SI_TKILL,
-      // the original siginfo lost.)
-      M* tm = target->m;
-      if (tm && tm->sigfwd[sig].load(std::memory_order_acquire) != nullptr) continue;
-    }
+    G* target = r.target();
+    G* waiter = r.waiter;
+    G* running = r.running;
+    if (!target) continue;  // (kind() answers Pending then: not reached)
     if (!(proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
     target->sigpending_proc.fetch_or(b, std::memory_order_seq_cst);
     if (target != waiter && (__atomic_load_n(&target->sigmask, __ATOMIC_SEQ_CST) & b)) {

@@ -129,6 +129,69 @@ void signal_route();
 // Whether sysmon should wake early to route signals.
 bool signal_route_pending();
 
+// ---- The routing decisions, as functions of the state they read (unit
+// tests drive them with fake Gs and Ms; the callers act on the result).
+
+// signal_route's choice for a process-directed signal sig held by goshim.
+// Fed the live Gs (main first, then the arena in slot order) until done():
+// a G waiting for sig (its sigwaiting set: sigwait, sigsuspend) wins at
+// once, even if it blocks sig; otherwise the first G on an M (Running, or
+// in a blocking call) that does not block it; otherwise a parked or
+// runnable G that does not block it (the last one found in an
+// interruptible wait, WaitKind, else the first). Idle, dead, exiting and
+// empty slots are skipped.
+struct SigRoute {
+  enum Kind : uint8_t {
+    Pending,  // every G blocks it: it stays pending for the process
+    Discard,  // no waiter and the program ignores it: dropped, as the kernel would
+    Die,      // no waiter and its default action ends the process: sysmon takes it
+    Later,    // a forward of sig to the chosen running G's M is in flight: next look
+    Waiter,   // to the waiter, its wait ended
+    Running,  // forwarded to the running G's M
+    Parked,   // pending on a parked or runnable G, its wait interrupted
+  };
+  explicit SigRoute(int s) : sig(s), b(1ull << (s - 1)) {}
+  void consider(G* g);
+  bool done() const { return waiter != nullptr; }
+  G* target() const { return waiter ? waiter : running ? running : parked; }
+  // Reads the program's disposition of sig and the running target's
+  // M::sigfwd.
+  Kind kind() const;
+  int sig;
+  uint64_t b;
+  G* waiter = nullptr;
+  G* running = nullptr;
+  G* parked = nullptr;
+};
+
+// sysmon's kernel signal mask: open are the signals the program handles,
+// those some G waits for (waited), and those goshim wraps or whose default
+// action ends the process unless every live G blocks them (blocked_all).
+// The other internal signals (SIGCANCEL, the preemption signal) stay
+// blocked; SIGSETXID is always open.
+uint64_t signal_sysmon_mask(uint64_t waited, uint64_t blocked_all);
+
+// The kernel mask an M sleeping without a G takes (signal_m_sleep), from
+// the one it has: also every signal sysmon takes (handled or wrapped),
+// never the internal ones.
+uint64_t signal_m_sleep_mask(uint64_t cur);
+
+// What goshim's kernel-level handler does with signal sig the kernel
+// delivered to the M on which gp runs (gp may be its g0). want: the G the
+// signal was forwarded to this M for (M::sigfwd), or null; proc_fwd: that
+// forward carries a process signal sysmon routed to want. Signal-safe.
+enum class SigHere : uint8_t {
+  ForOther,        // forwarded for a G that left this M: pending on want
+  DieHere,         // a fault on g0: the default action, here
+  Defer,           // held for the process: sysmon routes it to a G
+  ProcFwdBlocked,  // a routed process signal gp blocks again: pending on gp if still claimed
+  PendingOnG,      // thread-directed, gp blocks it: pending on gp (its sigwait ended)
+  ProcFwdWaiting,  // a routed process signal reaching gp in its sigwait/sigsuspend window
+  ThreadWaiting,   // a thread-directed one reaching gp there: pending on gp, its wait ended
+  Run,             // the program's handler (or default action) runs on gp now
+};
+SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd);
+
 // After an interruptible wait of gp returned EINTR (interrupt_wait): true
 // if the call should be restarted, i.e. the signal that interrupted it has
 // a handler installed with SA_RESTART. Consumes the interruption record.

@@ -70,7 +70,7 @@ bool inline_cpuset() {
 
 int ensure_extension(Attr* a) {
   if (a->extension) return 0;
-  a->extension = (Extension*)calloc(1, sizeof(Extension));
+  a->extension = (Extension*)real::lazy::calloc()(1, sizeof(Extension));
   return a->extension ? 0 : ENOMEM;
 }
 
@@ -190,8 +190,8 @@ GOSHIM_EXPORT int pthread_attr_destroy(pthread_attr_t* attr) {
   if (inline_cpuset()) return real::lazy::pthread_attr_destroy()(attr);
   Attr* a = in(attr);
   if (!(a->flags & kOldAttr) && a->extension) {
-    free(a->extension->cpuset);
-    free(a->extension);
+    real::lazy::free()(a->extension->cpuset);
+    real::lazy::free()(a->extension);
     a->extension = nullptr;
   }
   return 0;
@@ -332,7 +332,7 @@ GOSHIM_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t* attr, size_t size,
   const cpu_set_t* volatile setp = set;
   if (setp == nullptr || size == 0) {
     if (a->extension) {
-      free(a->extension->cpuset);
+      real::lazy::free()(a->extension->cpuset);
       a->extension->cpuset = nullptr;
       a->extension->cpusetsize = 0;
     }
@@ -341,7 +341,7 @@ GOSHIM_EXPORT int pthread_attr_setaffinity_np(pthread_attr_t* attr, size_t size,
   int ret = ensure_extension(a);
   if (ret) return ret;
   if (a->extension->cpusetsize != size) {
-    void* p = realloc(a->extension->cpuset, size);
+    void* p = real::lazy::realloc()(a->extension->cpuset, size);
     if (!p) return ENOMEM;
     a->extension->cpuset = (cpu_set_t*)p;
     a->extension->cpusetsize = size;
@@ -453,7 +453,11 @@ GOSHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t* attr) {
   a->schedpolicy = gp->sched_policy;
   a->schedparam.sched_priority = gp->sched_priority;
   // Like glibc, report the CPU affinity.
+  // The system call fills only the bytes the kernel's mask has: the rest
+  // must read as CPUs this thread cannot use, as glibc's
+  // pthread_getaffinity_np leaves them.
   cpu_set_t set;
+  CPU_ZERO(&set);
   if (sys::sched_getaffinity(0, sizeof set, &set) > 0) {
     int r = pthread_attr_setaffinity_np(attr, sizeof set, &set);
     if (r) {

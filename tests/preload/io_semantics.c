@@ -21,6 +21,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -53,6 +54,43 @@ static long long mono_ms(void) {
 }
 
 static void msleep(int ms) { usleep((useconds_t)ms * 1000); }
+
+/* A thread about to block in a call publishes its kernel thread id
+ * (about_to_block), and the thread that acts on it waits until that kernel
+ * thread sleeps (wait_blocked): state S in /proc/self/task/TID/stat.
+ * Natively the thread can sleep nowhere else between the two, so it is
+ * inside its call; a thread that shares the caller's kernel thread (an M:N
+ * runtime) is not running either. No sleep decides what is printed. */
+static atomic_int blk_tid;
+static void about_to_block(void) { atomic_store(&blk_tid, (int)syscall(SYS_gettid)); }
+
+static char task_state(int tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Returns once the thread is blocked, or once *done says its call
+ * returned (then the caller's check of done reports it). */
+static void wait_blocked(atomic_int *done) {
+  int tid;
+  while (!(tid = atomic_load(&blk_tid))) sched_yield();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (!(done && atomic_load(done)) && tid != (int)syscall(SYS_gettid) && task_state(tid) != 'S') {
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(t1.tv_sec - t0.tv_sec < 30, "thread %d never blocked", tid);
+    sched_yield();
+  }
+  atomic_store(&blk_tid, 0);
+}
 
 static int nb(int fd) { return (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0; }
 
@@ -256,6 +294,7 @@ static int cw_errno;
 
 static void *cw_reader(void *arg) {
   char c;
+  about_to_block();
   cw_ret = read(cw_fd, &c, 1);
   cw_errno = errno;
   atomic_store(&cw_done, 1);
@@ -266,6 +305,7 @@ static struct pollfd cw_pfd;
 static void *cw_poller(void *arg) {
   cw_pfd.fd = cw_fd;
   cw_pfd.events = POLLIN;
+  about_to_block();
   cw_ret = poll(&cw_pfd, 1, -1);
   cw_errno = errno;
   atomic_store(&cw_done, 1);
@@ -282,7 +322,7 @@ static void close_while_blocked(const char *what, int use_socket, int use_poll) 
   atomic_store(&cw_done, 0);
   pthread_t t;
   pthread_create(&t, NULL, use_poll ? cw_poller : cw_reader, NULL);
-  msleep(100);
+  wait_blocked(&cw_done);
   close(p[0]);
   msleep(200);
   int blocked = !atomic_load(&cw_done);
@@ -309,6 +349,7 @@ static int dr_errno;
 static char dr_c;
 static void *dr_reader(void *arg) {
   errno = 0;
+  about_to_block();
   dr_ret = read(dr_fd, &dr_c, 1);
   dr_errno = errno;
   atomic_store(&dr_done, 1);
@@ -334,7 +375,7 @@ static void test_dups(void) {
     atomic_store(&dr_done, 0);
     pthread_t t;
     pthread_create(&t, NULL, dr_reader, NULL);
-    msleep(50);
+    wait_blocked(&dr_done);
     int waited = !atomic_load(&dr_done);
     CHECK(write(p[1], "d", 1) == 1, "write");
     pthread_join(t, NULL);
@@ -369,6 +410,7 @@ static ssize_t rr_ret;
 static char rr_c;
 static atomic_int rr_done;
 static void *rr_reader(void *arg) {
+  about_to_block();
   rr_ret = read(rr_fd, &rr_c, 1);
   atomic_store(&rr_done, 1);
   return NULL;
@@ -381,7 +423,7 @@ static void test_close_reuse(void) {
   atomic_store(&rr_done, 0);
   pthread_t t;
   pthread_create(&t, NULL, rr_reader, NULL);
-  msleep(100);
+  wait_blocked(&rr_done);
   close(a[0]);
   CHECK(pipe(b) == 0, "pipe");  /* the lowest free number: a[0]'s */
   int reused = b[0] == rr_fd;
@@ -395,7 +437,7 @@ static void test_close_reuse(void) {
   char x;
   ssize_t r = read(b[0], &x, 1);
   pthread_create(&t2, NULL, dr_reader, NULL);
-  msleep(50);
+  wait_blocked(&dr_done);
   int waited = !atomic_load(&dr_done);
   CHECK(write(b[1], "c", 1) == 1, "write");
   pthread_join(t2, NULL);
@@ -415,6 +457,7 @@ static void test_close_reuse(void) {
 static int sd_fd;
 static void *sd_reader(void *arg) {
   char c;
+  about_to_block();
   cw_ret = read(sd_fd, &c, 1);
   cw_errno = errno;
   return NULL;
@@ -428,6 +471,7 @@ static void *sw_writer(void *arg) {
   size_t n = 8 << 20;
   char *b = calloc(1, n);
   errno = 0;
+  about_to_block();
   sw_ret = write(sw_fd, b, n);
   sw_errno = errno;
   free(b);
@@ -437,6 +481,7 @@ static void *sw_writer(void *arg) {
 
 static int l_fd;
 static void *sd_acceptor(void *arg) {
+  about_to_block();
   cw_ret = accept(l_fd, NULL, NULL);
   cw_errno = errno;
   return NULL;
@@ -463,7 +508,7 @@ static void test_shutdown(void) {
   sd_fd = sv[0];
   pthread_t t;
   pthread_create(&t, NULL, sd_reader, NULL);
-  msleep(100);
+  wait_blocked(NULL);
   shutdown(sv[0], SHUT_RD);
   pthread_join(t, NULL);
   printf("shutdown(SHUT_RD) under a blocked reader: read %zd %s\n", cw_ret,
@@ -474,7 +519,7 @@ static void test_shutdown(void) {
   tcp_pair(&c, &s);
   sd_fd = s;
   pthread_create(&t, NULL, sd_reader, NULL);
-  msleep(100);
+  wait_blocked(NULL);
   shutdown(s, SHUT_RDWR);
   pthread_join(t, NULL);
   printf("TCP shutdown(SHUT_RDWR) under a blocked reader: read %zd %s\n", cw_ret,
@@ -495,10 +540,17 @@ static void test_shutdown(void) {
     sw_fd = c;
     atomic_store(&sw_done, 0);
     pthread_create(&t, NULL, sw_writer, NULL);
-    msleep(100);
+    wait_blocked(&sw_done);
     int blocked = !atomic_load(&sw_done);
     shutdown(c, SHUT_WR);
-    msleep(100);
+    /* Woken: its write returns without anyone reading (10 s at most). */
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    do {
+      if (atomic_load(&sw_done)) break;
+      sched_yield();
+      clock_gettime(CLOCK_MONOTONIC, &w1);
+    } while (w1.tv_sec - w0.tv_sec < 10);
     int woken = atomic_load(&sw_done);
     char dbuf[65536];
     while (!atomic_load(&sw_done))  /* if it was not woken: let it finish */
@@ -519,7 +571,7 @@ static void test_shutdown(void) {
   int port;
   l_fd = listener(&port);
   pthread_create(&t, NULL, sd_acceptor, NULL);
-  msleep(100);
+  wait_blocked(NULL);
   shutdown(l_fd, SHUT_RDWR);
   pthread_join(t, NULL);
   printf("shutdown of a listener under a blocked accept: %zd %s\n", cw_ret,
@@ -530,7 +582,7 @@ static void test_shutdown(void) {
   tcp_pair(&c, &s);
   sd_fd = s;
   pthread_create(&t, NULL, sd_reader, NULL);
-  msleep(100);
+  wait_blocked(NULL);
   struct linger lg = {1, 0};
   setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   close(c);
@@ -881,7 +933,7 @@ static void test_fifo(void) {
   dr_fd = fd;
   atomic_store(&dr_done, 0);
   pthread_create(&t, NULL, dr_reader, NULL);
-  msleep(50);
+  wait_blocked(&dr_done);
   int waited = !atomic_load(&dr_done);
   CHECK(write(fd, "f", 1) == 1, "fifo write");
   pthread_join(t, NULL);

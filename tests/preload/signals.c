@@ -8,6 +8,7 @@
  *    fails with EINTR; nanosleep returns EINTR with the time left;
  *  - new threads inherit the creator's signal mask. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -46,10 +47,13 @@ static void *parked(void *arg) {
   return arg;
 }
 
+static int slept[2]; /* the sleeper writes a byte here once its nanosleep returned */
 static void *sleeper(void *arg) {
   struct timespec req = {30, 0}, rem = {0, 0};
   int r = nanosleep(&req, &rem);
-  CHECK(r == -1 && errno == EINTR, "nanosleep returned %d errno %d", r, errno);
+  int e = errno;
+  CHECK_EQ(write(slept[1], "s", 1), 1);
+  CHECK(r == -1 && e == EINTR, "nanosleep returned %d errno %d", r, e);
   CHECK(rem.tv_sec > 20 && rem.tv_sec <= 30, "remaining %ld s", (long)rem.tv_sec);
   return NULL;
 }
@@ -123,18 +127,28 @@ int main(void) {
   CHECK_EQ(pthread_join(p, NULL), 0);
   (void)j;
 
-  /* sleeping: EINTR with the time left */
+  /* sleeping: EINTR with the time left. Nothing tells another thread that
+     the sleeper is inside nanosleep yet (a signal that came before would
+     run its handler and leave the 30 s sleep to run out), so the signal is
+     sent again each time 100 ms pass without the sleep returning: one of
+     them lands in it, within a second or so even on a loaded machine. */
   pthread_t s;
+  CHECK_EQ(pipe(slept), 0);
   CHECK_EQ(pthread_create(&s, NULL, sleeper, NULL), 0);
-  for (int i = 0; i < 200; i++) sched_yield();
-  struct timespec tiny = {0, 10 * 1000 * 1000};
-  nanosleep(&tiny, NULL);
-  CHECK_EQ(pthread_kill(s, SIGUSR1), 0);
+  struct pollfd sp = {.fd = slept[0], .events = POLLIN};
+  do CHECK_EQ(pthread_kill(s, SIGUSR1), 0);
+  while (poll(&sp, 1, 100) == 0);
   CHECK_EQ(pthread_join(s, NULL), 0);
   CHECK(pthread_equal(handled_on, s), "handler ran on another thread (sleeping target)");
+  close(slept[0]);
+  close(slept[1]);
+  struct timespec tiny = {0, 10 * 1000 * 1000};
 
-  /* SA_RESTART: the read goes on; without it: EINTR. The signal is sent
-     again and again so that some copy surely lands during the read. */
+  /* SA_RESTART: the read goes on; without it: EINTR. Without SA_RESTART
+     the signal is sent until the read returns (a copy that lands before
+     the read starts only runs the handler early); with it, 20 spaced
+     copies come before the data, and the read returns the data whenever
+     they land. */
   for (int restart = 1; restart >= 0; restart--) {
     struct sigaction sb;
     memset(&sb, 0, sizeof sb);
@@ -145,10 +159,11 @@ int main(void) {
     reader_done = 0;
     pthread_t rd;
     CHECK_EQ(pthread_create(&rd, NULL, reader, NULL), 0);
-    for (int i = 0; i < 20 && !reader_done; i++) {
+    for (int i = 0; (restart ? i < 20 : i < 6000) && !reader_done; i++) {
       nanosleep(&tiny, NULL);
       if (!reader_done) CHECK_EQ(pthread_kill(rd, SIGUSR2), 0);
     }
+    CHECK(restart || reader_done, "a read without SA_RESTART was not interrupted by 6,000 signals");
     CHECK(restart ? !reader_done : 1, "a read with SA_RESTART ended early");
     CHECK_EQ(write(rpipe[1], "abc", 3), 3);
     void *res;

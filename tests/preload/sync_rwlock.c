@@ -93,11 +93,23 @@ static void preference(int kind, int expect_reader_blocked) {
   writer_waiting_started = 0;
   pthread_create(&w, NULL, pref_writer, NULL);
   while (!writer_waiting_started) sched_yield();
-  usleep(50 * 1000); /* let it block in wrlock */
-  int r = pthread_rwlock_tryrdlock(&pr);
+  int r;
   if (expect_reader_blocked) {
+    /* Until the writer is inside wrlock a new reader gets in; from then on
+     * it must not (nothing else shows that the writer waits). The reader
+     * lets go at once, so the writer can only wait, never get the lock. */
+    struct timespec t0, t1;
+    CHECK_EQ(clock_gettime(CLOCK_MONOTONIC, &t0), 0);
+    while ((r = pthread_rwlock_tryrdlock(&pr)) == 0) {
+      CHECK_EQ(pthread_rwlock_unlock(&pr), 0);
+      CHECK_EQ(clock_gettime(CLOCK_MONOTONIC, &t1), 0);
+      CHECK(t1.tv_sec - t0.tv_sec < 10, "new readers still get in 10 s after the writer came");
+      sched_yield();
+    }
     CHECK_EQ(r, EBUSY);
   } else {
+    usleep(50 * 1000); /* let it block in wrlock: a new reader gets in either way */
+    r = pthread_rwlock_tryrdlock(&pr);
     CHECK_EQ(r, 0);
     CHECK_EQ(pthread_rwlock_unlock(&pr), 0);
   }
