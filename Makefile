@@ -18,12 +18,41 @@
 #   make test-distros [DISTROS=trixie]  make test in Debian 13, 12, 11 chroots
 #   make install  PREFIX=/usr/local
 
-ARCH    ?= $(shell uname -m)
+HOST_ARCH := $(shell uname -m)
+ARCH    ?= $(HOST_ARCH)
 PREFIX  ?= /usr/local
-BUILD   := build
 
-CC      := gcc
-CXX     := g++
+# Cross builds (ARCH=aarch64 on an x86-64 machine): the Debian cross
+# toolchain, the arm64 builds of jemalloc, libunwind and Criterion unpacked
+# into a sysroot of the build's own ($(SYSROOT), made by `make deps`), and
+# every test program run under qemu-user ($(EMU)).
+ifeq ($(ARCH),$(HOST_ARCH))
+BUILD   := build
+CROSS   :=
+SYSROOT :=
+EMU     :=
+EMU_UNIT :=
+TIMEOUT_SCALE := 1
+EMU_THREADS := 0
+else
+BUILD   := build/$(ARCH)
+CROSS   := $(ARCH)-linux-gnu-
+SYSROOT := $(CURDIR)/build/$(ARCH)/sysroot
+# qemu-user runs the program with the cross toolchain's C library; the
+# tests' helper libraries (Criterion's) come from the sysroot.
+EMU     := qemu-$(ARCH) -L /usr/$(ARCH)-linux-gnu
+# The unit tests need Criterion's libraries: the whole sysroot (its own C
+# library, the same glibc release as the cross toolchain's).
+EMU_UNIT := qemu-$(ARCH) -L $(SYSROOT)
+# Emulation is 5-20 times slower: every test timeout is scaled.
+TIMEOUT_SCALE := 8
+# qemu-user's own RCU thread, in every emulated process's thread count.
+EMU_THREADS := 1
+endif
+UNIT_TMO = $$((300 * $(TIMEOUT_SCALE)))
+
+CC      := $(CROSS)gcc
+CXX     := $(CROSS)g++
 DEPFLAGS = -MMD -MP
 # The library builds without a warning with gcc 12 and 14 and clang 14 and
 # 19 (tested: make test-distros, make clang-check); WERROR=1 makes that a rule.
@@ -32,12 +61,31 @@ OPT     ?= -O2
 # DEFS: -DGOSHIM_DEBUG_BUILD in the debug build; SAN: sanitizer flags.
 DEFS    ?=
 SAN     ?=
-COMMON  := $(OPT) $(DEFS) $(SAN) -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -D_GNU_SOURCE -I. $(WARN)
-CXXFLAGS_LIB := -std=c++20 $(COMMON) -fno-exceptions -fno-rtti -fno-threadsafe-statics \
+COMMON  = $(OPT) $(DEFS) $(SAN) -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -D_GNU_SOURCE -I. \
+          $(SYSROOT_INC) $(WARN)
+CXXFLAGS_LIB = -std=c++20 $(COMMON) -fno-exceptions -fno-rtti -fno-threadsafe-statics \
                 -fno-asynchronous-unwind-tables -funwind-tables -ftls-model=initial-exec
-CFLAGS_LIB   := -std=gnu11 $(COMMON) -fexceptions -ftls-model=initial-exec
+CFLAGS_LIB   = -std=gnu11 $(COMMON) -fexceptions -ftls-model=initial-exec
 
-JEMALLOC_A := /usr/lib/$(ARCH)-linux-gnu/libjemalloc_pic.a
+JEMALLOC_A := $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libjemalloc_pic.a
+OBJCOPY    := $(CROSS)objcopy
+# The sysroot's headers come after the toolchain's (only Criterion's and
+# libunwind's are needed from it); libunwind is linked statically there,
+# so the library needs nothing at run time beyond the C and C++ libraries.
+ifneq ($(SYSROOT),)
+SYSROOT_INC := -idirafter $(SYSROOT)/usr/include -idirafter $(SYSROOT)/usr/include/$(ARCH)-linux-gnu
+# (No -L into the sysroot: its libc.so script names the target's absolute
+# paths; the cross toolchain's C library is the one linked against.)
+SYSROOT_LIB := -Wl,-rpath-link,$(SYSROOT)/usr/lib/$(ARCH)-linux-gnu \
+               -Wl,-rpath-link,$(SYSROOT)/lib/$(ARCH)-linux-gnu
+CRITERION_LIB := $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libcriterion.so
+UNWIND_LIB  := $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libunwind.a \
+               $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libunwind-$(ARCH).a \
+               $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/liblzma.a
+else
+UNWIND_LIB  := -lunwind
+CRITERION_LIB := -lcriterion
+endif
 # jemalloc's objects minus its C++ operator new/delete (the program's
 # libstdc++ provides those, on top of malloc), with their pthread mutex,
 # condvar and thread calls renamed to core/jemalloc_glue.cpp's (the
@@ -87,6 +135,41 @@ deps-bench: deps
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
 	fi
 
+# Cross builds: the cross toolchain and qemu-user from Debian, and the
+# target's jemalloc, libunwind and Criterion (with what they depend on)
+# downloaded by debootstrap --foreign and unpacked with dpkg-deb -x into
+# $(SYSROOT) (never `dpkg --add-architecture`, which would change the
+# host's package set).
+ifneq ($(SYSROOT),)
+DEB_ARCH_aarch64 := arm64
+DEB_ARCH   := $(or $(DEB_ARCH_$(ARCH)),$(ARCH))
+CROSS_PKGS := crossbuild-essential-$(DEB_ARCH) qemu-user debootstrap
+SYSROOT_STAMP := $(SYSROOT)/.stamp
+deps: $(SYSROOT_STAMP)
+$(SYSROOT_STAMP):
+	@missing=""; for p in $(CROSS_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing; \
+	fi
+	@set -e; SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	suite=$$(. /etc/os-release && echo $$VERSION_CODENAME); \
+	dl=$(dir $(SYSROOT))debootstrap; \
+	if ! ls $$dl/var/cache/apt/archives/libcriterion-dev_*.deb >/dev/null 2>&1; then \
+	  rm -rf $$dl; \
+	  echo "debootstrap --arch=$(DEB_ARCH) --foreign $$suite: downloading the $(DEB_ARCH) packages"; \
+	  $$SUDO debootstrap --arch=$(DEB_ARCH) --foreign --variant=minbase \
+	    --include=libjemalloc-dev,libunwind-dev,libcriterion-dev $$suite $$dl >$$dl.log 2>&1 || \
+	    { tail -n 20 $$dl.log; exit 1; }; \
+	fi; \
+	rm -rf $(SYSROOT) && mkdir -p $(SYSROOT); \
+	for d in $$dl/var/cache/apt/archives/*.deb; do dpkg-deb -x $$d $(SYSROOT); done; \
+	touch $@; echo "sysroot: $(SYSROOT)"
+endif
+
 # The packages `make deps` makes sure of (tests/distros.sh keeps its cached
 # chroots in step with this list).
 deps-list:
@@ -108,7 +191,7 @@ $(BUILD)/obj/%.o: %.S
 $(JEMALLOC_STAMP): $(JEMALLOC_A) $(JEMALLOC_SYMS)
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
 	cd $(dir $@) && ar x $(JEMALLOC_A) && rm -f jemalloc_cpp.pic.o && \
-	  for o in *.pic.o; do objcopy --redefine-syms=$(CURDIR)/$(JEMALLOC_SYMS) $$o || exit 1; done && \
+	  for o in *.pic.o; do $(OBJCOPY) --redefine-syms=$(CURDIR)/$(JEMALLOC_SYMS) $$o || exit 1; done && \
 	  touch .stamp
 
 # libgcc_s must come before libunwind among our dependencies: libunwind.so
@@ -119,7 +202,7 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	$(CC) -shared -o $@ $(LIB_OBJ) $(BUILD)/jemalloc/*.pic.o \
 	  -Wl,--version-script=shim/exports.map -Wl,-Bsymbolic-functions -Wl,-z,now \
 	  -Wl,-z,noexecstack -Wl,--no-undefined \
-	  -Wl,--no-as-needed -lgcc_s -lunwind -ldl -lpthread -lm -lc
+	  -Wl,--no-as-needed -lgcc_s $(UNWIND_LIB) -ldl -lpthread -lm -lc
 
 $(LAUNCHER): launcher/goshim.cpp core/size.hpp
 	@mkdir -p $(dir $@)
@@ -144,8 +227,8 @@ CRITERION_COMPAT := $(shell pkg-config --exists criterion 2>/dev/null && \
 
 $(BUILD)/tests/unit/%: tests/unit/%.cpp $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEFS) $(SAN) $(CRITERION_COMPAT) $(DEPFLAGS) \
-	  -o $@ $< $(CORE_OBJ) -lcriterion -lgcc_s -lunwind -ldl -lpthread
+	$(CXX) -std=c++20 -O1 -g -I. -D_GNU_SOURCE $(DEFS) $(SAN) $(SYSROOT_INC) $(CRITERION_COMPAT) $(DEPFLAGS) \
+	  -o $@ $< $(CORE_OBJ) $(SYSROOT_LIB) $(CRITERION_LIB) -lgcc_s $(UNWIND_LIB) -ldl -lpthread
 
 $(BUILD)/tests/preload/%.so: tests/preload/%.c
 	@mkdir -p $(dir $@)
@@ -175,7 +258,11 @@ PRE_RS_BIN := $(PRE_RS:tests/preload/%.rs=$(BUILD)/tests/preload/%)
 # and exits 77: the runner counts it as SKIP, never as a pass.
 $(BUILD)/tests/preload/%: tests/preload/%.rs
 	@mkdir -p $(dir $@)
-	@if rustc --edition 2021 --print sysroot >/dev/null 2>&1; then \
+	@if [ -n "$(CROSS)" ]; then \
+	  echo "$@: no Rust standard library for $(ARCH) here: a stub that exits 77"; \
+	  printf '#include <stdio.h>\nint main(void) { fputs("no Rust standard library for $(ARCH) on the build machine\\n", stderr); return 77; }\n' | \
+	    $(CC) -x c -o $@ -; \
+	elif rustc --edition 2021 --print sysroot >/dev/null 2>&1; then \
 	  echo "rustc --edition 2021 -O -o $@ $<"; rustc --edition 2021 -O -o $@ $<; \
 	else \
 	  echo "$@: $$(rustc --version) has no edition 2021: a stub that exits 77"; \
@@ -189,11 +276,27 @@ $(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: 
 
 preload: $(PRE_RS_BIN)
 
-unit: deps $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; timeout 300 $$t --jobs 2; done
+# Emulated runs: tests/emu/execwrap.so lets a program of the target exec
+# one (Criterion re-executes each unit test binary) under the emulator.
+EXECWRAP := $(BUILD)/tests/emu/execwrap.so
+$(EXECWRAP): tests/emu/execwrap.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -fPIC -shared -o $@ $< -ldl
+ifneq ($(EMU),)
+EMU_PRELOAD := -E LD_PRELOAD=$(CURDIR)/$(EXECWRAP)
+EMU_VARS    := EMU_EXEC="$(EMU_UNIT)"
+UNIT_DEPS   := $(EXECWRAP)
+endif
 
-preload: deps all $(PRE_BIN)
-	@tests/run_preload.sh $(BUILD)
+unit: deps $(UNIT_BIN) $(UNIT_DEPS)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; \
+	  $(EMU_VARS) timeout $(UNIT_TMO) $(EMU_UNIT) $(EMU_PRELOAD) $$t --jobs 2; done
+
+preload: deps all $(PRE_BIN) $(UNIT_DEPS)
+	@TEST_EMU="$(EMU)" TEST_TRUE=$(SYSROOT)/bin/true TEST_TIMEOUT_SCALE=$(TIMEOUT_SCALE) \
+	  TEST_EMU_THREADS=$(EMU_THREADS) TEST_EMU_PRELOAD=$(if $(EMU),$(CURDIR)/$(EXECWRAP)) \
+	  OBJDUMP=$(CROSS)objdump \
+	  tests/run_preload.sh $(BUILD)
 
 observe: deps all $(OBS_BIN)
 	@tests/run_observe.sh $(BUILD)
@@ -235,12 +338,19 @@ $(PROG_DIR)/threads_rust: tests/programs/src/threads_rust.rs
 programs: deps all $(PROG_BIN)
 	@tests/run_programs.sh $(BUILD)
 
+# A cross build (ARCH=aarch64) runs the unit and preload tests under
+# emulation; the real programs are the host's Debian binaries, and the
+# observability tests drive the launcher and the host's tools: not run.
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory preload
+ifeq ($(EMU),)
 	@$(MAKE) --no-print-directory programs
 	@$(MAKE) --no-print-directory observe
+else
+	@echo "programs, observe: not run for a cross build (ARCH=$(ARCH)): they need the host's programs and tools"
+endif
 
 # ---- debug and sanitizer builds ---------------------------------------------------
 # The debug build checks the lock order (core/lockrank.hpp) at every
@@ -332,4 +442,5 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (build/<arch>/ of a cross build holds a sysroot: its *.d are not ours.)
+-include $(shell find $(BUILD) \( -name sysroot -o -name debootstrap \) -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -5,6 +5,8 @@
 
 #if defined(__x86_64__)
 #include "arch/x86_64/arch.hpp"
+#elif defined(__aarch64__)
+#include "arch/aarch64/arch.hpp"
 #else
-#error "goshim: unsupported architecture (see arch/aarch64/README for the port's seam)"
+#error "goshim: unsupported architecture (x86_64 and aarch64 only)"
 #endif

@@ -77,7 +77,7 @@ volatile int probe_ch;
 volatile int probe_hits;
 
 void probe_handler(int, siginfo_t*, void* uc) {
-  probe_pc = (uintptr_t)((ucontext_t*)uc)->uc_mcontext.gregs[REG_RIP];
+  probe_pc = arch::uc_pc((ucontext_t*)uc);
   probe_ch = *(volatile int*)(arch::get_tp() + tls::L.cancelhandling);
   probe_hits = probe_hits + 1;
 }

@@ -34,7 +34,7 @@ bool cancel_in_glibc_bridge(uintptr_t pc);
 
 }  // namespace goshim
 
-// goshim's own cancellable system call (arch/x86_64/cancel_syscall.S).
+// goshim's own cancellable system call (arch/<arch>/cancel_syscall.S).
 extern "C" long goshim_cancellable_syscall(const int* ch, long nr, long a1, long a2, long a3, long a4,
                                            long a5, long a6);
 extern "C" const char goshim_cancel_sc_start[];

@@ -224,11 +224,17 @@ const char* syscall_name(long nr) {
     case SYS_writev: return "writev";
     case SYS_pread64: return "pread64";
     case SYS_pwrite64: return "pwrite64";
+#ifdef SYS_poll  // not in the generic table (aarch64)
     case SYS_poll: return "poll";
+#endif
     case SYS_ppoll: return "ppoll";
+#ifdef SYS_select  // not in the generic table (aarch64)
     case SYS_select: return "select";
+#endif
     case SYS_pselect6: return "pselect6";
+#ifdef SYS_epoll_wait  // not in the generic table (aarch64)
     case SYS_epoll_wait: return "epoll_wait";
+#endif
     case SYS_epoll_pwait: return "epoll_pwait";
     case SYS_futex: return "futex";
     case SYS_nanosleep: return "nanosleep";
@@ -247,7 +253,9 @@ const char* syscall_name(long nr) {
     case SYS_ioctl: return "ioctl";
     case SYS_openat: return "openat";
     case SYS_fsync: return "fsync";
+#ifdef SYS_pause  // not in the generic table (aarch64)
     case SYS_pause: return "pause";
+#endif
     case SYS_rt_sigtimedwait: return "rt_sigtimedwait";
     case SYS_rt_sigsuspend: return "rt_sigsuspend";
     default: return nullptr;

@@ -120,16 +120,7 @@ size_t unwind_into(unw_cursor_t* c, char* out, size_t size) {
 // The context a parked G was switched out with (switch.S frame layout).
 void saved_context(G* gp, ucontext_t* uc) {
   memset(uc, 0, sizeof *uc);
-  uintptr_t sp = gp->sched_sp;
-  const uintptr_t* f = (const uintptr_t*)sp;
-  uc->uc_mcontext.gregs[REG_R15] = (greg_t)f[1];
-  uc->uc_mcontext.gregs[REG_R14] = (greg_t)f[2];
-  uc->uc_mcontext.gregs[REG_R13] = (greg_t)f[3];
-  uc->uc_mcontext.gregs[REG_R12] = (greg_t)f[4];
-  uc->uc_mcontext.gregs[REG_RBX] = (greg_t)f[5];
-  uc->uc_mcontext.gregs[REG_RBP] = (greg_t)f[6];
-  uc->uc_mcontext.gregs[REG_RIP] = (greg_t)f[7];
-  uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 0x40);
+  arch::uc_from_frame(uc, gp->sched_sp);
 }
 
 // The user-space stack and instruction pointers of kernel thread tid while
@@ -245,12 +236,12 @@ void dump_one(int fd, G* gp) {
     len += rawfmt(buf + len, sizeof buf - len, "  [in system call %ld]\n", nr);
     ucontext_t uc;
     memset(&uc, 0, sizeof uc);
-    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)kpc;
-    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)ksp;
+    arch::uc_set_pc(&uc, kpc);
+    arch::uc_set_sp(&uc, ksp);
     guard_tid.store(sys::gettid(), std::memory_order_release);
     if (sigsetjmp(guard_buf, 1) == 0) {
       uintptr_t hi = gp->stack.hi > ksp ? gp->stack.hi : ksp + 1024 * 1024;
-      uc.uc_mcontext.gregs[REG_RBP] = (greg_t)guess_frame_pointer(ksp, hi);
+      arch::uc_set_fp(&uc, guess_frame_pointer(ksp, hi));
       unw_cursor_t c;
       if (unw_init_local(&c, (unw_context_t*)&uc) == 0)
         len += unwind_into(&c, buf + len, sizeof buf - len);

@@ -158,7 +158,7 @@ struct PollWaiter {
 struct G {
   // Saved stack pointer of a switched-out context. Offset 0: switch.S.
   uintptr_t sched_sp = 0;
-  // Thread pointer: this G's TCB (struct pthread). pthread_t == tp.
+  // Thread pointer: this G's TCB. pthread_t == tls::pthread_of(tp).
   uintptr_t tp = 0;
   std::atomic<GStatus> status{GStatus::Idle};
   uint32_t flags = 0;
@@ -183,8 +183,6 @@ struct G {
   std::atomic<int64_t> cpu_mark{-1};
   std::atomic<G*> joiner{nullptr};
   uint64_t creator_goid = 0;
-  uint32_t fp_mxcsr = 0;   // initial floating-point control state
-  uint16_t fp_fpcw = 0;
   bool started = false;    // has run at least once
   bool started_tls = false;  // its TLS block has been initialized once
   bool block_clean = false;  // its block was brought back at exit (tls::block_clean_at_exit)

@@ -30,6 +30,7 @@
 #include <time.h>
 
 
+#include "arch/arch.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "syscalls/sys.hpp"
@@ -46,7 +47,7 @@ void lock_slow(int* w) {
     if (__atomic_load_n(w, __ATOMIC_RELAXED) == 0 &&
         __atomic_compare_exchange_n(w, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       return;
-    __builtin_ia32_pause();
+    goshim::arch::cpu_relax();
   }
   while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0) goshim::sys::futex_wait(w, 2, nullptr);
 }

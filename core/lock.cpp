@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include "arch/arch.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -17,7 +18,7 @@ void Mutex::lock_slow() {
       uint32_t z = 0;
       if (state_.compare_exchange_weak(z, 1, std::memory_order_acquire)) return;
     }
-    __builtin_ia32_pause();
+    arch::cpu_relax();
   }
   // Mark contended and sleep in the kernel until the holder wakes us.
   while (state_.exchange(2, std::memory_order_acquire) != 0) {
@@ -41,7 +42,7 @@ void SpinLock::lock_slow() {
   for (int spins = 0;;) {
     while (v_.load(std::memory_order_relaxed)) {
       if (++spins < 256)
-        __builtin_ia32_pause();
+        arch::cpu_relax();
       else
         spin_yield();
     }

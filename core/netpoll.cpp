@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <sys/epoll.h>
 
+#include "arch/arch.hpp"
 #include "core/fdtable.hpp"
 #include "core/rawlog.hpp"
 #include "core/rtlock.hpp"
@@ -88,7 +89,7 @@ void PdLock::lock_slow() {
   for (;;) {
     while (v_.load(std::memory_order_relaxed)) {
       if (++spins < 256)
-        __builtin_ia32_pause();
+        arch::cpu_relax();
       else
         rt_spin_yield();  // the holder's M may be descheduled
     }

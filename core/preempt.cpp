@@ -1,5 +1,6 @@
 // Asynchronous preemption (see preempt.hpp).
 #include "core/preempt.hpp"
+#include "arch/arch.hpp"
 #include "core/rtlock.hpp"
 
 #include <dlfcn.h>
@@ -78,7 +79,7 @@ int collect(struct dl_phdr_info* info, size_t, void* self_base) {
 // The interrupted code runs on the G's own stack (not on an alternate
 // signal stack, which belongs to the M, inside some handler).
 bool on_own_stack(G* gp, ucontext_t* uc) {
-  uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+  uintptr_t sp = arch::uc_sp(uc);
   return gp->stack.hi && sp > gp->stack.lo && sp <= gp->stack.hi;
 }
 
@@ -90,7 +91,7 @@ void async_preempt(G* gp, ucontext_t* uc) {
   if (gp->is_g0() || !mp || mp->curg != gp ||
       gp->status.load(std::memory_order_relaxed) != GStatus::Running || gp->insig > 0 ||
       !gp->preempt.load(std::memory_order_relaxed) ||
-      pc_unsafe((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]) || !on_own_stack(gp, uc))
+      pc_unsafe(arch::uc_pc(uc)) || !on_own_stack(gp, uc))
     return;  // not here: the next interposed call yields
   // A safe point. The kernel saved every register (and the xsave area)
   // in uc on this G's stack. Let the M run other Gs with the signal mask
@@ -174,7 +175,7 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
       // target moved): only an asynchronous cancellation of this G, and
       // never inside goshim itself. A target missed here acts when it
       // resumes after its next preemption (async_preempt).
-      uintptr_t pc = (uintptr_t)((ucontext_t*)uctx)->uc_mcontext.gregs[REG_RIP];
+      uintptr_t pc = arch::uc_pc((ucontext_t*)uctx);
       if (gp->insig == 0 && gp->m && gp->m->locks.load(std::memory_order_relaxed) == 0 &&
           !dladdr_is_self(pc) && cancel_async_pending(gp))
         cancel_point();

@@ -8,7 +8,8 @@
 // stack, as glibc's own threads have it):
 //
 //   slot base                                                 slot end (page)
-//   | guard | stack (default size) ... | static TLS (below_tp) | struct pthread |
+//   | guard | stack (default size) ... | static TLS (below_tp) | struct pthread |  (x86-64)
+//   | guard | stack (default size) ... | struct pthread        | tcbhead, TLS   |  (aarch64)
 //                                      ^ stack.hi              ^ tp
 //
 // An idle goroutine then touches the block's two top pages only (the TCB,
@@ -22,7 +23,7 @@
 // slots hold the TLS block only (no stack) and every stack comes from
 // core/stack.
 //
-// pthread_t == tp, so pthread_t -> G is arithmetic plus a range check, and
+// pthread_t == tp + tls::L.pd, so pthread_t -> G is arithmetic plus a range check, and
 // a pointer into the arena is always readable (slots are never unmapped).
 // Slots are recycled through per-P free lists and a global one; the pages
 // of a slot stack that sat on the global list for a while go back to the
@@ -92,7 +93,7 @@ uintptr_t arena_lo = 0;
 size_t slot_size = 0;  // stride between slots
 size_t slot_tp = 0;    // tp's offset from its slot's base
 size_t max_slots = 0;
-size_t tcb_span = 0;   // sizeof(struct pthread) rounded to 64
+size_t tcb_span = 0;   // the block above tp (tls::L.above_tp) rounded to 64
 size_t slot_stack = 0;  // usable bytes of a slot's stack; 0: slots hold no stack
 uintptr_t garena = 0;   // the Gs, one per slot index
 size_t g_stride = 0;
@@ -101,6 +102,15 @@ std::atomic<size_t> nslots{0};
 constinit G g1;  // main
 
 G* slot_g(size_t idx) { return (G*)(garena + idx * g_stride); }
+
+// A slot stack's guard: one page, or arch::kMinStackGuard where a signal
+// frame pushed on an overflowed stack is larger than a page (aarch64: the
+// frame would otherwise reach the slot below, core/stack.cpp map_stack).
+size_t slot_guard_bytes() {
+  size_t pg = page_size();
+  size_t min = (arch::kMinStackGuard + pg - 1) & ~(pg - 1);
+  return min > pg ? min : pg;
+}
 
 // The stack of the slot whose thread pointer is tp.
 Stack slot_stack_of(uintptr_t tp) {
@@ -114,12 +124,12 @@ Stack slot_stack_of(uintptr_t tp) {
   return s;
 }
 
-// The guard page of a slot's stack: the whole page below the stack's
-// lowest whole page.
+// The guard of a slot's stack (slot_guard_bytes): below the stack's lowest
+// whole page.
 uintptr_t slot_guard_of(uintptr_t tp) {
   size_t pg = page_size();
   uintptr_t lo = tp - tls::L.below_tp - slot_stack;
-  return (lo & ~(uintptr_t)(pg - 1)) - pg;
+  return (lo & ~(uintptr_t)(pg - 1)) - slot_guard_bytes();
 }
 
 G* galloc() {
@@ -129,7 +139,8 @@ G* galloc() {
     return nullptr;
   }
   uintptr_t tp = arena_slot_tp(idx);
-  if (slot_stack && sys::madvise((void*)slot_guard_of(tp), page_size(), MADV_GUARD_INSTALL) != 0) {
+  if (slot_stack &&
+      sys::madvise((void*)slot_guard_of(tp), slot_guard_bytes(), MADV_GUARD_INSTALL) != 0) {
     // The probe at arena_init worked: out of memory for the page table.
     // The slot stays counted (others may have taken later ones) but unused.
     return nullptr;
@@ -285,7 +296,9 @@ void g_entry(void* arg) {
 
 void arena_init() {
   size_t pg = page_size();
-  tcb_span = (tls::L.sizeof_pthread + 63) & ~(size_t)63;
+  // What lies above tp: struct pthread (x86-64), or the tcbhead and the
+  // static TLS (aarch64).
+  tcb_span = (tls::L.above_tp + 63) & ~(size_t)63;
   size_t align = tls::L.static_align < 64 ? 64 : tls::L.static_align;
   g_stride = (sizeof(G) + 63) & ~(size_t)63;
   size_t block = tls::L.below_tp + tcb_span;
@@ -293,7 +306,7 @@ void arena_init() {
   // of pages, tp aligned for the static TLS.
   size_t ss = default_stack_size();
   if (stack_guard_is_madvise() && ss <= kMaxSlotStack && align <= pg) {
-    size_t stride = ((block + ss + pg - 1) & ~(pg - 1)) + 2 * pg;
+    size_t stride = ((block + ss + pg - 1) & ~(pg - 1)) + pg + slot_guard_bytes();
     size_t n = kSlotStackVa / stride;
     if (n > kMaxSlots) n = kMaxSlots;
     void* p = sys::mmap(nullptr, stride * n, PROT_READ | PROT_WRITE,
@@ -310,7 +323,9 @@ void arena_init() {
       slot_stack = ss;
       // The kernel may refuse guard regions on this mapping: then no slot
       // stacks (the probe's guard stays, harmless: slot 0's stack is unused).
-      if (sys::madvise((void*)slot_guard_of(arena_slot_tp(0)), pg, MADV_GUARD_INSTALL) == 0) return;
+      if (sys::madvise((void*)slot_guard_of(arena_slot_tp(0)), slot_guard_bytes(),
+                       MADV_GUARD_INSTALL) == 0)
+        return;
       slot_stack = 0;
       sys::munmap(p, stride * n);
       sys::munmap(gm, g_stride * n);
@@ -360,8 +375,8 @@ G* g_from_vtid(int32_t vtid) {
 }
 
 bool is_goshim_tp(pthread_t t) {
-  uintptr_t tp = (uintptr_t)t;
-  if (tp == 0) return false;
+  if (t == 0) return false;
+  uintptr_t tp = tls::tp_of_pthread((uintptr_t)t);
   if (tp == g1.tp) return true;
   if (tp < arena_lo + slot_tp) return false;
   size_t off = tp - arena_lo - slot_tp;
@@ -371,8 +386,8 @@ bool is_goshim_tp(pthread_t t) {
 namespace {
 // The goroutine slot t names (live or not), or null.
 G* slot_from_pthread(pthread_t t) {
-  uintptr_t tp = (uintptr_t)t;
-  if (tp == 0) return nullptr;
+  if (t == 0) return nullptr;
+  uintptr_t tp = tls::tp_of_pthread((uintptr_t)t);
   if (tp == g1.tp && g1.magic == kGMagic) return &g1;
   if (tp < arena_lo + slot_tp) return nullptr;
   size_t off = tp - arena_lo - slot_tp;
@@ -524,11 +539,9 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
   gp->insig = 0;
   gp->waitreason = WaitReason::None;
-  gp->fp_mxcsr = arch::get_mxcsr();
-  gp->fp_fpcw = arch::get_fpcw();
-  gp->sched_sp = arch::frame_init(gp->stack.hi, g_entry, gp, gp->fp_mxcsr, gp->fp_fpcw);
+  gp->sched_sp = arch::frame_init(gp->stack.hi, g_entry, gp, arch::get_fpctl());
 
-  *out = (pthread_t)gp->tp;  // before the G can run, as glibc does
+  *out = (pthread_t)tls::pthread_of(gp->tp);  // before the G can run, as glibc does
 
   int64_t live = sched.ngoroutines.fetch_add(1, std::memory_order_relaxed) + 1;
   int64_t peak = sched.ngpeak.load(std::memory_order_relaxed);

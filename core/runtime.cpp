@@ -82,7 +82,7 @@ void* mstart(void* arg) {
   tls_g = &mp->g0;  // this kernel thread's own TCB is g0's block
   mp->g0.tp = arch::get_tp();
   mp->tid = (pid_t)sys::gettid();
-  mp->pthread = (unsigned long)mp->g0.tp;
+  mp->pthread = (unsigned long)tls::pthread_of(mp->g0.tp);
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
   // The thread started with every signal blocked (signal_create_begin);
@@ -256,7 +256,7 @@ static bool runtime_init_mn() {
   tls::set_stack(s0, g0stack.lo, g0stack.hi - g0stack.lo);
   m0->g0_sp = g0stack.hi & ~(uintptr_t)15;
   m0->tid = (pid_t)sys::gettid();
-  m0->pthread = (unsigned long)tls::initial_tp();
+  m0->pthread = (unsigned long)tls::pthread_of(tls::initial_tp());
   m0->cur_sigmask = initial_sigmask;
 
   // G1: main, running now on M0. Read its stack while glibc can still
@@ -264,7 +264,7 @@ static bool runtime_init_mn() {
   G* g1 = main_g();
   {
     pthread_attr_t a;
-    if (real::pthread_getattr_np((pthread_t)tls::initial_tp(), &a) == 0) {
+    if (real::pthread_getattr_np((pthread_t)tls::pthread_of(tls::initial_tp()), &a) == 0) {
       void* addr = nullptr;
       size_t size = 0;
       pthread_attr_getstack(&a, &addr, &size);

@@ -66,7 +66,7 @@ struct alignas(64) Bucket {
         continue;
       }
       if (++spins < 200)
-        __builtin_ia32_pause();
+        arch::cpu_relax();
       else
         rt_spin_yield();  // the holder's kernel thread may be preempted
     }

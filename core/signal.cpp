@@ -810,11 +810,11 @@ void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
   if ((ch & 0x19) != 0x08) return;
   bool async = ch & 0x02;
   ucontext_t* uc = (ucontext_t*)uctx;
-  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t pc = arch::uc_pc(uc);
   if (pc >= (uintptr_t)goshim_cancel_sc_start && pc < (uintptr_t)goshim_cancel_sc_end) {
     if (async || gp->kwait_cancellable) {
-      uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)goshim_cancel_sc_end;
-      uc->uc_mcontext.gregs[REG_RAX] = -EINTR;
+      arch::uc_set_pc(uc, (uintptr_t)goshim_cancel_sc_end);
+      arch::uc_set_ret(uc, -EINTR);
     }
     return;
   }

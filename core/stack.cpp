@@ -2,6 +2,7 @@
 #include "core/stack.hpp"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -9,8 +10,10 @@
 
 #include <new>
 
+#include "arch/arch.hpp"
 #include "core/rawlog.hpp"
 #include "syscalls/sys.hpp"
+#include "syscalls/sys_io.hpp"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -67,7 +70,15 @@ size_t round_page(size_t n) { return (n + g_page - 1) & ~(g_page - 1); }
 FreeStack* node_of(const Stack& s) { return (FreeStack*)(s.hi - sizeof(FreeStack)); }
 
 bool map_stack(size_t size, size_t guard, Stack* out) {
-  size_t total = size + guard;
+  // A signal handler that runs on an overflowed stack (goshim's SIGSEGV
+  // wrapper, without a sigaltstack) has its frame pushed below the guard:
+  // on aarch64 that frame (about 4.6 KiB) is larger than a 4 KiB guard
+  // page, so the kernel (and qemu-user) could write part of it into the
+  // mapping below (another goroutine's stack) before faulting. Such a
+  // guard is widened, out of sight: Stack::guard stays what was asked.
+  size_t mapped_guard = guard;
+  if (guard && guard < arch::kMinStackGuard) mapped_guard = round_page(arch::kMinStackGuard);
+  size_t total = size + mapped_guard;
   void* p = sys::mmap(nullptr, total, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (p == MAP_FAILED) return false;
@@ -75,13 +86,13 @@ bool map_stack(size_t size, size_t guard, Stack* out) {
   if (guard) {
     bool ok = false;
     if (g_guard_madvise.load(std::memory_order_relaxed)) {
-      long r = sys::madvise(p, guard, MADV_GUARD_INSTALL);
+      long r = sys::madvise(p, mapped_guard, MADV_GUARD_INSTALL);
       if (r == 0)
         ok = true;
       else if (r == -EINVAL)
         g_guard_madvise.store(false, std::memory_order_relaxed);  // kernel < 6.13
     }
-    if (!ok && sys::mprotect(p, guard, PROT_NONE) != 0) {
+    if (!ok && sys::mprotect(p, mapped_guard, PROT_NONE) != 0) {
       sys::munmap(p, total);
       return false;
     }
@@ -89,9 +100,30 @@ bool map_stack(size_t size, size_t guard, Stack* out) {
   out->map_lo = lo;
   out->map_size = total;
   out->guard = guard;
-  out->lo = lo + guard;
+  out->lo = lo + mapped_guard;
   out->hi = lo + total;
   return true;
+}
+
+// Whether MADV_GUARD_INSTALL really guards: a kernel without it says
+// EINVAL, but qemu-user (7.2) accepts every madvise and does nothing, so
+// a stack would have no guard at all. The probe writes a byte from a
+// guarded page into a pipe: the kernel refuses (EFAULT) when the guard is
+// there.
+bool guard_madvise_works() {
+  void* p = sys::mmap(nullptr, g_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  bool works = false;
+  if (sys::madvise(p, g_page, MADV_GUARD_INSTALL) == 0) {
+    int fds[2];
+    if (sys::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+      works = sys::write(fds[1], p, 1) == -EFAULT;
+      sys::close(fds[0]);
+      sys::close(fds[1]);
+    }
+  }
+  sys::munmap(p, g_page);
+  return works;
 }
 
 }  // namespace
@@ -99,6 +131,7 @@ bool map_stack(size_t size, size_t guard, Stack* out) {
 void stack_init() {
   long ps = sysconf(_SC_PAGESIZE);
   if (ps > 0) g_page = (size_t)ps;
+  g_guard_madvise.store(guard_madvise_works(), std::memory_order_relaxed);
   // glibc's default: RLIMIT_STACK if set and not unlimited, else 2 MiB on
   // x86-64 (ARCH_STACK_DEFAULT_SIZE), never below PTHREAD_STACK_MIN.
   pthread_attr_t a;

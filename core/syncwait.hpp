@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "arch/arch.hpp"
 #include "core/gmp.hpp"
 
 namespace goshim {
@@ -51,7 +52,7 @@ bool sync_can_spin(int iter, int32_t owner = 0);
 
 // One round of active spinning (PAUSE n times). Any thread.
 inline void sync_pause(int n) {
-  for (int i = 0; i < n; i++) __builtin_ia32_pause();
+  for (int i = 0; i < n; i++) arch::cpu_relax();
 }
 
 // Gives up the processor: a goroutine yields to the others (gosched), a

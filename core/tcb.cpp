@@ -12,6 +12,19 @@ namespace goshim::tcb {
 constinit std::atomic<size_t> tid_off{0};
 constinit std::atomic<size_t> robust_off{0};
 constinit std::atomic<size_t> cancel_off{0};
+constinit std::atomic<size_t> pd_below{0};
+
+size_t pd_from_tp() {
+  if (!arch::kTlsVariantI) return 0;
+  size_t below = pd_below.load(std::memory_order_relaxed);
+  if (!below) {
+    const uint32_t* sz = real::lazy::_thread_db_sizeof_pthread();
+    if (!sz || *sz < 1024 || *sz > 16384) return 0;
+    below = *sz;
+    pd_below.store(below, std::memory_order_relaxed);
+  }
+  return (size_t)0 - below;
+}
 
 // glibc before 2.34 exports no libthread_db descriptor: cancelhandling is
 // the one word of the TCB whose bit 0 follows pthread_setcancelstate and
@@ -48,6 +61,7 @@ size_t find_cancel_offset(uintptr_t me) {
 
 void early_init() {
   if (tid_off.load(std::memory_order_acquire) != 0) return;
+  if (arch::kTlsVariantI && pd_from_tp() == 0) return;  // every offset stays 0: slow paths
   uintptr_t me = self();
   // {bits, count, offset}: a debugger ABI, so it matches the running glibc.
   const uint32_t* d = real::lazy::_thread_db_pthread_tid();
@@ -56,14 +70,32 @@ void early_init() {
   else if (!c) cancel_off.store(find_cancel_offset(me), std::memory_order_relaxed);
   void* head = nullptr;
   size_t len = 0;
-  if (sys::get_robust_list(0, &head, &len) == 0 && (uintptr_t)head > me &&
-      (uintptr_t)head < me + 16384)
+  if (sys::get_robust_list(0, &head, &len) != 0) {
+    const uint32_t* sz = real::lazy::_thread_db_sizeof_pthread();
+    if (sz && *sz <= 16384) head = (void*)scan_robust_head(me, *sz);
+  }
+  if ((uintptr_t)head > me && (uintptr_t)head < me + 16384)
     robust_off.store((uintptr_t)head - me, std::memory_order_relaxed);
   // Use the tid offset only if it holds this thread's kernel tid now (the
   // constructor runs on the initial thread, before goshim renames it).
   if (d && d[2] > 0 && d[2] < 16384 &&
       *(const pid_t*)(me + d[2]) == (pid_t)sys::gettid())
     tid_off.store(d[2], std::memory_order_release);
+}
+
+uintptr_t scan_robust_head(uintptr_t pd, size_t size) {
+  // futex_offset: offsetof(__lock) - offsetof(__list.__next) in a mutex:
+  constexpr long kFutexOffset = -32;  // __lock at 0, __list.__next at 32 (shim/sync.hpp)
+  uintptr_t found = 0;
+  int hits = 0;
+  for (size_t off = 8; off + 24 <= size; off += 8) {
+    uintptr_t a = pd + off;
+    if (*(uintptr_t*)a == a && *(long*)(a + 8) == kFutexOffset && *(uintptr_t*)(a - 8) == a) {
+      found = a;
+      hits++;
+    }
+  }
+  return hits == 1 ? found : 0;
 }
 
 namespace {

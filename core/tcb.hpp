@@ -17,6 +17,8 @@
 
 #include <atomic>
 
+#include "arch/arch.hpp"
+
 namespace goshim::tcb {
 
 // glibc's struct robust_list_head (linux/futex.h), at THREAD_SELF->robust_head.
@@ -28,6 +30,9 @@ struct RobustHead {
 
 // Offsets into struct pthread; 0 until early_init ran.
 extern constinit std::atomic<size_t> tid_off;
+// Variant I (aarch64): sizeof(struct pthread), which lies just below the
+// thread pointer (THREAD_SELF = tp - pd_below); found by early_init.
+extern constinit std::atomic<size_t> pd_below;
 extern constinit std::atomic<size_t> robust_off;
 extern constinit std::atomic<size_t> cancel_off;
 
@@ -39,11 +44,27 @@ void early_init();
 // while a cancellation may be pending.
 size_t find_cancel_offset(uintptr_t me);
 
-// THREAD_SELF (tcbhead_t.self at %fs:0x10): the caller's struct pthread.
+// The robust list head of the struct pthread at pd (size bytes), found
+// without get_robust_list(2), which qemu-user does not implement (ENOSYS):
+// glibc initializes every thread's head as {&head, futex_offset, NULL}
+// with robust_prev (the word below) = &head. 0 if not found exactly once.
+uintptr_t scan_robust_head(uintptr_t pd, size_t size);
+
+// struct pthread's address relative to the thread pointer, modular: 0 on
+// x86-64, -sizeof(struct pthread) on aarch64 (pd_below). Any thread, also
+// before early_init (it then looks the size up itself).
+size_t pd_from_tp();
+
+// THREAD_SELF: the caller's struct pthread (x86-64: tcbhead_t.self at
+// %fs:0x10; aarch64: tp - sizeof(struct pthread)).
 inline uintptr_t self() {
+#if defined(__x86_64__)
   uintptr_t s;
   __asm__("movq %%fs:0x10, %0" : "=r"(s));
   return s;
+#else
+  return arch::get_tp() - pd_below.load(std::memory_order_relaxed);
+#endif
 }
 
 pid_t slow_tid();
@@ -52,9 +73,13 @@ pid_t slow_tid();
 inline pid_t self_tid() {
   size_t off = tid_off.load(std::memory_order_relaxed);
   if (__builtin_expect(off != 0, 1)) {
+#if defined(__x86_64__)
     pid_t t;
     __asm__("movl %%fs:(%1), %0" : "=r"(t) : "r"(off));  // THREAD_SELF == tp on x86-64
     return t;
+#else
+    return *(const volatile pid_t*)(self() + off);
+#endif
   }
   return slow_tid();
 }
@@ -89,7 +114,7 @@ RobustHead* self_robust();
 // The robust list head of the TCB at tp (a goroutine's, at its exit).
 inline RobustHead* robust_of(uintptr_t tp) {
   size_t off = robust_off.load(std::memory_order_relaxed);
-  return off ? (RobustHead*)(tp + off) : nullptr;
+  return off ? (RobustHead*)(tp - pd_below.load(std::memory_order_relaxed) + off) : nullptr;
 }
 
 }  // namespace goshim::tcb

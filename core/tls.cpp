@@ -20,6 +20,7 @@ extern "C" struct __res_state* __res_state(void);
 #include "arch/arch.hpp"
 #include "core/gmp.hpp"
 #include "core/rawlog.hpp"
+#include "core/tcb.hpp"
 #include "core/real.hpp"
 #include "syscalls/sys.hpp"
 
@@ -30,9 +31,14 @@ Probe last_probe;
 
 namespace {
 
-// tcbhead_t (x86-64): a fixed ABI.
+constexpr bool kVariantI = arch::kTlsVariantI;
+
+// tcbhead_t: a fixed ABI. x86-64 (variant II, at tp): the fields below.
+// aarch64 (variant I, at tp): {dtv, private} only; the stack and pointer
+// guards are globals there and single-thread detection is global.
 constexpr size_t kTcbSelf0 = 0x00;
-constexpr size_t kTcbDtv = 0x08;
+constexpr size_t kTcbDtv = kVariantI ? 0x00 : 0x08;
+constexpr size_t kTcbPrivate = 0x08;  // aarch64
 constexpr size_t kTcbSelf = 0x10;
 constexpr size_t kTcbMultipleThreads = 0x18;
 constexpr size_t kTcbSysinfo = 0x20;
@@ -41,7 +47,11 @@ constexpr size_t kTcbPointerGuard = 0x30;
 constexpr size_t kTcbFeature1 = 0x48;
 constexpr uint32_t kFeature1Shstk = 1u << 1;  // CET shadow stack active
 
+#if defined(__aarch64__)
+constexpr uint32_t kRseqSig = 0xd428bc00;  // RSEQ_SIG on aarch64 (brk #0x45e0)
+#else
 constexpr uint32_t kRseqSig = 0x53053053;  // RSEQ_SIG on x86
+#endif
 constexpr int kRseqFlagUnregister = 1;
 constexpr uint32_t kRseqCpuIdRegistrationFailed = (uint32_t)-2;
 constexpr uint32_t kRseqCpuIdUninitialized = (uint32_t)-1;
@@ -70,8 +80,13 @@ Mutex dlopen_lock{LockRank::TlsDlopen};  // serializes after_dlopen
 struct StaticModule {
   uintptr_t image;
   size_t filesz, memsz;
-  size_t offset;  // the module's block is at tp - offset
+  size_t offset;  // l_tls_offset: see module_block
 };
+
+// A module's static TLS block in the block whose thread pointer is tp.
+inline uintptr_t module_block(uintptr_t tp, size_t l_tls_offset) {
+  return kVariantI ? tp + l_tls_offset : tp - l_tls_offset;
+}
 constexpr int kMaxStaticModules = 64;
 StaticModule static_mods[kMaxStaticModules];
 std::atomic<int> nstatic_mods{0};
@@ -136,7 +151,7 @@ constexpr int kChDisabled = 1 << 0, kChAsync = 1 << 1, kChCanceling = 1 << 2,
 // goshim's pthread_cancel sets (signal.cpp cancel_send), then glibc's
 // pthread_testcancel (cancel_point), which must unwind to the buffer.
 __attribute__((noinline)) void cancel_unwind_probe(Probe* pr) {
-  volatile uintptr_t self = arch::get_tp();
+  volatile uintptr_t self = arch::get_tp();  // offsets are tp-relative
   void* volatile prev = at<void*>(self, L.cleanup_jmp_buf);
   Probe* volatile vpr = pr;
   __pthread_unwind_buf_t ub;
@@ -164,33 +179,39 @@ __attribute__((noinline)) void cancel_unwind_probe(Probe* pr) {
 
 void* probe_main(void* arg) {
   Probe* pr = (Probe*)arg;
-  uintptr_t self = arch::get_tp();
+  // Every offset in L is relative to tp (THREAD_SELF = tp + L.pd).
+  uintptr_t tp = arch::get_tp();
+  uintptr_t self = tp + L.pd;
   pr->self = self;
   pr->tid = (pid_t)sys::gettid();
   void* head = nullptr;
   size_t len = 0;
-  if (sys::get_robust_list(0, &head, &len) == 0) {
+  if (sys::get_robust_list(0, &head, &len) != 0)  // ENOSYS under qemu-user
+    head = (void*)tcb::scan_robust_head(self, L.sizeof_pthread);
+  if (head) {
     pr->robust_head = (uintptr_t)head;
     pr->futex_offset = *(intptr_t*)((uintptr_t)head + 8);
   }
   pr->res = (uintptr_t)__res_state();
-  pr->resp_tls = (uintptr_t)real::tls_address(real::lazy::__resp(), self);
+  pr->resp_tls = (uintptr_t)real::tls_address(real::lazy::__resp(), tp);
   pr->tls_g_addr = (uintptr_t)&tls_g;
   // Look for the (stackblock, stackblock_size) pair inside the TCB.
   for (size_t off = 0; off + 16 <= L.sizeof_pthread; off += 8) {
     if (at<uintptr_t>(self, off) == pr->stack_lo && at<size_t>(self, off + 8) == pr->stack_size) {
-      pr->stackblock = off;
+      pr->stackblock = off + L.pd;  // tp-relative
       pr->stackblock_hits++;
     }
   }
-  pr->cleanup_jmp_buf_val = at<uintptr_t>(self, L.cancelhandling - 8);
-  pr->specific0 = at<uintptr_t>(self, L.specific);
-  pr->list_next = at<uintptr_t>(self, L.list);
-  pr->multiple_threads = at<int>(self, kTcbMultipleThreads);
-  pr->tcb_self0 = at<uintptr_t>(self, kTcbSelf0);
-  pr->tcb_self = at<uintptr_t>(self, kTcbSelf);
-  pr->stack_guard = at<uintptr_t>(self, kTcbStackGuard);
-  pr->pointer_guard = at<uintptr_t>(self, kTcbPointerGuard);
+  pr->cleanup_jmp_buf_val = at<uintptr_t>(tp, L.cancelhandling - 8);
+  pr->specific0 = at<uintptr_t>(tp, L.specific);
+  pr->list_next = at<uintptr_t>(tp, L.list);
+  if (!kVariantI) {
+    pr->multiple_threads = at<int>(tp, kTcbMultipleThreads);
+    pr->tcb_self0 = at<uintptr_t>(tp, kTcbSelf0);
+    pr->tcb_self = at<uintptr_t>(tp, kTcbSelf);
+    pr->stack_guard = at<uintptr_t>(tp, kTcbStackGuard);
+    pr->pointer_guard = at<uintptr_t>(tp, kTcbPointerGuard);
+  }
   if (pr->robust_head > self + 8 && pr->robust_head < self + L.sizeof_pthread)
     pr->robust_prev = *(uintptr_t*)(pr->robust_head - 8);
   // rseq: the length glibc registered is not exported (__rseq_size is the
@@ -198,7 +219,7 @@ void* probe_main(void* arg) {
   // thread that is about to exit, so that main's registration can be moved
   // for sure later (move_kernel_registrations).
   if (L.rseq_size) {
-    uintptr_t area = self + L.rseq;
+    uintptr_t area = tp + L.rseq;
     pr->rseq_cpu_id = at<uint32_t>(area, 4);
     if (pr->rseq_cpu_id != kRseqCpuIdRegistrationFailed) {
       pr->rseq_unregister_failed = true;
@@ -215,7 +236,7 @@ void* probe_main(void* arg) {
   }
   // cancelhandling: the bits glibc's public calls set (none of them is a
   // cancellation point, and no cancellation is pending).
-  volatile int* ch = (volatile int*)(self + L.cancelhandling);
+  volatile int* ch = (volatile int*)(tp + L.cancelhandling);
   int old;
   pr->ch_start = *ch;
   pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
@@ -275,15 +296,31 @@ bool init(const char** why) {
   }
   L.sizeof_pthread = *sz;
   if (L.sizeof_pthread < 1024 || L.sizeof_pthread > 16384 ||
-      L.sizeof_pthread >= L.static_size || L.static_align > 4096 ||
+      (!kVariantI && L.sizeof_pthread >= L.static_size) || L.static_align > 4096 ||
       (L.static_align & (L.static_align - 1))) {
     *why = "unexpected glibc TLS geometry";
     return false;
   }
-  L.below_tp = L.static_size - L.sizeof_pthread;
-  if (L.below_tp % L.static_align) {
-    *why = "unexpected glibc static TLS alignment";
-    return false;
+  if (kVariantI) {
+    // _dl_get_tls_static_info's size is the tcbhead and the static TLS
+    // above tp; struct pthread (TLS_PRE_TCB_SIZE) comes on top, below tp,
+    // and tp keeps the static alignment.
+    size_t align = L.static_align < 64 ? 64 : L.static_align;
+    if (L.static_size < 16 || L.sizeof_pthread % 16) {
+      *why = "unexpected glibc TLS geometry";
+      return false;
+    }
+    L.below_tp = (L.sizeof_pthread + align - 1) & ~(align - 1);
+    L.above_tp = L.static_size;
+    L.pd = (size_t)0 - L.sizeof_pthread;
+  } else {
+    L.below_tp = L.static_size - L.sizeof_pthread;
+    L.above_tp = L.sizeof_pthread;
+    L.pd = 0;
+    if (L.below_tp % L.static_align) {
+      *why = "unexpected glibc static TLS alignment";
+      return false;
+    }
   }
   if (!db_offset(real::lazy::_thread_db_pthread_list(), &L.list) ||
       !db_offset(real::lazy::_thread_db_pthread_tid(), &L.tid) ||
@@ -294,10 +331,12 @@ bool init(const char** why) {
     *why = "a libthread_db descriptor is missing";
     return false;
   }
+  // From here on every struct pthread offset is relative to tp.
+  for (size_t* f : {&L.list, &L.tid, &L.specific, &L.cancelhandling, &L.report_events}) *f += L.pd;
   L.cleanup_jmp_buf = L.cancelhandling - 8;  // stable since glibc 2.3
 
   t0 = arch::get_tp();
-  if (at<uint32_t>(t0, kTcbFeature1) & kFeature1Shstk) {
+  if (!kVariantI && at<uint32_t>(t0, kTcbFeature1) & kFeature1Shstk) {
     *why = "CET shadow stacks are active (goshim does not switch shadow stacks)";
     return false;
   }
@@ -308,6 +347,7 @@ bool init(const char** why) {
   if (rseq_off && rseq_size) {
     L.rseq = *rseq_off;
     L.rseq_size = *rseq_size;
+    L.rseq_area = true;
   }
 
   // The probe thread: a real kernel thread on a stack we supply, so the
@@ -337,7 +377,7 @@ bool init(const char** why) {
   real::pthread_join(th, nullptr);
   // The joined thread's TCB is still in the stack goshim supplied.
   if (pr.self > pr.stack_lo && pr.self + L.sizeof_pthread <= pr.stack_lo + probe_size)
-    pr.ch_joined = at<int>(pr.self, L.cancelhandling);
+    pr.ch_joined = at<int>(pr.self - L.pd, L.cancelhandling);
   sys::munmap(stk, probe_size);
   last_probe = pr;
   if ((*why = check_probe(pr))) return false;
@@ -357,6 +397,7 @@ bool init(const char** why) {
 
 const char* check_probe(const Probe& pr) {
   const size_t probe_size = pr.stack_size;
+  const uintptr_t ptp = pr.self - L.pd;  // the probe's thread pointer
 
   // Checks: every offset agrees with what the probe saw.
   if (pr.self == 0 || pr.stackblock_hits != 1) {
@@ -367,36 +408,38 @@ const char* check_probe(const Probe& pr) {
   if (pr.robust_head <= pr.self || pr.robust_head >= pr.self + L.sizeof_pthread) {
     return "cannot locate robust_head in struct pthread";
   }
-  L.robust_head = pr.robust_head - pr.self;
+  L.robust_head = pr.robust_head - ptp;
   L.robust_prev = L.robust_head - 8;
   robust_futex_offset = pr.futex_offset;
   if (pr.res <= pr.self || pr.res >= pr.self + L.sizeof_pthread) {
     return "cannot locate the resolver state in struct pthread";
   }
-  L.res = pr.res - pr.self;
+  L.res = pr.res - ptp;
   if (!pr.resp_tls) {
     return "glibc's __resp TLS symbol is missing";
   }
-  L.resp = (intptr_t)(pr.resp_tls - pr.self);
-  L.tls_g = (intptr_t)(pr.tls_g_addr - pr.self);
+  L.resp = (intptr_t)(pr.resp_tls - ptp);
+  L.tls_g = (intptr_t)(pr.tls_g_addr - ptp);
   if (pr.specific0 <= pr.self || pr.specific0 >= pr.self + L.sizeof_pthread) {
     return "cannot locate specific_1stblock in struct pthread";
   }
-  L.specific_1stblock = pr.specific0 - pr.self;
+  L.specific_1stblock = pr.specific0 - ptp;
   if (pr.cleanup_jmp_buf_val < pr.stack_lo || pr.cleanup_jmp_buf_val >= pr.stack_lo + probe_size) {
     return "cleanup_jmp_buf is not where TLS.md says";
   }
-  if (pr.list_next == 0 || pr.multiple_threads != 1) {
+  if (pr.list_next == 0 || (!kVariantI && pr.multiple_threads != 1)) {
     return "struct pthread list/multiple_threads check failed";
   }
-  // tcbhead_t (fixed offsets): the two self pointers, and the guards that
-  // glibc copies from the initial thread into every thread.
-  if (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
-      at<uintptr_t>(t0, kTcbSelf) != t0) {
+  // tcbhead_t (fixed offsets, x86-64): the two self pointers, and the
+  // guards that glibc copies from the initial thread into every thread.
+  // aarch64's tcbhead_t is {dtv, private}: nothing of goshim's there.
+  if (!kVariantI &&
+      (pr.tcb_self0 != pr.self || pr.tcb_self != pr.self || at<uintptr_t>(t0, kTcbSelf0) != t0 ||
+       at<uintptr_t>(t0, kTcbSelf) != t0)) {
     return "tcbhead_t's self pointers are not at 0x0 and 0x10";
   }
-  if (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
-      pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard)) {
+  if (!kVariantI && (pr.stack_guard != at<uintptr_t>(t0, kTcbStackGuard) ||
+                     pr.pointer_guard != at<uintptr_t>(t0, kTcbPointerGuard))) {
     return "tcbhead_t's stack and pointer guards are not at 0x28 and 0x30";
   }
   // robust_prev sits just below robust_head and points at it in a thread
@@ -417,13 +460,17 @@ const char* check_probe(const Probe& pr) {
   if (L.stackblock <= L.tid && L.tid < L.stackblock + 16) {
     return "struct pthread layout check failed";
   }
-  if (L.resp >= 0 || -L.resp > (intptr_t)L.below_tp || L.tls_g >= 0 ||
-      -L.tls_g > (intptr_t)L.below_tp) {
+  // Static TLS: below tp in variant II, above the tcbhead in variant I.
+  auto in_static_tls = [](intptr_t off) {
+    return kVariantI ? (off >= 16 && off < (intptr_t)L.above_tp)
+                     : (off < 0 && -off <= (intptr_t)L.below_tp);
+  };
+  if (!in_static_tls(L.resp) || !in_static_tls(L.tls_g)) {
     return "TLS variables are not in static TLS";
   }
-  if (L.rseq_size && (L.rseq < -(intptr_t)L.below_tp ||
+  if (L.rseq_area && (L.rseq < -(intptr_t)L.below_tp ||
                       L.rseq + (intptr_t)(L.rseq_reglen > 32 ? L.rseq_reglen : 32) >
-                          (intptr_t)L.sizeof_pthread)) {
+                          (intptr_t)L.above_tp)) {
     return "the rseq area is not in the thread's TLS block";
   }
 
@@ -448,12 +495,13 @@ static void block_reinit_static(uintptr_t tp) {
   int n = nstatic_mods.load(std::memory_order_acquire);
   for (int i = 0; i < n; i++) {
     const StaticModule& m = static_mods[i];
-    uintptr_t dest = tp - m.offset;
+    uintptr_t dest = module_block(tp, m.offset);
     memcpy((void*)dest, (const void*)m.image, m.filesz);
     memset((void*)(dest + m.filesz), 0, m.memsz - m.filesz);
   }
   uintptr_t dtv = at<uintptr_t>(tp, kTcbDtv);
-  memset((void*)tp, 0, L.sizeof_pthread);
+  memset((void*)(tp + L.pd), 0, L.sizeof_pthread);
+  if (kVariantI) at<uintptr_t>(tp, kTcbPrivate) = 0;
   at<uintptr_t>(tp, kTcbDtv) = dtv;
 }
 
@@ -473,17 +521,20 @@ bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
   } else {
     if (!fresh) {
       dl_deallocate_tls((void*)tp, false);
-      memset((void*)tp, 0, L.sizeof_pthread);
+      memset((void*)(tp + L.pd), 0, L.sizeof_pthread);
+      if (kVariantI) memset((void*)tp, 0, 16);
     }
     if (!dl_allocate_tls((void*)tp)) return false;
   }
-  set_if<uintptr_t>(tp, kTcbSelf0, tp);
-  set_if<uintptr_t>(tp, kTcbSelf, tp);
-  set_if<int>(tp, kTcbMultipleThreads, 1);
-  set_if<uintptr_t>(tp, kTcbSysinfo, at<uintptr_t>(t0, kTcbSysinfo));
-  set_if<uintptr_t>(tp, kTcbStackGuard, at<uintptr_t>(t0, kTcbStackGuard));
-  set_if<uintptr_t>(tp, kTcbPointerGuard, at<uintptr_t>(t0, kTcbPointerGuard));
-  set_if<uint32_t>(tp, kTcbFeature1, at<uint32_t>(t0, kTcbFeature1));
+  if (!kVariantI) {
+    set_if<uintptr_t>(tp, kTcbSelf0, tp);
+    set_if<uintptr_t>(tp, kTcbSelf, tp);
+    set_if<int>(tp, kTcbMultipleThreads, 1);
+    set_if<uintptr_t>(tp, kTcbSysinfo, at<uintptr_t>(t0, kTcbSysinfo));
+    set_if<uintptr_t>(tp, kTcbStackGuard, at<uintptr_t>(t0, kTcbStackGuard));
+    set_if<uintptr_t>(tp, kTcbPointerGuard, at<uintptr_t>(t0, kTcbPointerGuard));
+    set_if<uint32_t>(tp, kTcbFeature1, at<uint32_t>(t0, kTcbFeature1));
+  }
   // list points at itself: glibc's list_del on it (fork) stays harmless and
   // the G is on none of glibc's thread lists.
   set_if<uintptr_t>(tp, L.list, tp + L.list);
@@ -495,7 +546,11 @@ bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
   set_if<uintptr_t>(tp, L.robust_head + 16, 0);
   set_if<uintptr_t>(tp, L.specific, tp + L.specific_1stblock);
   set_if<uint8_t>(tp, L.report_events, at<uint8_t>(t0, L.report_events));
-  if (L.rseq_size) {
+  // Also when glibc's own registration failed (__rseq_size 0: qemu-user
+  // has no rseq): pthread_create passes "register rseq" on to the new
+  // thread when the creator's cpu_id is >= 0, and a new M created from a
+  // goroutine would then die in start_thread ("rseq registration failed").
+  if (L.rseq_area) {
     set_if<uint32_t>(tp + L.rseq, 0, 0);
     set_if<uint32_t>(tp + L.rseq, 4, kRseqCpuIdRegistrationFailed);
   }
@@ -529,7 +584,7 @@ void on_exit() {
 uintptr_t initial_tp() { return t0; }
 
 void adopt_main(G* g1) {
-  at<int>(t0, kTcbMultipleThreads) = 1;
+  if (!kVariantI) at<int>(t0, kTcbMultipleThreads) = 1;
   tls_g = g1;
 }
 
@@ -563,13 +618,13 @@ namespace {
 struct NewModule {
   uintptr_t image;
   size_t filesz, memsz;
-  size_t offset;  // l_tls_offset: the block is at tp - offset
+  size_t offset;  // l_tls_offset: see module_block
 };
 
 void copy_module(uintptr_t tp, void* ctx) {
   const NewModule* nm = (const NewModule*)ctx;
   if (tp == t0) return;  // glibc initialized main's block (it is on dl_stack_user)
-  uintptr_t dest = tp - nm->offset;
+  uintptr_t dest = module_block(tp, nm->offset);
   memcpy((void*)dest, (const void*)nm->image, nm->filesz);
   memset((void*)(dest + nm->filesz), 0, nm->memsz - nm->filesz);
 }

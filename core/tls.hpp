@@ -25,16 +25,25 @@ struct Layout {
   size_t static_size = 0;   // _dl_get_tls_static_info: static TLS + TCB
   size_t static_align = 0;
   size_t sizeof_pthread = 0;
-  size_t below_tp = 0;      // static_size - sizeof_pthread
-  // struct pthread offsets
+  // The block around a thread pointer: [tp - below_tp, tp + above_tp).
+  // Variant II (x86-64): static TLS below tp, struct pthread at tp.
+  // Variant I (aarch64): struct pthread below tp, the 16-byte tcbhead and
+  // static TLS above it.
+  size_t below_tp = 0;
+  size_t above_tp = 0;
+  // struct pthread's address relative to tp (THREAD_SELF = tp + pd): 0 in
+  // variant II, -sizeof(struct pthread) in variant I (modular arithmetic).
+  size_t pd = 0;
+  // struct pthread offsets, relative to tp (pd added: tp + L.tid is the tid)
   size_t list = 0, tid = 0, robust_prev = 0, robust_head = 0, cleanup_jmp_buf = 0,
          cancelhandling = 0, specific_1stblock = 0, specific = 0, report_events = 0,
          stackblock = 0, stackblock_size = 0, res = 0;
-  // TLS offsets relative to tp (negative on x86-64)
+  // TLS offsets relative to tp (negative on x86-64, positive on aarch64)
   intptr_t resp = 0;        // glibc's __resp
   intptr_t tls_g = 0;       // goshim's tls_g
   intptr_t rseq = 0;        // __rseq_offset
-  uint32_t rseq_size = 0;   // __rseq_size (feature size)
+  uint32_t rseq_size = 0;   // __rseq_size (feature size); 0 when registration failed
+  bool rseq_area = false;   // __rseq_offset is known (the area exists, registered or not)
   uint32_t rseq_reglen = 0; // the length glibc registered with the kernel
 };
 
@@ -89,7 +98,11 @@ bool init(const char** why);
 
 // Bytes one block needs, counted from its 64-aligned base; tp is at
 // base + L.below_tp.
-inline size_t block_bytes() { return L.static_size; }
+inline size_t block_bytes() { return L.below_tp + L.above_tp; }
+
+// pthread_t (struct pthread's address) <-> thread pointer.
+inline uintptr_t pthread_of(uintptr_t tp) { return tp + L.pd; }
+inline uintptr_t tp_of_pthread(uintptr_t pd) { return pd - L.pd; }
 
 // Initializes the block whose thread pointer is tp for gp, which must carry
 // its vtid. fresh: never used (zero memory, glibc allocates the DTV);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "arch/arch.hpp"
+#include "core/tcb.hpp"
 #include "core/config.hpp"
 #include "core/debug.hpp"
 #include "core/proc.hpp"
@@ -141,9 +142,13 @@ GOSHIM_EXPORT void pthread_exit(void* value) {
 }
 
 GOSHIM_EXPORT pthread_t pthread_self(void) {
+#if defined(__x86_64__)
   pthread_t self;
   __asm__("movq %%fs:0x10, %0" : "=r"(self));  // THREAD_SELF: header.self
   return self;
+#else
+  return (pthread_t)tcb::self();  // THREAD_SELF: tp - sizeof(struct pthread)
+#endif
 }
 
 GOSHIM_EXPORT int pthread_equal(pthread_t a, pthread_t b) { return a == b; }

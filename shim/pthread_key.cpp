@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "arch/arch.hpp"
+#include "core/tcb.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
@@ -113,11 +114,12 @@ inline bool key_valid(pthread_key_t key, const void* ra) {
 // runs inside jemalloc's boot, whose first pthread_key_create comes here.
 Layout init_layout() {
   const uint32_t* d = real::lazy::_thread_db_pthread_specific();
-  if (!d) {
+  // Variant I (aarch64): struct pthread below tp needs its size as well.
+  if (!d || (arch::kTlsVariantI && tcb::pd_from_tp() == 0)) {
     layout.store(Layout::None, std::memory_order_release);
     return Layout::None;
   }
-  size_t spec = d[2];
+  size_t spec = d[2] + tcb::pd_from_tp();  // relative to tp
   uintptr_t tp = arch::get_tp();
   size_t first = *(uintptr_t*)(tp + spec) - tp;
   __atomic_store_n(&off_specific, spec, __ATOMIC_RELAXED);
@@ -254,7 +256,7 @@ void ensure_helper() {
     g_exit_hook = g_exit_keys;
     return;
   }
-  while (helper_state.load(std::memory_order_acquire) < 2) __builtin_ia32_pause();
+  while (helper_state.load(std::memory_order_acquire) < 2) arch::cpu_relax();
 }
 
 void arm_helper() {

@@ -652,7 +652,11 @@ GOSHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t* mu) {
       size_t off = tcb::tid_off.load(std::memory_order_relaxed);
       if (__builtin_expect(off == 0, 0)) return finish_lock_early(m);
       pid_t tid;
+#if defined(__x86_64__)
       __asm__("movl %%fs:(%1), %0" : "=r"(tid) : "r"(off));  // THREAD_SELF->tid
+#else
+      tid = *(const pid_t*)(tcb::self() + off);
+#endif
       st(&m->owner, tid);
       m->nusers++;
       return 0;

@@ -1,13 +1,15 @@
-// pthread_spin_*: glibc's x86-64 encoding (1 unlocked, <= 0 locked; glibc
-// locks with `lock decl`, we with a CAS from 1, which mix), so
-// process-shared spinlocks work with native processes too.
+// pthread_spin_*: glibc's encoding, so process-shared spinlocks work with
+// native processes too: on x86-64 1 unlocked, <= 0 locked (glibc locks
+// with `lock decl`, we with a CAS from 1, which mix); elsewhere (aarch64)
+// the generic 0 unlocked, 1 locked.
 //
-// A waiter spins with PAUSE, but only for a bounded time: then it yields
+// A waiter spins with the spin hint (PAUSE, YIELD), but only for a bounded time: then it yields
 // (a goroutine to the other goroutines, a foreign thread to the kernel),
 // so that on a single P the goroutine holding the lock gets to run.
 #include <errno.h>
 #include <pthread.h>
 
+#include "arch/arch.hpp"
 #include "shim/shim.hpp"
 #include "shim/sync.hpp"
 
@@ -15,10 +17,17 @@ using namespace goshim;
 
 namespace {
 constexpr int kSpinsBeforeYield = 64;
-}
+#if defined(__x86_64__)
+constexpr int kUnlocked = 1, kLocked = 0;
+inline bool held(int v) { return v <= 0; }
+#else
+constexpr int kUnlocked = 0, kLocked = 1;
+inline bool held(int v) { return v != 0; }
+#endif
+}  // namespace
 
 GOSHIM_EXPORT int pthread_spin_init(pthread_spinlock_t* lock, int) {
-  __atomic_store_n((int*)lock, 1, __ATOMIC_RELAXED);
+  __atomic_store_n((int*)lock, kUnlocked, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -28,11 +37,11 @@ GOSHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t* lock) {
   int* l = (int*)lock;
   int spins = 0;
   for (;;) {
-    int one = 1;
-    if (__atomic_compare_exchange_n(l, &one, 0, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    int free = kUnlocked;
+    if (__atomic_compare_exchange_n(l, &free, kLocked, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       return 0;
-    while (__atomic_load_n(l, __ATOMIC_RELAXED) <= 0) {
-      __builtin_ia32_pause();
+    while (held(__atomic_load_n(l, __ATOMIC_RELAXED))) {
+      arch::cpu_relax();
       if (++spins >= kSpinsBeforeYield) {
         sync_yield();
         spins = 0;
@@ -42,14 +51,14 @@ GOSHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t* lock) {
 }
 
 GOSHIM_EXPORT int pthread_spin_trylock(pthread_spinlock_t* lock) {
-  int one = 1;
-  return __atomic_compare_exchange_n((int*)lock, &one, 0, false, __ATOMIC_ACQUIRE,
+  int free = kUnlocked;
+  return __atomic_compare_exchange_n((int*)lock, &free, kLocked, false, __ATOMIC_ACQUIRE,
                                      __ATOMIC_RELAXED)
              ? 0
              : EBUSY;
 }
 
 GOSHIM_EXPORT int pthread_spin_unlock(pthread_spinlock_t* lock) {
-  __atomic_store_n((int*)lock, 1, __ATOMIC_RELEASE);
+  __atomic_store_n((int*)lock, kUnlocked, __ATOMIC_RELEASE);
   return 0;
 }

@@ -1,4 +1,4 @@
-// glibc's object layouts (x86-64, glibc 2.36) as the synchronization shims
+// glibc's object layouts (x86-64 and aarch64, glibc 2.36) as the synchronization shims
 // see them, and the mutex internals pthread_cond.cpp needs. Every overlay
 // is static_asserted to fit the public type, and the static initializers
 // (all zero, or a kind/flags field) are valid states of it.
@@ -13,7 +13,9 @@
 
 namespace goshim::shim {
 
-// struct __pthread_mutex_s.
+// struct __pthread_mutex_s. On aarch64 (the generic layout) spins and
+// elision are one int __spins, which goshim does not use, and the public
+// type is 48 bytes instead of 40; every other offset is the same.
 struct MutexObj {
   int lock;            // the lock word (see pthread_mutex.cpp for its protocols)
   unsigned count;      // recursion depth
@@ -25,7 +27,7 @@ struct MutexObj {
   void* prev;          // robust list links (__pthread_list_t)
   void* next;
 };
-static_assert(sizeof(MutexObj) == sizeof(pthread_mutex_t), "pthread_mutex_t overlay");
+static_assert(sizeof(MutexObj) <= sizeof(pthread_mutex_t), "pthread_mutex_t overlay");
 static_assert(offsetof(MutexObj, kind) == 16, "kind must be where static initializers put it");
 static_assert(offsetof(MutexObj, next) == 32, "robust list entry");
 

@@ -1,4 +1,4 @@
-// syscall(): the entry is arch/x86_64/syscall.S, which passes every number
+// syscall(): the entry is arch/<arch>/syscall.S, which passes every number
 // to the kernel except SYS_futex (served by core/futex, in-process) and the
 // calls that may create shared mappings (which core/memclass must hear of).
 // These are the C halves, with syscall()'s convention: the result, or -1

@@ -5,7 +5,7 @@
 // close would leave a stale fd-table entry. Every other number goes to
 // libc's syscall() unchanged.
 //
-// The entry is arch/x86_64/syscall.S, which dispatches by number.
+// The entry is arch/<arch>/syscall.S, which dispatches by number.
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -18,7 +18,7 @@
 
 using namespace goshim;
 
-// The C half of arch/x86_64/syscall.S for the fd calls (seven longs: the
+// The C half of arch/<arch>/syscall.S for the fd calls (seven longs: the
 // number and the six arguments, the last on the stack, as the assembly
 // leaves them). syscall()'s convention: the result, or -1 with errno.
 extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_io(long nr, long a1, long a2,
@@ -72,9 +72,11 @@ extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_io(long nr,
     case SYS_dup:
       r = fdop_dup((int)a1);
       break;
+#ifdef SYS_dup2  // not in the generic table (aarch64)
     case SYS_dup2:
       r = fdop_dup3((int)a1, (int)a2, 0, true);
       break;
+#endif
     case SYS_dup3:
       r = fdop_dup3((int)a1, (int)a2, (int)a3, false);
       break;

@@ -81,11 +81,17 @@ long epoll_ctl(int epfd, int op, int fd, struct epoll_event* ev) {
   return raw4(SYS_epoll_ctl, epfd, op, fd, (long)ev);
 }
 long epoll_wait(int epfd, struct epoll_event* evs, int max, int timeout_ms) {
+#ifdef SYS_epoll_wait
   return raw4(SYS_epoll_wait, epfd, (long)evs, max, timeout_ms);
+#else  // the generic table (aarch64) has only epoll_pwait
+  return raw6(SYS_epoll_pwait, epfd, (long)evs, max, timeout_ms, 0, 8);
+#endif
 }
 long eventfd2(unsigned initval, int flags) { return raw2(SYS_eventfd2, initval, flags); }
 
+#if defined(__x86_64__)
 long arch_prctl(int code, unsigned long addr) { return raw2(SYS_arch_prctl, code, (long)addr); }
+#endif
 long rseq(void* area, uint32_t len, int flags, uint32_t sig) {
   return raw4(SYS_rseq, (long)area, len, flags, sig);
 }

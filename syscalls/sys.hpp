@@ -12,8 +12,10 @@
 
 #if defined(__x86_64__)
 #include "syscalls/raw_x86_64.hpp"
+#elif defined(__aarch64__)
+#include "syscalls/raw_aarch64.hpp"
 #else
-#error "goshim: no raw syscall layer for this architecture yet (see arch/aarch64/README)"
+#error "goshim: no raw syscall layer for this architecture"
 #endif
 
 struct epoll_event;
@@ -58,7 +60,9 @@ long epoll_ctl(int epfd, int op, int fd, struct epoll_event* ev);
 long epoll_wait(int epfd, struct epoll_event* evs, int max, int timeout_ms);
 long eventfd2(unsigned initval, int flags);
 
+#if defined(__x86_64__)
 long arch_prctl(int code, unsigned long addr);
+#endif
 long rseq(void* area, uint32_t len, int flags, uint32_t sig);
 long set_robust_list(void* head, size_t len);
 long get_robust_list(int pid, void** head, size_t* len);

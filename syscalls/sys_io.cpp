@@ -1,6 +1,7 @@
 // Raw I/O system calls (see sys_io.hpp).
 #include "syscalls/sys_io.hpp"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 
@@ -21,12 +22,21 @@ long pwrite(int fd, const void* buf, size_t n, long off) {
   return raw4(SYS_pwrite64, fd, (long)buf, (long)n, off);
 }
 // The kernel takes the offset split in two longs (pos_l, pos_h); on 64-bit
-// the low one carries it all.
+// the low one carries it all. Where the *v2 calls do not exist (ENOSYS: a
+// kernel before 4.6, qemu-user 7.2), glibc's preadv2/pwritev2 fall back to
+// preadv/pwritev without flags and fail with EOPNOTSUPP with them; so do
+// these (goshim's preadv and pwritev come here with flags 0).
 long preadv2(int fd, const struct iovec* iov, int cnt, long off, int flags) {
-  return raw6(SYS_preadv2, fd, (long)iov, cnt, off, 0, flags);
+  long r = raw6(SYS_preadv2, fd, (long)iov, cnt, off, 0, flags);
+  if (r != -ENOSYS) return r;
+  if (flags != 0) return -EOPNOTSUPP;
+  return raw5(SYS_preadv, fd, (long)iov, cnt, off, 0);
 }
 long pwritev2(int fd, const struct iovec* iov, int cnt, long off, int flags) {
-  return raw6(SYS_pwritev2, fd, (long)iov, cnt, off, 0, flags);
+  long r = raw6(SYS_pwritev2, fd, (long)iov, cnt, off, 0, flags);
+  if (r != -ENOSYS) return r;
+  if (flags != 0) return -EOPNOTSUPP;
+  return raw5(SYS_pwritev, fd, (long)iov, cnt, off, 0);
 }
 long recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a, socklen_t* alen) {
   return raw6(SYS_recvfrom, fd, (long)buf, (long)n, flags, (long)a, (long)alen);

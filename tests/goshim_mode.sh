@@ -12,7 +12,17 @@ set -u
 lib=${1:?usage: goshim_mode.sh LIBGOSHIM}
 unset_goshim=()
 for v in $(compgen -e | grep '^GOSHIM_'); do unset_goshim+=(-u "$v"); done
-err=$(timeout -s KILL 60 env "${unset_goshim[@]}" LD_PRELOAD="$lib" /bin/true 2>&1 >/dev/null) || {
+# Under emulation (TEST_EMU, see run_preload.sh) a program of the target
+# (TEST_TRUE) runs instead of /bin/true.
+emu=(${TEST_EMU:-})
+if [ ${#emu[@]} -gt 0 ]; then
+  pre=(QEMU_SET_ENV="LD_PRELOAD=$lib")
+  prog=${TEST_TRUE:?TEST_TRUE: a program of the emulated target}
+else
+  pre=(LD_PRELOAD="$lib")
+  prog=/bin/true
+fi
+err=$(timeout -s KILL 60 env "${unset_goshim[@]}" "${pre[@]}" "${emu[@]}" "$prog" 2>&1 >/dev/null) || {
   echo "goshim_mode.sh: /bin/true failed under $lib: $err" >&2
   exit 2
 }

@@ -29,8 +29,30 @@
 # fails. Under 1:1 the M:N claims are not made (no MAX_KERNEL_THREADS, no
 # REQUIRE_MIGRATION), and the goshim-only cases (native: skip, e.g. 100,000
 # live threads) are reported as SKIP with the refusal as the reason.
+#
+# Cross builds (make ARCH=aarch64 test) set TEST_EMU to the emulator
+# command; tests/preload/cases_emu.txt then says which cases (or which
+# native runs) emulation cannot carry, and why:
+#   name  skip          reason     the case is SKIP in every mode
+#   name  native=skip   reason     goshim runs only (SKIP for native)
+#   name  native=run:VAR=VAL  reason   a smaller native load
+#   name  goshim=skip   reason     native run only (SKIP for p1, p2, pd)
+#   name  goshim=run:VAR=VAL  reason   a smaller load for the goshim runs
+# Native and goshim runs both go through the emulator, goshim's as
+# QEMU_SET_ENV=LD_PRELOAD=... (an LD_PRELOAD of the emulator's own
+# environment would reach the host's loader), both with TEST_EMU_PRELOAD
+# (tests/emu/execwrap.so: a program that execs a program of the target
+# runs it under the emulator again, EMU_EXEC); TEST_TIMEOUT_SCALE
+# multiplies every timeout. TEST_TRUE names a trivial program of the
+# target for goshim_mode.sh.
 set -u
 build=${1:?usage: run_preload.sh BUILD_DIR [case ...]}
+emu=(${TEST_EMU:-})
+native_pre=()
+tscale=${TEST_TIMEOUT_SCALE:-1}
+# Kernel threads the emulator adds to every process (qemu-user's RCU
+# thread): added to MAX_KERNEL_THREADS, which counts /proc/self/status.
+emu_threads=${TEST_EMU_THREADS:-0}
 shift
 only=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,6 +87,17 @@ default_procs() {
 }
 dprocs=$(default_procs)
 
+# How the program under test gets goshim.
+if [ ${#emu[@]} -gt 0 ]; then
+  wrap=${TEST_EMU_PRELOAD:-}
+  export EMU_EXEC="${emu[*]}"
+  preload=(QEMU_SET_ENV="LD_PRELOAD=$lib${wrap:+:$wrap}")
+  [ -n "$wrap" ] && native_pre=(QEMU_SET_ENV="LD_PRELOAD=$wrap")
+  echo "emulated: ${emu[*]} ($(${emu[0]} --version | head -n 1)), timeouts x$tscale"
+else
+  preload=(LD_PRELOAD="$lib")
+fi
+
 mode_line=$("$here/goshim_mode.sh" "$lib") || exit 2
 echo "goshim mode: $mode_line"
 refusal='^goshim: warning: .*; running every thread as a kernel thread \(no M:N\)$'
@@ -89,31 +122,33 @@ run_one() {
   t0=$(date +%s.%N)
   case $mode in
     native)
-      (env "${unset_goshim[@]}" "${native_env[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null
+      (env "${unset_goshim[@]}" "${native_pre[@]}" "${native_env[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null
        exit $?) 2>/dev/null
       rc=$? ;;
     pd)
       local extra=()
-      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((dprocs + 4)))
+      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((dprocs + 4 + emu_threads)))
       [ $mn = 1 ] && [ "$dprocs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
       [ $mn = 0 ] && extra+=("${native_env[@]}")  # 1:1: kernel threads, the native load
-      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" \
-        "${extra[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      extra+=("${goshim_env[@]}")
+      (env "${unset_goshim[@]}" "${preload[@]}" \
+        "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
     o1)
       # GOSHIM_MODE=1:1, asked for (no refusal line): the pass-through mode
       # that a refusal gives, checked on a system where M:N works.
-      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" GOSHIM_MODE=1:1 "${native_env[@]}" \
-        timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      (env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MODE=1:1 "${native_env[@]}" \
+        "${goshim_env[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
     p*)
       local procs=${mode#p}
       local extra=()
-      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((procs + 4)))
+      [ $mn = 1 ] && extra=(MAX_KERNEL_THREADS=$((procs + 4 + emu_threads)))
       [ $mn = 1 ] && [ "$procs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
       [ $mn = 0 ] && extra+=("${native_env[@]}")  # 1:1: kernel threads, the native load
-      (env "${unset_goshim[@]}" LD_PRELOAD="$lib" GOSHIM_MAXPROCS="$procs" \
-        "${extra[@]}" timeout -s KILL "$tmo" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      extra+=("${goshim_env[@]}")
+      (env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MAXPROCS="$procs" \
+        "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
   esac
   t1=$(date +%s.%N)
@@ -160,6 +195,34 @@ run_one() {
 while read -r name tmo expect native args; do
   case $name in ''|'#'*) continue ;; esac
   wanted "$name" || continue
+  emu_native=
+  emu_goshim=
+  goshim_env=()
+  emu_skip_all=
+  if [ ${#emu[@]} -gt 0 ]; then
+    # A case may have several rules (one per line).
+    while read -r emu_action emu_why; do
+      case $emu_action in
+        skip)
+          for mode in native p1 p2 pd; do
+            printf 'SKIP %-28s %-6s emulated: %s\n' "$name" "$mode" "$emu_why"
+            skip=$((skip + 1)); skipped+=("$name/$mode")
+          done
+          emu_skip_all=1 ;;
+        native=skip)
+          printf 'SKIP %-28s %-6s emulated: %s\n' "$name" native "$emu_why"
+          skip=$((skip + 1)); skipped+=("$name/native")
+          emu_native=skip ;;
+        native=run:*)
+          emu_native=${emu_action#native=} ;;
+        goshim=skip)
+          emu_goshim=skip; goshim_why=$emu_why ;;
+        goshim=run:*)
+          IFS=, read -r -a goshim_env <<<"${emu_action#goshim=run:}" ;;
+      esac
+    done < <(awk -v n="$name" '$1 == n {$1 = ""; print}' "$here/preload/cases_emu.txt")
+    [ -n "$emu_skip_all" ] && continue
+  fi
   if [ ! -x "$bindir/$name" ]; then
     printf 'FAIL %-28s %-6s not built\n' "$name" "-"
     fail=$((fail + 1)); failed+=("$name/build")
@@ -183,6 +246,7 @@ while read -r name tmo expect native args; do
     fail=$((fail + 1)); failed+=("$name/check")
     continue
   fi
+  tmo=$((tmo * tscale))
   # shellcheck disable=SC2086
   set -- $args
   if [ "$native" = skip ] && [ $mn = 0 ]; then
@@ -192,6 +256,7 @@ while read -r name tmo expect native args; do
     done
     continue
   fi
+  [ -n "$emu_native" ] && native=$emu_native
   native_ok=0
   native_env=()
   case $native in run:*) IFS=, read -r -a native_env <<<"${native#run:}" ;; esac
@@ -204,6 +269,11 @@ while read -r name tmo expect native args; do
   [ $mn = 1 ] && grep -qx "$name" <(sed 's/#.*//; s/[[:space:]]//g' "$here/preload/cases_1to1.txt") &&
     modes+=" o1"
   for mode in $modes; do
+    if [ "$emu_goshim" = skip ]; then
+      printf 'SKIP %-28s %-6s emulated: %s\n' "$name" "$mode" "$goshim_why"
+      skip=$((skip + 1)); skipped+=("$name/$mode")
+      continue
+    fi
     # Output is compared only with a native run that passed (a skipped or
     # failed native run is reported as such already).
     if run_one "$name" "$mode" "$tmo" "$expect" "$@" && [ "$native" = same ] && [ $native_ok = 1 ]; then

@@ -28,12 +28,11 @@ void set_tp(uintptr_t tp) {
   }
 }
 
-uintptr_t frame_init(uintptr_t stack_top, void (*entry)(void*), void* arg, uint32_t mxcsr,
-                     uint16_t fpcw) {
+uintptr_t frame_init(uintptr_t stack_top, void (*entry)(void*), void* arg, FpCtl fp) {
   uintptr_t top = stack_top & ~(uintptr_t)15;
   uintptr_t sp = top - kFrameSize;  // return slot at top-8: entry sees a 16-aligned rsp
   uint64_t* f = (uint64_t*)sp;
-  f[0] = (uint64_t)mxcsr | ((uint64_t)fpcw << 32);
+  f[0] = (uint64_t)fp.mxcsr | ((uint64_t)fp.fpcw << 32);
   f[1] = 0;                 // r15
   f[2] = 0;                 // r14
   f[3] = (uint64_t)entry;   // r13: entry

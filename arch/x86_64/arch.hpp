@@ -1,9 +1,10 @@
 // x86-64: thread pointer access and context frames (see switch.S for the
-// frame layout). The aarch64 twin lives in arch/aarch64/ (not yet written:
-// see arch/aarch64/README).
+// frame layout) and signal-context accessors. The aarch64 twin is
+// arch/aarch64/arch.hpp; both provide the same names.
 #pragma once
 
 #include <stdint.h>
+#include <ucontext.h>
 
 extern "C" {
 // Non-zero when wrfsbase may be used (AT_HWCAP2 has HWCAP2_FSGSBASE).
@@ -19,9 +20,19 @@ void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
 
 namespace goshim::arch {
 
+// TLS variant II: the thread pointer is the TCB (struct pthread), the
+// static TLS blocks lie below it.
+inline constexpr bool kTlsVariantI = false;
+
 inline constexpr int kFrameSize = 0x40;  // saved frame incl. return address
 inline constexpr uint32_t kDefaultMxcsr = 0x1f80;
 inline constexpr uint16_t kDefaultFpcw = 0x037f;
+
+// The floating-point control state a new G starts with.
+struct FpCtl {
+  uint32_t mxcsr;
+  uint16_t fpcw;
+};
 
 // The current thread pointer (the TCB's self pointer at %fs:0). Signal-safe.
 inline uintptr_t get_tp() {
@@ -33,6 +44,10 @@ inline uintptr_t get_tp() {
 // A full barrier (StoreLoad included), cheaper than mfence: a locked
 // no-op on the stack, as Linux's smp_mb() on x86-64.
 inline void full_barrier() { __asm__ volatile("lock orq $0, (%%rsp)" ::: "memory", "cc"); }
+
+// The smallest guard below a goroutine stack that has one (core/stack.cpp):
+// the guard the program asks for, unchanged.
+inline constexpr unsigned long kMinStackGuard = 0;
 
 // Current stack pointer.
 inline uintptr_t get_sp() {
@@ -53,6 +68,11 @@ inline uint16_t get_fpcw() {
   return v;
 }
 
+inline FpCtl get_fpctl() { return FpCtl{get_mxcsr(), get_fpcw()}; }
+
+// The spin-wait hint.
+inline void cpu_relax() { __builtin_ia32_pause(); }
+
 // Installs tp as this kernel thread's thread pointer.
 void set_tp(uintptr_t tp);
 
@@ -62,13 +82,34 @@ void init();
 // Builds the first frame of a new G at the top of [.., stack_top): the G
 // starts in entry(arg) with the given floating-point control state.
 // Returns the initial sched_sp.
-uintptr_t frame_init(uintptr_t stack_top, void (*entry)(void*), void* arg, uint32_t mxcsr,
-                     uint16_t fpcw);
+uintptr_t frame_init(uintptr_t stack_top, void (*entry)(void*), void* arg, FpCtl fp);
 
 // Reads the return address and frame pointer of a saved frame (for
 // backtraces of parked Gs).
 inline uintptr_t frame_pc(uintptr_t sp) { return *(uintptr_t*)(sp + 0x38); }
 inline uintptr_t frame_fp(uintptr_t sp) { return *(uintptr_t*)(sp + 0x30); }
 inline uintptr_t frame_caller_sp(uintptr_t sp) { return sp + 0x40; }
+
+// Signal context (ucontext_t) accessors. Signal-safe.
+inline uintptr_t uc_pc(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP]; }
+inline uintptr_t uc_sp(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]; }
+inline void uc_set_pc(ucontext_t* uc, uintptr_t pc) { uc->uc_mcontext.gregs[REG_RIP] = (greg_t)pc; }
+inline void uc_set_sp(ucontext_t* uc, uintptr_t sp) { uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp; }
+inline void uc_set_fp(ucontext_t* uc, uintptr_t fp) { uc->uc_mcontext.gregs[REG_RBP] = (greg_t)fp; }
+// The system call result register (rax).
+inline void uc_set_ret(ucontext_t* uc, long v) { uc->uc_mcontext.gregs[REG_RAX] = (greg_t)v; }
+// The callee-saved registers, sp and pc of a context saved by switch.S at
+// sp (for unwinding a parked G); uc must be zeroed.
+inline void uc_from_frame(ucontext_t* uc, uintptr_t sp) {
+  const uintptr_t* f = (const uintptr_t*)sp;
+  uc->uc_mcontext.gregs[REG_R15] = (greg_t)f[1];
+  uc->uc_mcontext.gregs[REG_R14] = (greg_t)f[2];
+  uc->uc_mcontext.gregs[REG_R13] = (greg_t)f[3];
+  uc->uc_mcontext.gregs[REG_R12] = (greg_t)f[4];
+  uc->uc_mcontext.gregs[REG_RBX] = (greg_t)f[5];
+  uc->uc_mcontext.gregs[REG_RBP] = (greg_t)f[6];
+  uc->uc_mcontext.gregs[REG_RIP] = (greg_t)f[7];
+  uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 0x40);
+}
 
 }  // namespace goshim::arch

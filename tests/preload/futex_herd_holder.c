@@ -30,6 +30,14 @@ static void fwait(_Atomic int *w, int val) {
 }
 static void fwake(_Atomic int *w) { syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
 
+static inline void cpu_pause(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
 static void *waiter(void *arg) {
   (void)arg;
   for (int r = 0; r < ROUNDS; r++) {
@@ -38,7 +46,7 @@ static void *waiter(void *arg) {
     while (atomic_load(&gen) == 2 * r + 1) {
       fwake(&gen); /* the others may find it free: let them look */
       atomic_fetch_add(&wakes, 1);
-      for (int i = 0; i < 50; i++) __builtin_ia32_pause();
+      for (int i = 0; i < 50; i++) cpu_pause();
       fwait(&gen, 2 * r + 1);
     }
     CHECK_EQ(atomic_load(&gen), 2 * r + 2);

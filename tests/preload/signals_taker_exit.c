@@ -37,9 +37,18 @@ static atomic_int spin_word;
 static sigset_t sigs;
 
 static long raw_getppid(void) {
+#if defined(__x86_64__)
   long r;
   __asm__ volatile("syscall" : "=a"(r) : "0"(110L) : "rcx", "r11", "memory");
   return r;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = 173; /* getppid */
+  register long x0 __asm__("x0");
+  __asm__ volatile("svc #0" : "=r"(x0) : "r"(x8) : "memory");
+  return x0;
+#else
+#error "raw_getppid: add this architecture's system-call instruction"
+#endif
 }
 
 static void *taker(void *arg) {

@@ -99,7 +99,11 @@ Test(real, resolve_fills_the_cache) {
 // Versioned entries are that version of the library that defines it.
 Test(real, versioned_entries_from_their_library) {
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+#if defined(__aarch64__)
+  void* ldso = dlopen("ld-linux-aarch64.so.1", RTLD_NOW | RTLD_NOLOAD);
+#else
   void* ldso = dlopen("ld-linux-x86-64.so.2", RTLD_NOW | RTLD_NOLOAD);
+#endif
   cr_assert_not_null(libc);
   cr_assert_not_null(ldso);
   int n = 0;
@@ -120,18 +124,33 @@ Test(real, versioned_entries_from_their_library) {
 // A symbol with several versions: unversioned lookups take the default
 // one (@@), a versioned lookup the one it names, hidden or not.
 Test(real, default_and_hidden_versions) {
-  void* def = dlvsym(RTLD_NEXT, "pthread_cond_init", "GLIBC_2.3.2");
-  void* old = dlvsym(RTLD_NEXT, "pthread_cond_init", "GLIBC_2.2.5");
+#if defined(__aarch64__)
+  // aarch64's glibc starts at 2.17: pthread_cond_init has one version
+  // there; glob has two (the hidden GLIBC_2.17, the default GLIBC_2.27).
+  const char *sym = "glob", *defver = "GLIBC_2.27", *oldver = "GLIBC_2.17";
+  const char* spawnver = "GLIBC_2.17";
+#else
+  const char *sym = "pthread_cond_init", *defver = "GLIBC_2.3.2", *oldver = "GLIBC_2.2.5";
+  const char* spawnver = "GLIBC_2.15";
+#endif
+  void* def = dlvsym(RTLD_NEXT, sym, defver);
+  void* old = dlvsym(RTLD_NEXT, sym, oldver);
   cr_assert(def && old && def != old);
   real::resolve();
-  cr_expect_eq((void*)real::pthread_cond_init, def);
-  cr_expect_eq((void*)real::find("pthread_cond_init", real::Scope::Next, "GLIBC_2.2.5"), old);
-  cr_expect_eq(real::find("pthread_cond_init", real::Scope::Next, "GLIBC_9.99"), 0u);
+  cr_expect_eq((void*)real::find(sym, real::Scope::Next, nullptr), def);
+  cr_expect_eq((void*)real::pthread_cond_init, dlvsym(RTLD_NEXT, "pthread_cond_init",
+#if defined(__aarch64__)
+                                                      "GLIBC_2.17"));
+#else
+                                                      "GLIBC_2.3.2"));
+#endif
+  cr_expect_eq((void*)real::find(sym, real::Scope::Next, oldver), old);
+  cr_expect_eq(real::find(sym, real::Scope::Next, "GLIBC_9.99"), 0u);
   // posix_spawn@GLIBC_2.2.5 is a compat version with other semantics; a
   // program binds to posix_spawn@@GLIBC_2.15 (dlsym(RTLD_NEXT) of glibc
   // before 2.36 gave the old one).
 #ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's own posix_spawn comes first
-  void* spawn = dlvsym(RTLD_NEXT, "posix_spawn", "GLIBC_2.15");
+  void* spawn = dlvsym(RTLD_NEXT, "posix_spawn", spawnver);
   cr_assert_not_null(spawn);
   cr_expect_eq((void*)real::posix_spawn, spawn);
 #endif

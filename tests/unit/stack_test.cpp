@@ -241,6 +241,8 @@ Test(stack, pool_full_of_other_sizes_unmaps) {
   Stack s[9];
   for (int i = 0; i < 9; i++) cr_assert(stack_alloc(nullptr, (size_t)(40 + i) * pg, pg, &s[i]));
   for (int i = 0; i < 9; i++) stack_free(nullptr, s[i]);
-  for (int i = 0; i < 8; i++) cr_expect(mapped(s[i].map_lo, s[i].map_size), "class %d kept", i);
-  cr_expect(!mapped(s[8].map_lo, s[8].map_size), "the ninth size was unmapped");
+  // The usable part only: qemu-user's mincore refuses a range with a
+  // PROT_NONE guard in it (ENOMEM, as for an unmapped one).
+  for (int i = 0; i < 8; i++) cr_expect(mapped(s[i].lo, s[i].hi - s[i].lo), "class %d kept", i);
+  cr_expect(!mapped(s[8].lo, s[8].hi - s[8].lo), "the ninth size was unmapped");
 }

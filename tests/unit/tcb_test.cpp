@@ -11,8 +11,13 @@
 
 using namespace goshim;
 
+namespace {
+// The calling thread's struct pthread (at tp on x86-64, below it on aarch64).
+uintptr_t self_pd() { return arch::get_tp() + tcb::pd_from_tp(); }
+}  // namespace
+
 Test(tcb, cancel_offset_found_by_probe) {
-  uintptr_t me = arch::get_tp();
+  uintptr_t me = self_pd();
   size_t off = tcb::find_cancel_offset(me);
   cr_assert_neq(off, 0u, "cancelhandling not found");
   if (const uint32_t* d = real::lazy::_thread_db_pthread_cancelhandling())
@@ -30,7 +35,7 @@ Test(tcb, cancel_offset_found_by_probe) {
 }
 
 namespace {
-void* probe_thread(void*) { return (void*)tcb::find_cancel_offset(arch::get_tp()); }
+void* probe_thread(void*) { return (void*)tcb::find_cancel_offset(self_pd()); }
 }  // namespace
 
 // The same offset on a thread glibc created (the probe reads the TCB's
@@ -40,5 +45,5 @@ Test(tcb, cancel_offset_same_on_other_thread) {
   cr_assert_eq(pthread_create(&t, nullptr, probe_thread, nullptr), 0);
   void* r;
   pthread_join(t, &r);
-  cr_expect_eq((size_t)r, tcb::find_cancel_offset(arch::get_tp()));
+  cr_expect_eq((size_t)r, tcb::find_cancel_offset(self_pd()));
 }

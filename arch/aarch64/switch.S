@@ -1,0 +1,171 @@
+/*
+ * goshim context switch, aarch64 (AAPCS64), ELF, GNU as.
+ *
+ * A switched-out context is a frame on its own stack; the G keeps only its
+ * stack pointer (G::sched_sp, offset 0 of struct G). Frame layout (0xb0
+ * bytes, 16-aligned):
+ *
+ *   -------------------------------------------------
+ *   | sp+0x00 | FPCR              | sp+0x08 | pad    |
+ *   | sp+0x10 | d8   | d9   | sp+0x20 | d10 | d11    |
+ *   | sp+0x30 | d12  | d13  | sp+0x40 | d14 | d15    |
+ *   | sp+0x50 | x19  | x20  | sp+0x60 | x21 | x22    |
+ *   | sp+0x70 | x23  | x24  | sp+0x80 | x25 | x26    |
+ *   | sp+0x90 | x27  | x28  | sp+0xa0 | x29 | x30    |
+ *   -------------------------------------------------
+ *
+ * x30 (the link register) is the resume address. The thread pointer
+ * (TPIDR_EL0) moves with the stack: `msr tpidr_el0` is an unprivileged
+ * write, so there is no fallback path. No pointer authentication, no BTI
+ * (Debian's gcc 12 does not enable them by default), SME/ZA off.
+ */
+
+#define FRAME_SIZE 0xb0
+
+	.macro SAVE_FRAME
+	sub	sp, sp, #FRAME_SIZE
+	.cfi_adjust_cfa_offset FRAME_SIZE
+	stp	x29, x30, [sp, #0xa0]
+	.cfi_rel_offset x29, 0xa0
+	.cfi_rel_offset x30, 0xa8
+	stp	x27, x28, [sp, #0x90]
+	stp	x25, x26, [sp, #0x80]
+	stp	x23, x24, [sp, #0x70]
+	stp	x21, x22, [sp, #0x60]
+	stp	x19, x20, [sp, #0x50]
+	stp	d14, d15, [sp, #0x40]
+	stp	d12, d13, [sp, #0x30]
+	stp	d10, d11, [sp, #0x20]
+	stp	d8, d9, [sp, #0x10]
+	mrs	x9, fpcr
+	str	x9, [sp]
+	.endm
+
+	/* Resumes the frame at sp (FPCR written only if it differs). */
+	.macro RESTORE_FRAME
+	ldr	x9, [sp]
+	mrs	x10, fpcr
+	cmp	x9, x10
+	b.eq	91f
+	msr	fpcr, x9
+91:	ldp	d8, d9, [sp, #0x10]
+	ldp	d10, d11, [sp, #0x20]
+	ldp	d12, d13, [sp, #0x30]
+	ldp	d14, d15, [sp, #0x40]
+	ldp	x19, x20, [sp, #0x50]
+	ldp	x21, x22, [sp, #0x60]
+	ldp	x23, x24, [sp, #0x70]
+	ldp	x25, x26, [sp, #0x80]
+	ldp	x27, x28, [sp, #0x90]
+	ldp	x29, x30, [sp, #0xa0]
+	add	sp, sp, #FRAME_SIZE
+	ret
+	.endm
+
+	.text
+
+/*
+ * void goshim_mcall(G *gp, void (*fn)(G *), uintptr_t g0_sp, uintptr_t g0_tp)
+ *
+ * Called on a user G. Saves the G's context into gp->sched_sp, switches to
+ * the M's g0 stack and thread pointer and calls fn(gp), which never returns.
+ * When the G is resumed (goshim_gogo), goshim_mcall returns to its caller.
+ */
+	.globl	goshim_mcall
+	.hidden	goshim_mcall
+	.type	goshim_mcall,%function
+	.p2align 4
+goshim_mcall:
+	.cfi_startproc
+	SAVE_FRAME
+	mov	x9, sp
+	str	x9, [x0]		/* gp->sched_sp = sp */
+	mov	sp, x2			/* the g0 stack */
+	.cfi_undefined x30		/* unwinders stop here on g0 */
+	msr	tpidr_el0, x3		/* thread pointer = g0's TLS block */
+	blr	x1			/* fn(gp): never returns */
+	brk	#0
+	.cfi_endproc
+	.size	goshim_mcall,.-goshim_mcall
+
+/*
+ * void goshim_gogo(uintptr_t sp, uintptr_t tp)
+ *
+ * Called on g0. Installs the thread pointer tp and resumes the context
+ * saved at sp (by goshim_mcall or built by frame_init). Never returns.
+ */
+	.globl	goshim_gogo
+	.hidden	goshim_gogo
+	.type	goshim_gogo,%function
+	.p2align 4
+goshim_gogo:
+	.cfi_startproc
+	.cfi_undefined x30
+	msr	tpidr_el0, x1		/* thread pointer = the G's TLS block */
+	mov	sp, x0			/* the G's stack */
+	RESTORE_FRAME
+	.cfi_endproc
+	.size	goshim_gogo,.-goshim_gogo
+
+/*
+ * void goshim_switch(G *from, uintptr_t to_sp, uintptr_t to_tp, void (*post)(G *from))
+ *
+ * Called on a user G: a direct hand-off to another G, without going
+ * through g0. Saves from's context into from->sched_sp, switches to the
+ * stack and thread pointer of the context saved at to_sp, calls post(from)
+ * there (below that saved frame, with the new G's TLS) and, when post
+ * returns, resumes that context as goshim_gogo does. post may also not
+ * return. When from is resumed later, goshim_switch returns to its caller.
+ */
+	.globl	goshim_switch
+	.hidden	goshim_switch
+	.type	goshim_switch,%function
+	.p2align 4
+goshim_switch:
+	.cfi_startproc
+	SAVE_FRAME
+	mov	x9, sp
+	str	x9, [x0]		/* from->sched_sp = sp */
+	mov	sp, x1			/* the new G's stack, at its saved frame */
+	.cfi_undefined x30
+	msr	tpidr_el0, x2		/* thread pointer = the new G's TLS block */
+	blr	x3			/* post(from), below the saved frame */
+	RESTORE_FRAME			/* then resume the frame at sp */
+	.cfi_endproc
+	.size	goshim_switch,.-goshim_switch
+
+/*
+ * First code a new G runs: frame_init stores entry in x19 and its argument
+ * in x20 and makes this the frame's resume address (x30). The undefined
+ * x30 marks the outermost frame for every unwinder (libgcc's forced unwind
+ * for pthread_exit, libunwind, gdb).
+ */
+	.globl	goshim_gstart
+	.hidden	goshim_gstart
+	.type	goshim_gstart,%function
+	.p2align 4
+goshim_gstart:
+	.cfi_startproc
+	.cfi_undefined x30
+	mov	x29, #0			/* outermost frame: no parent frame record */
+	mov	x0, x20			/* entry(arg) */
+	blr	x19
+	brk	#0			/* entry never returns */
+	.cfi_endproc
+	.size	goshim_gstart,.-goshim_gstart
+
+/*
+ * Signal-return trampoline for handlers goshim installs with the raw
+ * rt_sigaction system call (SA_RESTORER): the handler returns here.
+ */
+	.globl	goshim_restore_rt
+	.hidden	goshim_restore_rt
+	.type	goshim_restore_rt,%function
+	.p2align 4
+	nop				/* unwinders look at the call site before the label */
+goshim_restore_rt:
+	mov	x8, #139		/* rt_sigreturn */
+	svc	#0
+	.size	goshim_restore_rt,.-goshim_restore_rt
+
+	.section .note.GNU-stack,"",%progbits
