@@ -299,8 +299,15 @@ void watch_unregister(int handle) {
   if (handle < 0) return;
   wlock.lock();
   Slot& s = watchers[handle / kSlots].slots[handle % kSlots];
-  s.nlocal--;
+  bool last = --s.nlocal == 0;
   wlock.unlock();
+  // No waiter left here: the watcher stops sleeping on the word now, not
+  // at its next wake. Asleep on it, it would take a wake of one meant for
+  // a waiter in another process (the kernel wakes whichever sleeps first)
+  // and pass it on only if it ran again: a process exiting meanwhile (a
+  // pool worker at shutdown) lost it, and the other process's waiter slept
+  // on a semaphore holding a token (procpool).
+  if (last) watch_kick((void*)(intptr_t)handle);
 }
 
 void watch_after_fork() {

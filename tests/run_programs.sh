@@ -26,7 +26,7 @@
 #   scripts   Python threading/concurrent.futures and Perl ithreads
 #             (tests/programs/src/threads_py.py, threads_perl.pl)
 #   procpool  Python's ProcessPoolExecutor: forked workers on shared
-#             semaphores (tests/programs/src/procpool_py.py; known to fail)
+#             semaphores (tests/programs/src/procpool_py.py)
 #   sort      GNU sort --parallel=8, in memory and with temporary files
 #   memcached memcached -t 4 on a unix socket, 40 client threads
 #             (tests/programs/src/mc_client.py, native)
@@ -623,14 +623,7 @@ CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort me
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
-# procpool: about 1 run in 3 at GOSHIM_MAXPROCS=2 hangs at a pool's
-# shutdown: a worker's goroutine waits on the queue's shared semaphore
-# (sem_open) through its shared-futex watcher, the semaphore holds a token
-# (value 1, one waiter), and no wake reached that watcher. Suspected: the
-# poster's FUTEX_WAKE of one went to a stale watcher entry of a worker
-# that was exiting (two workers had exited), which never passed it on
-# (core/sharedwatch.cpp). Not fixed yet; seen with the 93e53b2 library too.
-KNOWN_FAILING=(procpool)
+KNOWN_FAILING=()
 known_failing() {
   local c
   for c in "${KNOWN_FAILING[@]}"; do [ "$c" = "$1" ] && return 0; done
