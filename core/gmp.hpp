@@ -129,6 +129,11 @@ struct SemaWaiter {
   uint64_t seq = 0;                 // which wait of gp this is
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
   int prio = 0;  // a real-time waiter's priority (core/rtlock.hpp): woken first, as by the kernel
+  // A lock waiter that takes a hand-over (sema_release_lock): when its
+  // attempt to take the lock began waiting (CLOCK_MONOTONIC ns); 0 for
+  // every other waiter (a condition variable's, requeued onto a mutex
+  // word, does not know the protocol and is only ever woken).
+  int64_t lock_since = 0;
 };
 
 struct PollDesc;

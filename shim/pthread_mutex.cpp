@@ -108,15 +108,36 @@ __attribute__((noinline)) int simple_acquire(MutexObj* m, int kind, const SyncDe
     }
   }
   const SyncDeadline& d = dl ? *dl : kForever;
+  // A private mutex's waiter takes a hand-over (simple_release): once its
+  // attempt has waited kLockStarveNs, the owner leaving gives it the lock
+  // instead of freeing the word, where the owner, spinning goroutines or
+  // a kernel thread coming back first would take it again (barging). Woken
+  // and beaten to the word, it waits again at the front of the queue.
+  SemaLockWait lw{0, false};
   while (__atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE) != 0) {
     if (d.abs && !valid_nsec(d.abs)) return EINVAL;  // checked only once it must block
-    int r = sync_wait(&m->lock, 2, d, WaitReason::Mutex, shared);
+    if (!lw.since)
+      lw.since = sys::nanotime();
+    else
+      lw.front = true;
+    int r = sync_wait(&m->lock, 2, d, WaitReason::Mutex, shared, ~0u, nullptr, false,
+                      shared ? nullptr : &lw);
+    if (r == kSemaHandoff) return 0;  // ours: the word stays 2 (locked, maybe waiters)
     if (r == ETIMEDOUT) return ETIMEDOUT;
   }
   return 0;
 }
 
+// The lock word: 0 unlocked, 1 locked, 2 locked and maybe waiters (only the
+// owner takes it from 2). Contended and private: sema_release_lock frees
+// the word and wakes the first waiter, or hands the lock to it when it has
+// waited too long; the word then stays 2, which every locker, glibc's code
+// on a foreign thread included, reads as taken.
 inline void simple_release(MutexObj* m, int kind) {
+  if (!(kind & kMutexPshared) && ld(&m->lock) == 2) {
+    sema_release_lock((uint32_t*)&m->lock, 2, 0, 1);
+    return;
+  }
   if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) > 1)
     sync_wake(&m->lock, 1, kind & kMutexPshared);
 }
