@@ -301,7 +301,7 @@ static void gosched_global_g0(void* arg) {
   schedule();
 }
 
-void gosched() {
+bool gosched() {
   G* gp = getg();
   M* mp = gp->m;
   P* pp = mp->p;
@@ -310,12 +310,13 @@ void gosched() {
   if (runqempty(pp) && sched.runqsize.load(std::memory_order_relaxed) == 0 &&
       !netpoll_any_waiters()) {
     int64_t w = timers_wake_time(&pp->timers);
-    if (w == 0 || w > sys::nanotime()) return;
+    if (w == 0 || w > sys::nanotime()) return false;
   }
   // Like Go's Gosched: to the global queue, so that the yielder runs after
   // everything runnable anywhere, on whichever P gets to it first.
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
   if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
+  return true;
 }
 
 void gosched_local() {

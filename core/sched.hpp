@@ -36,8 +36,9 @@ bool interrupt_wait(G* gp);
 void register_wait_interrupter(WaitKind kind, bool (*fn)(G* gp));
 
 // On user G. Yields (sched_yield): the G goes to the global queue, as Go's
-// Gosched does; returns at once when nothing else is runnable.
-void gosched();
+// Gosched does; returns at once when nothing else is runnable. Returns
+// whether it yielded.
+bool gosched();
 // On user G. Yields to the tail of the P's local queue.
 void gosched_local();
 // On user G. Yields to the global queue unconditionally (preemption).
