@@ -560,17 +560,18 @@ int sema_wake_handoff(const void* addr, void (*grant)(int n, void* arg), void* a
   return n;
 }
 
-bool sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
-                       uint32_t wake_above) {
+LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
+                              uint32_t wake_above) {
   Bucket* b = bucket_of(word);
   if (b->nwait() == 0) {
     // Nobody queued in the bucket (a waiter on its way is ordered by
     // sema_wake: it raises nwait before it looks at the word).
     if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above) sema_wake(word, 1);
-    return false;
+    return LockRelease::Freed;
   }
   GQueue q;
-  bool handed = false, woke = false;
+  LockRelease res = LockRelease::Freed;
+  bool woke = false;
   b->lock();
   // Under the bucket lock a waiter is either queued (seen here) or has not
   // looked at the word yet (it finds it changed).
@@ -578,8 +579,9 @@ bool sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
   if (h && h->lock_since && __atomic_load_n(word, __ATOMIC_RELAXED) == contended &&
       sys::nanotime() - h->lock_since >= kLockStarveNs) {
     dequeue(b, h);  // a timeout or an interrupt now finds it gone
+    res = h->gp ? LockRelease::HandedToG : LockRelease::HandedToThread;
     release(h, kSemaHandoff, &q);  // a foreign h may be gone after this
-    handed = woke = true;
+    woke = true;
   } else if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above && h) {
     dequeue(b, h);
     release(h, 0, &q);
@@ -591,7 +593,7 @@ bool sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
     G* gp = getg();
     if (gp && !gp->is_g0()) gp->woke_obj = word;  // futile waits (sema_wait)
   }
-  return handed;
+  return res;
 }
 
 int sema_wake_stale(const void* addr, uint32_t cur, bool all) {

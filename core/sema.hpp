@@ -86,10 +86,13 @@ inline constexpr int64_t kLockStarveNs = 1000 * 1000;
 // every locker, in any protocol, finds it taken, and the new owner's
 // release wakes the next waiter). Otherwise the word is exchanged with
 // `unlocked` and, if it held more than `wake_above`, the first waiter is
-// woken. Returns true if handed over. Without waiters this costs what the
-// exchange and a sema_wake cost. Any thread.
-bool sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
-                       uint32_t wake_above);
+// woken. Returns what happened; a goroutine given the lock is readied in
+// the caller's runnext (a goroutine caller should let it run: Go's
+// releaser yields). Without waiters this costs what the exchange and a
+// sema_wake cost. Any thread.
+enum class LockRelease { Freed, HandedToThread, HandedToG };
+LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
+                              uint32_t wake_above);
 
 // Wakes the G waiters on addr that were enqueued while the word held
 // another value than cur (any, if all is true). Returns the number woken.

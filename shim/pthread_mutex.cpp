@@ -39,6 +39,7 @@
 #include "core/fork.hpp"
 #include "core/proc.hpp"
 #include "core/real.hpp"
+#include "core/sched.hpp"
 #include "core/sema.hpp"
 #include "core/tcb.hpp"
 #include "core/rtlock.hpp"
@@ -128,14 +129,24 @@ __attribute__((noinline)) int simple_acquire(MutexObj* m, int kind, const SyncDe
   return 0;
 }
 
+// After a hand-over to a goroutine (readied in this P's runnext): the
+// caller of pthread_mutex_unlock lets it run now, as Go's Unlock does in
+// starvation mode, rather than keep it waiting with the lock for the rest
+// of its time slice.
+__attribute__((noinline, cold)) void yield_to_new_owner() {
+  if (can_park()) gosched_local();
+}
+
 // The lock word: 0 unlocked, 1 locked, 2 locked and maybe waiters (only the
 // owner takes it from 2). Contended and private: sema_release_lock frees
 // the word and wakes the first waiter, or hands the lock to it when it has
 // waited too long; the word then stays 2, which every locker, glibc's code
-// on a foreign thread included, reads as taken.
-inline void simple_release(MutexObj* m, int kind) {
+// on a foreign thread included, reads as taken. yield: the caller is
+// pthread_mutex_unlock (not a condition variable's wait).
+inline void simple_release(MutexObj* m, int kind, bool yield) {
   if (!(kind & kMutexPshared) && ld(&m->lock) == 2) {
-    sema_release_lock((uint32_t*)&m->lock, 2, 0, 1);
+    if (sema_release_lock((uint32_t*)&m->lock, 2, 0, 1) == LockRelease::HandedToG && yield)
+      yield_to_new_owner();
     return;
   }
   if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) > 1)
@@ -593,7 +604,7 @@ int mutex_unlock_impl(MutexObj* m, bool decr) {
   }
   st(&m->owner, 0);
   if (decr) m->nusers--;
-  simple_release(m, kind);
+  simple_release(m, kind, decr);
   return 0;
 }
 
@@ -692,7 +703,7 @@ GOSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t* mu) {
   if (__builtin_expect((kind & ~kMutexNoElision) == 0, 1)) {
     st(&m->owner, 0);
     m->nusers--;
-    simple_release(m, kind);
+    simple_release(m, kind, true);
     return 0;
   }
   return mutex_unlock_impl(m, true);

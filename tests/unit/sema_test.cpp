@@ -163,7 +163,7 @@ void* lock_waiter(void* p) {
 Test(sema, release_lock) {
   std::atomic<uint32_t> w{1};
   // No waiter: freed; a word of 1 wakes nobody.
-  cr_assert_not(sema_release_lock((uint32_t*)&w, 2, 0, 1));
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::Freed);
   cr_assert_eq(w.load(), 0u);
 
   int64_t old = sys::nanotime() - 2 * kLockStarveNs;
@@ -176,7 +176,7 @@ Test(sema, release_lock) {
   w.store(2);
   pthread_create(&tf, nullptr, lock_waiter, &fresh);
   wait_until_waiters(&w, 1);
-  cr_assert_not(sema_release_lock((uint32_t*)&w, 2, 0, 1));
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::Freed);
   pthread_join(tf, nullptr);
   cr_assert_eq(fresh.result, 0);
   cr_assert_eq(w.load(), 0u);
@@ -188,14 +188,14 @@ Test(sema, release_lock) {
   wait_until_waiters(&w, 1);
   pthread_create(&ts, nullptr, lock_waiter, &starved);
   wait_until_waiters(&w, 2);
-  cr_assert_not(sema_release_lock((uint32_t*)&w, 2, 0, 1));
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::Freed);
   pthread_join(tp, nullptr);
   cr_assert_eq(plain.result, 0);
   cr_assert_eq(w.load(), 0u);
 
   // The starved lock waiter is first now: handed over, the word kept.
   w.store(2);
-  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1));
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::HandedToThread);
   pthread_join(ts, nullptr);
   cr_assert_eq(starved.result, kSemaHandoff);
   cr_assert_eq(w.load(), 2u, "the word stays locked with waiters");
@@ -206,7 +206,7 @@ Test(sema, release_lock) {
   pthread_create(&ts, nullptr, lock_waiter, &s2);
   wait_until_waiters(&w, 1);
   w.store(1);  // (a made-up state: the waiter sleeps on 2)
-  cr_assert_not(sema_release_lock((uint32_t*)&w, 2, 0, 1));
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::Freed);
   cr_assert_eq(w.load(), 0u);
   cr_assert_eq(sema_nwaiters(&w), 1, "a word of 1 wakes nobody");
   cr_assert_eq(sema_wake(&w, 1), 1);
@@ -227,7 +227,7 @@ Test(sema, lock_waiter_front) {
   pthread_create(&tc, nullptr, lock_waiter, &c);
   wait_until_waiters(&w, 3);
   // c went ahead of a and b, and has waited long enough: handed over.
-  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1));
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::HandedToThread);
   pthread_join(tc, nullptr);
   cr_assert_eq(c.result, kSemaHandoff);
   cr_assert_eq(sema_nwaiters(&w), 2);
