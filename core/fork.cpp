@@ -181,6 +181,8 @@ void fork_child_reset() {
   memclass_init();
   privfd_after_fork();
   privfd_start();
+  mstarter_after_fork();
+  mstarter_start();
   sysmon_start();
 }
 

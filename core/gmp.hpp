@@ -275,7 +275,9 @@ struct M {
   G g0;                     // scheduler G: its stack and TLS are the M's own
   G* curg = nullptr;        // the user G running, or nullptr on g0
   P* p = nullptr;           // attached P, or nullptr
-  P* nextp = nullptr;       // P handed over by startm
+  P* nextp = nullptr;       // P handed over by startm (newm: kept for it, sched.lock)
+  M* startlink = nullptr;   // newm's Ms queued for the M starter (runtime.cpp), sched.lock
+  bool starting = false;    // on that list: its thread is not running yet
   P* oldp = nullptr;        // P held before entering a blocking call
   int32_t id = 0;
   pid_t tid = 0;            // kernel tid

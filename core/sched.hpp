@@ -137,8 +137,32 @@ void pidle_drop_retired(P* pp);
 // Creates a kernel thread running the scheduler on pp. Without locks.
 // From a context that may have interrupted the allocator (a program signal
 // handler, a foreign thread) it leaves pp idle with its Gs on the global
-// queue and asks sysmon to do it (sysmon_want_m).
+// queue and asks sysmon to do it (sysmon_want_m). Anywhere but on sysmon it
+// only prepares the M and queues it for sysmon to start (sysmon_queue_m):
+// glibc's pthread_create callocs the new thread's DTV through the
+// process's allocator, which may be the program's own (an executable that
+// defines calloc: rustc), and newm runs inside the program's calls (an
+// unlock's wake, a blocking call's hand-off), perhaps inside that
+// allocator with its lock held (tests/preload/own_malloc_reentry). When
+// that allocator is the program's, it queues the M for the M starter
+// (runtime.cpp) instead, pp kept for it until it runs or a G coming back
+// from a blocking call takes it back (mstart_reclaim_locked).
 void newm(P* pp, bool spinning);
+// A P kept for an M whose thread is not running yet, now taken from it
+// (the M takes an idle P, or goes idle, when it starts); or nullptr.
+// Locks held: sched.lock.
+P* mstart_reclaim_locked();
+// Starts the kernel thread of an M newm prepared (mask_known: its
+// start_sigmask was recorded by newm's caller). Without locks.
+void newm_start(M* mp, bool mask_known);
+// Queues mp for the M starter and wakes it; false (nothing queued) when
+// the starter is not running (before runtime init is done, in a fork
+// child before mstarter_start, or it could not be created). Lock-free.
+bool mstarter_queue(M* mp);
+// Starts the M starter (runtime init; a fork child after
+// mstarter_after_fork).
+void mstarter_start();
+void mstarter_after_fork();
 // Whether the pause after a failed thread creation is over.
 bool newm_retry_due();
 
