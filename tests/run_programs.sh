@@ -145,10 +145,16 @@ run() {
 # start_bg MODE SECONDS OUT ERR CMD...: starts CMD like run, in the
 # background; sets bg (timeout's pid) and bgchild (the program's pid).
 start_bg() {
-  local mode=$1 tmo=$2 o=$3 e=$4
+  local mode=$1 tmo=$2 o=$3 e=$4 envs
   shift 4
-  # shellcheck disable=SC2046
-  timeout -s KILL "$tmo" env $(menv "$mode") "$@" >"$o" 2>"$e" </dev/null &
+  # The environment is expanded here, not in the background command: its
+  # command substitution would be a child of $bg for a moment, and pgrep
+  # below could take it for the program (which then looked dead at once,
+  # and the program itself was never stopped: seen under load as "the
+  # server printed no port", "died before the end" and a timeout's 137).
+  envs=$(menv "$mode")
+  # shellcheck disable=SC2086
+  timeout -s KILL "$tmo" env $envs "$@" >"$o" 2>"$e" </dev/null &
   bg=$!
   bg_pids+=("$bg")
   bgchild=""
