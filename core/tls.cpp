@@ -15,6 +15,7 @@ extern "C" struct __res_state* __res_state(void);
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <initializer_list>
 #include <new>
 
 #include "arch/arch.hpp"

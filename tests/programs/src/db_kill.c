@@ -57,7 +57,19 @@ static const char *kind_name[] = {"normal", "lockwait", "sleep", "active"};
 static const char *sock;
 static int nconn, ntxn;
 static pthread_barrier_t connected, go;
-static atomic_long deadlocks, lock_timeouts;
+static atomic_long deadlocks, lock_timeouts, snapshot_conflicts;
+
+// An error after which the whole transaction is run again: a deadlock, a
+// lock wait timeout, or (MariaDB 11.6 and later, innodb_snapshot_isolation
+// on by default: Debian 13's 11.8) a row changed since this transaction's
+// read view was made (ER_CHECKREAD, "try restarting transaction").
+static int retryable(int err) {
+  if (err == ER_LOCK_DEADLOCK) deadlocks++;
+  else if (err == ER_LOCK_WAIT_TIMEOUT) lock_timeouts++;
+  else if (err == ER_CHECKREAD) snapshot_conflicts++;
+  else return 0;
+  return 1;
+}
 static atomic_int active_ready;  // ACTIVE victims with 3 commits done
 static atomic_int kills_done, workers_done;
 static atomic_int in_kill_txn;   // LOCKWAIT/SLEEP victims inside their last transaction
@@ -197,13 +209,11 @@ static int transfer(MYSQL *m, int id, long s, enum kind mode, int *inflight, int
     }
     if (!err) return 0;
     if (is_kill_error(err)) return err;
-    if ((err != ER_LOCK_DEADLOCK && err != ER_LOCK_WAIT_TIMEOUT) || attempt > 1000) {
+    if (!retryable(err) || attempt > 1000) {
       char what[64];
       snprintf(what, sizeof what, "transfer %d/%ld", id, s);
       fatal(m, what);
     }
-    if (err == ER_LOCK_DEADLOCK) deadlocks++;
-    else lock_timeouts++;
     err = run(m, "ROLLBACK");
     if (err && is_kill_error(err)) return err;
     if (err) fatal(m, "ROLLBACK");
@@ -240,9 +250,7 @@ static int check_total(MYSQL *m, int id) {
       return 0;
     }
     if (is_kill_error(err)) return err;
-    if ((err != ER_LOCK_DEADLOCK && err != ER_LOCK_WAIT_TIMEOUT) || attempt > 1000) fatal(m, "locking read");
-    if (err == ER_LOCK_DEADLOCK) deadlocks++;
-    else lock_timeouts++;
+    if (!retryable(err) || attempt > 1000) fatal(m, "locking read");
     err = run(m, "ROLLBACK");
     if (err && is_kill_error(err)) return err;
     if (err) fatal(m, "ROLLBACK");
@@ -508,7 +516,8 @@ static int load(const char *pid, int argc_rest, char **rest) {
           task_max_names);
   fprintf(stderr, "PHASES connected %.1f s, in position %.1f s, killed %.1f s, done %.1f s\n", tconnected - tstart,
           tpos - tstart, tkilled - tstart, now() - tstart);
-  fprintf(stderr, "RETRIES deadlock %ld, lock wait timeout %ld\n", deadlocks, lock_timeouts);
+  fprintf(stderr, "RETRIES deadlock %ld, lock wait timeout %ld, snapshot conflict %ld\n", deadlocks, lock_timeouts,
+          snapshot_conflicts);
   int bad = 0;
   long total = 0;
   for (int i = 0; i < nconn; i++) {
