@@ -63,4 +63,121 @@ static inline int env_int(const char *name, int dflt) {
   return s && *s ? atoi(s) : dflt;
 }
 
+/* Handshakes that order events between threads or processes without a
+ * sleep (a sleep decides nothing: the native output must not change under
+ * load).
+ *
+ * A thread about to block in a call publishes its kernel thread id
+ * (self_tid()) just before the call; the thread that must act while it is
+ * blocked waits for that kernel thread to sleep: state S in
+ * /proc/self/task/TID/stat (wait_tid_asleep). Natively the thread can sleep
+ * nowhere else between the two, so it is inside its call. Under an M:N
+ * runtime the id is that of the kernel thread that ran the call: it sleeps
+ * (or runs the waiter itself) once the caller no longer runs. `done`, when
+ * not NULL, is the caller's "the call returned" flag: the wait then also
+ * ends when it is set (the caller's own check reports that). Process
+ * states work the same way (proc_state; all_tasks_asleep, wait_all_asleep
+ * for every thread of a child process). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if !defined(__cplusplus) && !defined(__USE_MISC)
+long syscall(long number, ...); /* a program without _DEFAULT_SOURCE */
+#endif
+
+static inline int self_tid(void) { return (int)syscall(SYS_gettid); }
+
+/* The state letter in a /proc stat file, or 0 if it is gone. */
+static inline char stat_state(const char *path) {
+  char buf[512];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static inline char tid_state(int tid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  return stat_state(path);
+}
+
+static inline char proc_state(int pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  return stat_state(path);
+}
+
+static inline long long mono_ns_(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Waits until kernel thread tid of this process sleeps (S), or *done is
+ * set, or tid is the caller's own kernel thread. Fails after 30 s. */
+static inline void wait_tid_asleep(int tid, const volatile int *done) {
+  long long t0 = mono_ns_();
+  while (!(done && __atomic_load_n(done, __ATOMIC_ACQUIRE)) && tid != self_tid() &&
+         tid_state(tid) != 'S') {
+    CHECK(mono_ns_() - t0 < 30000000000LL, "thread %d never blocked", tid);
+    sched_yield();
+  }
+}
+
+/* 1 if every thread of process pid sleeps (state S), -1 if the process
+   is gone or a zombie, else 0. */
+static inline int all_tasks_asleep(int pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", pid);
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  struct dirent *e;
+  int ok = 1, n = 0;
+  while (ok && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char sp[300];
+    snprintf(sp, sizeof sp, "/proc/%d/task/%s/stat", pid, e->d_name);
+    char st = stat_state(sp);
+    if (!st) continue; /* the thread just exited */
+    if (st == 'Z' || st == 'X') {
+      closedir(d);
+      return -1;
+    }
+    ok = st == 'S';
+    n++;
+  }
+  closedir(d);
+  return ok && n > 0;
+}
+
+/* Waits until every thread of process pid (a child) sleeps, or it is gone
+   or a zombie (the caller's checks then report what it did). Fails after
+   30 s. Natively a child that runs one blocking call sleeps in nothing
+   else; a child whose threads sleep early only sees its data sooner. */
+static inline void wait_all_asleep(int pid) {
+  long long t0 = mono_ns_();
+  while (!all_tasks_asleep(pid)) {
+    CHECK(mono_ns_() - t0 < 30000000000LL, "process %d never blocked", pid);
+    sched_yield();
+  }
+}
+
+/* Waits (bounded: fails after 30 s) until *flag is nonzero. */
+static inline void wait_flag(const volatile int *flag) {
+  long long t0 = mono_ns_();
+  while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
+    CHECK(mono_ns_() - t0 < 30000000000LL, "a flag was never set");
+    sched_yield();
+  }
+}
+
 #endif
