@@ -73,7 +73,12 @@ static inline int env_int(const char *name, int dflt) {
  * /proc/self/task/TID/stat (wait_tid_asleep). Natively the thread can sleep
  * nowhere else between the two, so it is inside its call. Under an M:N
  * runtime the id is that of the kernel thread that ran the call: it sleeps
- * (or runs the waiter itself) once the caller no longer runs. `done`, when
+ * (or runs the waiter itself) once the caller no longer runs, or it runs
+ * another thread of the program: a kernel thread that stays runnable (R)
+ * for RUNNING_ELSEWHERE_NS is taken as that, and the wait ends (natively a
+ * thread about to block blocks within microseconds; should a loaded
+ * machine keep it runnable that long, the caller acts early, and every
+ * caller is written so that acting early prints the same). `done`, when
  * not NULL, is the caller's "the call returned" flag: the wait then also
  * ends when it is set (the caller's own check reports that). Process
  * states work the same way (proc_state; all_tasks_asleep, wait_all_asleep
@@ -116,19 +121,56 @@ static inline char proc_state(int pid) {
   return stat_state(path);
 }
 
+#define RUNNING_ELSEWHERE_NS 500000000LL
+
 static inline long long mono_ns_(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The state of thread tid of process pid (another process), 0 if gone. */
+static inline char task_state_of(int pid, int tid) {
+  char path[80];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+  return stat_state(path);
+}
+
+/* Waits until thread tid of process pid (a child) sleeps, or it is gone
+   or a zombie, or it stays runnable (as wait_tid_asleep). Fails after
+   30 s. */
+static inline void wait_task_asleep(int pid, int tid) {
+  long long t0 = mono_ns_(), r0 = 0;
+  char st;
+  while ((st = task_state_of(pid, tid)) != 'S' && st && st != 'Z' && st != 'X') {
+    long long now = mono_ns_();
+    if (st != 'R')
+      r0 = 0;
+    else if (!r0)
+      r0 = now;
+    else if (now - r0 > RUNNING_ELSEWHERE_NS)
+      return;
+    CHECK(now - t0 < 30000000000LL, "thread %d of process %d never blocked", tid, pid);
+    sched_yield();
+  }
+}
+
 /* Waits until kernel thread tid of this process sleeps (S), or *done is
- * set, or tid is the caller's own kernel thread. Fails after 30 s. */
+ * set, or tid is the caller's own kernel thread, or it stays runnable for
+ * RUNNING_ELSEWHERE_NS. Fails after 30 s. */
 static inline void wait_tid_asleep(int tid, const volatile int *done) {
-  long long t0 = mono_ns_();
+  long long t0 = mono_ns_(), r0 = 0;
+  char st;
   while (!(done && __atomic_load_n(done, __ATOMIC_ACQUIRE)) && tid != self_tid() &&
-         tid_state(tid) != 'S') {
-    CHECK(mono_ns_() - t0 < 30000000000LL, "thread %d never blocked", tid);
+         (st = tid_state(tid)) != 'S') {
+    long long now = mono_ns_();
+    if (st != 'R')
+      r0 = 0;
+    else if (!r0)
+      r0 = now;
+    else if (now - r0 > RUNNING_ELSEWHERE_NS)
+      return;
+    CHECK(now - t0 < 30000000000LL, "thread %d never blocked", tid);
     sched_yield();
   }
 }
