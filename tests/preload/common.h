@@ -156,14 +156,15 @@ static inline void wait_task_asleep(int pid, int tid) {
 }
 
 /* Waits until kernel thread tid of this process sleeps (S), or *done is
- * set, or tid is the caller's own kernel thread, or it stays runnable for
- * RUNNING_ELSEWHERE_NS. Fails after 30 s. */
+ * set, or tid is the caller's own kernel thread, or it is gone, or it stays
+ * runnable for RUNNING_ELSEWHERE_NS. Fails after 30 s. */
 static inline void wait_tid_asleep(int tid, const volatile int *done) {
   long long t0 = mono_ns_(), r0 = 0;
   char st;
   while (!(done && __atomic_load_n(done, __ATOMIC_ACQUIRE)) && tid != self_tid() &&
          (st = tid_state(tid)) != 'S') {
     long long now = mono_ns_();
+    if (!st || st == 'Z' || st == 'X') return; /* gone: it will not block */
     if (st != 'R')
       r0 = 0;
     else if (!r0)
