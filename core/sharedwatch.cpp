@@ -51,6 +51,18 @@
 //
 // A word's slot stays while it has registered waiters; the watcher frees
 // slots without waiters at its next round.
+//
+// Exit and exec. A wake the watcher took from the kernel and has not yet
+// passed on dies with the process: a pool worker whose goroutine had just
+// left a semaphore wait exited (os._exit) while its watcher, not yet back
+// from the kernel, took the wake of the next sem_post, and the last worker
+// slept on a semaphore holding a token (procpool, about 1 run in 25 at 2
+// processors under load). So before the process ends or replaces its
+// image (watch_quiesce: _exit, _Exit, exit's last destructor, exec), every
+// watcher leaves the kernel, passes on each wake it may have taken (a
+// spurious wake elsewhere at worst), wakes its goroutines (they wait again
+// in the kernel: watch_register refuses while quiesced) and acknowledges.
+// A failed exec resumes the watchers (watch_resume).
 
 #include "core/sharedwatch.hpp"
 
@@ -95,13 +107,16 @@ struct Slot {
 
 struct Watcher {
   Slot slots[kSlots];
-  std::atomic<uint32_t> ctl;  // private futex: bumped when the table changes
-  bool failed;                // its thread could not be created: not used
+  std::atomic<uint32_t> ctl;    // private futex: bumped when the table changes
+  std::atomic<uint32_t> quiet;  // private futex: 1 once quiesced (out of the kernel's queues)
+  bool failed;                  // its thread could not be created: not used
 };
 
 Mutex wlock{LockRank::SharedWatch};  // leaf: guards every Watcher's slots and nwatchers
 Watcher watchers[kWatchers];  // [0, nwatchers) in use
-int nwatchers;
+std::atomic<int> nwatchers;   // written under wlock; read without it by watch_quiesce
+// Private futex: 1 while quiesced (watch_quiesce .. watch_resume).
+std::atomic<uint32_t> quiescing;
 std::atomic<int> available{-1};  // -1 unknown, 0 no FUTEX_WAITV, 1 yes
 
 // Waits at most timeout_ns (CLOCK_MONOTONIC; 0: no limit).
@@ -122,6 +137,29 @@ bool safe_read(const uint32_t* addr, uint32_t* out) {
   struct iovec remote = {(void*)addr, sizeof *addr};
   return sys::raw6(SYS_process_vm_readv, sys::getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
          (long)sizeof *out;
+}
+
+// The watcher's part of watch_quiesce, after its last return from the
+// kernel (vector v of m words, result r). A goroutine here that a wake was
+// relayed to may never run again (the process is ending), so each word
+// the kernel may have woken (entries 1..r) gets a wake passed on anyway,
+// then every goroutine waiting on a watched word is woken to wait again
+// in the kernel. Then it acknowledges and sleeps on a private word until
+// watch_resume.
+void quiesce(Watcher* w, FutexWaitv* v, int m, long r) {
+  for (int k = 0; k < m && r >= 1 && k + 1 <= r; k++)
+    sys::futex_wake_shared((const void*)(uintptr_t)v[1 + k].uaddr, 1);
+  const uint32_t* addrs[kSlots];
+  int n = 0;
+  wlock.lock();
+  for (int i = 0; i < kSlots; i++)
+    if (w->slots[i].addr) addrs[n++] = w->slots[i].addr;
+  wlock.unlock();
+  for (int k = 0; k < n; k++) sema_wake_stale(addrs[k], 0, true);
+  w->quiet.store(1, std::memory_order_seq_cst);
+  sys::futex_wake(&w->quiet, INT_MAX);
+  while (quiescing.load(std::memory_order_seq_cst)) sys::futex_wait(&quiescing, 1, nullptr);
+  w->quiet.store(0, std::memory_order_seq_cst);
 }
 
 void* watcher_main(void* arg) {
@@ -215,6 +253,7 @@ void* watcher_main(void* arg) {
         woken = sema_has_waiter(addrs[k], slept) ? 1 : 0;
       if (woken == 0) sys::futex_wake_shared(addrs[k], 1);
     }
+    if (quiescing.load(std::memory_order_seq_cst)) quiesce(w, v, m, r);
   }
   return nullptr;
 }
@@ -237,9 +276,10 @@ bool watch_available() {
 
 int watch_register(const void* addr, uint32_t val) {
   const uint32_t* a = (const uint32_t*)addr;
+  if (quiescing.load(std::memory_order_seq_cst)) return -1;
   wlock.lock();
   int free_w = -1, free_i = -1;
-  for (int wi = 0; wi < nwatchers; wi++) {
+  for (int wi = 0, nw = nwatchers.load(std::memory_order_relaxed); wi < nw; wi++) {
     Watcher* w = &watchers[wi];
     for (int i = 0; i < kSlots; i++) {
       Slot& s = w->slots[i];
@@ -264,15 +304,16 @@ int watch_register(const void* addr, uint32_t val) {
     wlock.unlock();
     return free_w * kSlots + free_i;
   }
-  if (nwatchers == kWatchers) {
+  if (nwatchers.load(std::memory_order_relaxed) == kWatchers) {
     wlock.unlock();
     return -1;
   }
   // A new watcher, its first slot taken now (other goroutines waiting on
   // the same word join it); its thread is created outside the lock.
-  int wi = nwatchers++;
+  int wi = nwatchers.load(std::memory_order_relaxed);
   Watcher* w = &watchers[wi];
   w->slots[0] = Slot{a, 1, val, false};
+  nwatchers.store(wi + 1, std::memory_order_seq_cst);
   wlock.unlock();
   if (!start_watcher(w)) {
     wlock.lock();
@@ -310,11 +351,44 @@ void watch_unregister(int handle) {
   if (last) watch_kick((void*)(intptr_t)handle);
 }
 
+void watch_quiesce() {
+  int n = nwatchers.load(std::memory_order_seq_cst);
+  if (n == 0) return;
+  quiescing.store(1, std::memory_order_seq_cst);
+  for (int i = 0; i < n; i++) {
+    Watcher* w = &watchers[i];
+    w->ctl.fetch_add(1, std::memory_order_seq_cst);
+    sys::futex_wake(&w->ctl, 1);
+  }
+  // Each watcher acknowledges within one round. A watcher that is not
+  // scheduled (the machine is loaded, or it is stopped) is waited for at
+  // most about a second in all: the process ends regardless.
+  int64_t end = sys::nanotime() + 1000000000;
+  for (int i = 0; i < n; i++) {
+    Watcher* w = &watchers[i];
+    if (w->failed) continue;
+    while (w->quiet.load(std::memory_order_seq_cst) == 0) {
+      int64_t left = end - sys::nanotime();
+      if (left <= 0) return;
+      struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
+      sys::futex_wait(&w->quiet, 0, &ts);
+    }
+  }
+}
+
+void watch_resume() {
+  if (!quiescing.load(std::memory_order_seq_cst)) return;
+  quiescing.store(0, std::memory_order_seq_cst);
+  sys::futex_wake(&quiescing, INT_MAX);
+}
+
 void watch_after_fork() {
   wlock.reset();
   // The parent's watcher threads are not in the child.
-  for (int i = 0; i < nwatchers; i++) new (&watchers[i]) Watcher();
-  nwatchers = 0;
+  int n = nwatchers.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; i++) new (&watchers[i]) Watcher();
+  nwatchers.store(0, std::memory_order_relaxed);
+  quiescing.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace goshim

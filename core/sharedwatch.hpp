@@ -25,6 +25,16 @@ void watch_unregister(int handle);
 // No locks, no blocking: any thread.
 void watch_kick(void* handle);
 
+// The process is about to end or exec: every watcher leaves the kernel,
+// passes on the wakes it may have taken, wakes this process's waiters on
+// watched words (they wait again in the kernel) and stops until
+// watch_resume; watch_register refuses meanwhile. Returns once all
+// watchers acknowledged (or after about a second). No locks, no
+// allocation: any thread, also a signal handler or a fork child.
+void watch_quiesce();
+// A failed exec: the watchers go on. Any thread.
+void watch_resume();
+
 // Fork child: the watcher threads are gone. Any thread.
 void watch_after_fork();
 

@@ -20,14 +20,23 @@
 
 #include "core/fdtable.hpp"
 #include "core/real.hpp"
+#include "core/sharedwatch.hpp"
 #include "shim/shim.hpp"
 
 using namespace goshim;
 
 namespace {
 
+// Before every exec: the fds (above) and the watchers of process-shared
+// words, which would lose a wake they hold (shim/process_exit.cpp).
+inline void before_exec() {
+  fd_before_exec();
+  watch_quiesce();
+}
+
 inline int failed(int r) {
   int e = errno;
+  watch_resume();
   fd_exec_failed();
   errno = e;
   return r;
@@ -45,31 +54,31 @@ GOSHIM_EXPORT pid_t fork(void);
 
 GOSHIM_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   shim::ensure_real();
-  fd_before_exec();
+  before_exec();
   return failed(real::execve(path, argv, envp));
 }
 
 GOSHIM_EXPORT int execv(const char* path, char* const argv[]) {
   shim::ensure_real();
-  fd_before_exec();
+  before_exec();
   return failed(real::execv(path, argv));
 }
 
 GOSHIM_EXPORT int execvp(const char* file, char* const argv[]) {
   shim::ensure_real();
-  fd_before_exec();
+  before_exec();
   return failed(real::execvp(file, argv));
 }
 
 GOSHIM_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   shim::ensure_real();
-  fd_before_exec();
+  before_exec();
   return failed(real::execvpe(file, argv, envp));
 }
 
 GOSHIM_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   shim::ensure_real();
-  fd_before_exec();
+  before_exec();
   return failed(real::fexecve(fd, argv, envp));
 }
 
@@ -77,7 +86,7 @@ GOSHIM_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char
                            int flags) {
   shim::ensure_real();
   if (!real::execveat) return enosys();
-  fd_before_exec();
+  before_exec();
   return failed(real::execveat(dirfd, path, argv, envp, flags));
 }
 
