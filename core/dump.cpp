@@ -337,6 +337,27 @@ void dump_capture_running(G* gp, void* ucontext) {
   running_done.store(1, std::memory_order_release);
 }
 
+bool dump_program_frame_first(G* gp, void* ucontext) {
+  constexpr int kMaxCancelFrames = 32;
+  bool program = false;
+  gp->insig++;  // libunwind's own libc calls (sigprocmask) go straight to libc
+  unw_cursor_t c;
+  if (unw_init_local2(&c, (unw_context_t*)ucontext, UNW_INIT_SIGNAL_FRAME) == 0) {
+    for (int frames = 0; frames < kMaxCancelFrames; frames++) {
+      unw_word_t ip = 0;
+      if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+      if (dladdr_is_self(ip)) break;  // goshim's code called what was interrupted
+      if (!pc_unsafe(ip)) {
+        program = true;  // the program's own code called it
+        break;
+      }
+      if (unw_step(&c) <= 0) break;
+    }
+  }
+  gp->insig--;
+  return program;
+}
+
 void dump_backtrace(int fd, G* gp, void* uc) {
   static char buf[4096];
   size_t len = 0;

@@ -42,6 +42,15 @@ bool dump_fault_guard();
 // Whether pc lies in libgoshim's own code.
 bool dladdr_is_self(uintptr_t pc);
 
+// Signal context, on the M that runs gp, the interrupted frame on gp's
+// stack: walks the frames from the interrupted context outwards and
+// returns true when one of the program's own code (not goshim, not a
+// library goshim calls into: pc_unsafe) comes before any of goshim's;
+// false when goshim's code is the caller (a vDSO clock read or a libc
+// string function called by the runtime, maybe under a lock) or the walk
+// cannot tell within a few frames.
+bool dump_program_frame_first(G* gp, void* ucontext);
+
 // Requests a dump from sysmon (signal-safe).
 void dump_request();
 bool dump_requested();

@@ -155,6 +155,7 @@ void fork_child_reset() {
     mine->status.store(PStatus::Running, std::memory_order_relaxed);
   }
   sched.runq = GQueue{};
+  sched.runq_used = GQueue{};
   sched.runqsize.store(0, std::memory_order_relaxed);
   sched.gfree = nullptr;
   sched.gfree_cold = nullptr;
@@ -180,6 +181,8 @@ void fork_child_reset() {
   memclass_init();
   privfd_after_fork();
   privfd_start();
+  mstarter_after_fork();
+  mstarter_start();
   sysmon_start();
 }
 

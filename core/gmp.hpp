@@ -129,6 +129,11 @@ struct SemaWaiter {
   uint64_t seq = 0;                 // which wait of gp this is
   int result = 0;                   // 0 woken, ETIMEDOUT, EINTR
   int prio = 0;  // a real-time waiter's priority (core/rtlock.hpp): woken first, as by the kernel
+  // A lock waiter that takes a hand-over (sema_release_lock): when its
+  // attempt to take the lock began waiting (CLOCK_MONOTONIC ns); 0 for
+  // every other waiter (a condition variable's, requeued onto a mutex
+  // word, does not know the protocol and is only ever woken).
+  int64_t lock_since = 0;
 };
 
 struct PollDesc;
@@ -270,7 +275,9 @@ struct M {
   G g0;                     // scheduler G: its stack and TLS are the M's own
   G* curg = nullptr;        // the user G running, or nullptr on g0
   P* p = nullptr;           // attached P, or nullptr
-  P* nextp = nullptr;       // P handed over by startm
+  P* nextp = nullptr;       // P handed over by startm (newm: kept for it, sched.lock)
+  M* startlink = nullptr;   // newm's Ms queued for the M starter (runtime.cpp), sched.lock
+  bool starting = false;    // on that list: its thread is not running yet
   P* oldp = nullptr;        // P held before entering a blocking call
   int32_t id = 0;
   pid_t tid = 0;            // kernel tid
@@ -422,8 +429,10 @@ struct Sched {
   std::atomic<int32_t> npidle{0};
   std::atomic<int32_t> nmspinning{0};
   std::atomic<uint32_t> needspinning{0};
-  // Global run queue.
+  // Global run queue: runq, then runq_used (Gs preempted at the end of a
+  // time slice; runq.cpp, globrunqget). runqsize counts both.
   GQueue runq;
+  GQueue runq_used;
   std::atomic<int32_t> runqsize{0};
   // Global free G list (lock: gflock): warm ones newest first, and cold
   // ones, whose slot stack pages went back to the kernel (proc.cpp).

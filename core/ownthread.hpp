@@ -1,6 +1,7 @@
-// goshim's own kernel threads (Ms, sysmon, the privfd thread, shared-futex
-// watchers): created detached through libc's pthread_create, never seen
-// by a credential broadcast half-made (setxid.hpp), and started with
+// goshim's own kernel threads (Ms, sysmon, the privfd thread, the M
+// starter, shared-futex watchers): created detached through libc's
+// pthread_create, never seen by a credential broadcast half-made
+// (setxid.hpp), and started with
 // every signal blocked but SIGSETXID until they have set tls_g
 // (signal_create_begin in signal.hpp).
 #pragma once

@@ -301,7 +301,7 @@ static void gosched_global_g0(void* arg) {
   schedule();
 }
 
-void gosched() {
+bool gosched() {
   G* gp = getg();
   M* mp = gp->m;
   P* pp = mp->p;
@@ -310,12 +310,13 @@ void gosched() {
   if (runqempty(pp) && sched.runqsize.load(std::memory_order_relaxed) == 0 &&
       !netpoll_any_waiters()) {
     int64_t w = timers_wake_time(&pp->timers);
-    if (w == 0 || w > sys::nanotime()) return;
+    if (w == 0 || w > sys::nanotime()) return false;
   }
   // Like Go's Gosched: to the global queue, so that the yielder runs after
   // everything runnable anywhere, on whichever P gets to it first.
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
   if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
+  return true;
 }
 
 void gosched_local() {
@@ -324,10 +325,23 @@ void gosched_local() {
   goshim_mcall(gp, gosched_g0, mp->g0_sp, mp->g0.tp);
 }
 
-void gosched_global() {
+// On g0: gp, preempted, goes behind every G not preempted (runq.cpp).
+static void gosched_preempted_g0(void* arg) {
+  G* gp = (G*)arg;
+  M* mp = gp->m;
+  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
+  cputime_out(gp);
+  gp->status.store(GStatus::Runnable, std::memory_order_release);
+  mp->curg = nullptr;
+  gp->m = nullptr;
+  globrunqput_used(gp);
+  schedule();
+}
+
+void gosched_preempted() {
   G* gp = getg();
   M* mp = gp->m;
-  goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
+  goshim_mcall(gp, gosched_preempted_g0, mp->g0_sp, mp->g0.tp);
 }
 
 }  // namespace goshim

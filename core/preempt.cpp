@@ -102,7 +102,7 @@ void async_preempt(G* gp, ucontext_t* uc) {
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
   trace_ev(TraceEv::Preempt, gp, gp->goid);
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
-  gosched_global();
+  gosched_preempted();
   // Possibly another M now: rt_sigreturn restores the signal mask and the
   // alternate signal stack from the frame; the mask is the G's own, the
   // alternate stack must be this M's.
@@ -121,6 +121,26 @@ void async_preempt(G* gp, ucontext_t* uc) {
 }
 
 }  // namespace
+
+bool async_cancel_safe(G* gp, void* uctx) {
+  M* mp = gp->m;
+  bool safe = false;
+  if (gp->insig == 0 && mp && mp->curg == gp && mp->locks.load(std::memory_order_relaxed) == 0) {
+    uintptr_t pc = arch::uc_pc((ucontext_t*)uctx);
+    if (dladdr_is_self(pc))
+      safe = false;  // goshim's own code
+    else if (!pc_unsafe(pc))
+      safe = true;  // the program's own code
+    else
+      safe = dump_program_frame_first(gp, uctx);  // libc, the vDSO: called by whom?
+  }
+  // Not here: the G yields, and acts on it, at its next interposed call
+  // from the program's own code (preempt_at_call); its goshim waits are
+  // cancellation points meanwhile, and sysmon's preemption finds it in
+  // the program's code if it computes.
+  if (!safe) gp->preempt.store(true, std::memory_order_release);
+  return safe;
+}
 
 bool pc_unsafe(uintptr_t pc) {
   int n = nranges.load(std::memory_order_acquire);
@@ -155,10 +175,9 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
   switch (magic) {
     case kPreemptMagic: {
       // An asynchronous cancellation sent while this G waited for a P
-      // (pthread_cancel kicks only a running G): act on it now.
-      int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
-      // enabled (bit 0 clear), asynchronous (bit 1), canceled (bit 3), not exiting (bit 4)
-      if (gp->insig == 0 && (ch & 0x1b) == 0x0a) {
+      // (pthread_cancel kicks only a running G): act on it now, if the
+      // G may be unwound from here.
+      if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) {
         if (M* mp = gp->m) mp->preempt_sent.store(false, std::memory_order_release);
         cancel_point();  // unwinds: never returns
         break;
@@ -170,17 +189,13 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
       if (gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig)
         signal_deliver(gp);
       break;
-    case kCancelMagic: {  // asynchronous cancellation
+    case kCancelMagic:  // asynchronous cancellation
       // The kick may reach another G than the one it was sent for (the
       // target moved): only an asynchronous cancellation of this G, and
-      // never inside goshim itself. A target missed here acts when it
-      // resumes after its next preemption (async_preempt).
-      uintptr_t pc = arch::uc_pc((ucontext_t*)uctx);
-      if (gp->insig == 0 && gp->m && gp->m->locks.load(std::memory_order_relaxed) == 0 &&
-          !dladdr_is_self(pc) && cancel_async_pending(gp))
-        cancel_point();
+      // only where it may be unwound (async_cancel_safe); else it acts at
+      // its next safe point.
+      if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) cancel_point();
       break;
-    }
     case kDumpMagic:
       gp->insig++;  // libc calls made while unwinding go straight to libc
       dump_capture_running(gp, uctx);
@@ -253,6 +268,10 @@ void preempt_at_call(G* gp, const void* caller_pc) {
   M* mp = gp->m;
   if (!mp || mp->locks.load(std::memory_order_relaxed) > 0) return;
   gp->preempt.store(false, std::memory_order_relaxed);
+  // An asynchronous cancellation that found gp where it could not be
+  // unwound (async_cancel_safe): the program's call into goshim is a place
+  // where it can.
+  if (__builtin_expect(cancel_async_pending(gp), 0)) cancel_point();
   if (gp->rt_pending.load(std::memory_order_relaxed)) {
     rt_pending_apply(gp);  // another G gave this one a real-time policy
     if (gp->rt_locked) return;
@@ -260,7 +279,7 @@ void preempt_at_call(G* gp, const void* caller_pc) {
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
   trace_ev(TraceEv::Preempt, gp, gp->goid);
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
-  gosched_global();
+  gosched_preempted();
 }
 
 }  // namespace goshim

@@ -54,4 +54,15 @@ void preempt_after_fork();
 // Whether pc lies in code that must not be preempted.
 bool pc_unsafe(uintptr_t pc);
 
+// Signal context, on gp's M, gp interrupted at uctx with an asynchronous
+// cancellation pending: whether glibc's unwinding may start there. Only
+// when no goshim frame lies between the interrupted pc and the program's
+// own code (the pc is in the program, or in libc/the vDSO called by the
+// program, not by goshim: goshim's runtime calls the vDSO and libc's
+// string functions with runtime locks held, e.g. park's clock read under
+// a sema bucket lock), the G is not in a program signal handler and its
+// M holds no runtime Mutex. When not, it sets G::preempt so that gp acts
+// on the cancellation at its next interposed call (preempt_at_call).
+bool async_cancel_safe(G* gp, void* uctx);
+
 }  // namespace goshim

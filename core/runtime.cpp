@@ -76,6 +76,26 @@ M* allocm() {
   return mp;
 }
 
+// Ms whose threads the M starter creates, each holding the P newm kept for
+// it (nextp) until it runs; linked through startlink. Locks held:
+// sched.lock for all three.
+M* mstarting = nullptr;
+
+// The M starter's queue (below).
+std::atomic<M*> mstart_queue{nullptr};  // newest first, linked through M::schedlink
+std::atomic<uint32_t> mstart_pushes{0};  // the starter sleeps on it
+std::atomic<bool> mstarter_up{false};    // the starter runs (cleared in a fork child)
+
+void mstarting_unlink_locked(M* mp) {
+  for (M** pm = &mstarting; *pm; pm = &(*pm)->startlink)
+    if (*pm == mp) {
+      *pm = mp->startlink;
+      break;
+    }
+  mp->startlink = nullptr;
+  mp->starting = false;
+}
+
 // The body of every M but M0: a real pthread that schedules forever.
 void* mstart(void* arg) {
   M* mp = (M*)arg;
@@ -92,8 +112,29 @@ void* mstart(void* arg) {
   uint64_t k = signal_new_m_mask(mp->start_sigmask);
   sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
   mp->cur_sigmask = k;
-  P* pp = mp->nextp;
-  mp->nextp = nullptr;
+  P* pp;
+  if (mp->starting) {
+    // Started by the M starter: the P newm kept for it may have been
+    // taken back meanwhile (mstart_reclaim_locked); then an idle one, or
+    // it waits with the idle Ms.
+    sched.lock.lock();
+    mstarting_unlink_locked(mp);
+    pp = mp->nextp;
+    mp->nextp = nullptr;
+    if (!pp) pp = pidleget();
+    sched.lock.unlock();
+  } else {
+    pp = mp->nextp;
+    mp->nextp = nullptr;
+  }
+  if (!pp) {
+    if (mp->spinning) {
+      mp->spinning = false;
+      sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    stopm();
+    schedule();
+  }
   acquirep(pp);
   schedule();
 }
@@ -113,19 +154,30 @@ constexpr int64_t kNewmRetryNs = 10 * 1000000;
 std::atomic<int64_t> newm_retry_at{0};
 std::atomic<bool> newm_warned{false};
 
-// pp gets no kernel thread now: its queued Gs go to the global queue and
-// pp to the idle list, and sysmon is asked to start an M for them
-// (sysmon_want_m; it also notices such work left behind, sysmon.cpp).
-void newm_release(P* pp, bool spinning, M* mp) {
-  if (spinning) sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
+// pp (if any) is given back: its queued Gs go to the global queue and pp
+// to the idle list.
+void newm_free_p(P* pp) {
   GQueue q;
   bool inherit;
   while (G* gp = runqget(pp, &inherit)) q.push_back(gp);
   sched.lock.lock();
-  if (mp) sched.mcount--;
   if (!q.empty()) globrunqputbatch(q);
   pidleput(pp);
   sched.lock.unlock();
+}
+
+// pp gets no kernel thread now: its queued Gs go to the global queue and
+// pp to the idle list, and sysmon is asked to start an M for them
+// (sysmon_want_m; it also notices such work left behind, sysmon.cpp).
+// pp may be null (an M that was to take an idle P when it started).
+void newm_release(P* pp, bool spinning, M* mp) {
+  if (spinning) sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst);
+  if (pp) newm_free_p(pp);
+  if (mp) {
+    sched.lock.lock();
+    sched.mcount--;
+    sched.lock.unlock();
+  }
   sysmon_want_m();
 }
 
@@ -151,8 +203,10 @@ void newm_failed(P* pp, bool spinning, M* mp, int err) {
 // allocates (the DTV, with calloc): not from a program signal handler on a
 // G, nor on a foreign thread (perhaps in a handler too), which may have
 // interrupted the allocator in the middle of an operation on this very
-// thread's cache, or while it holds one of its locks. g0, sysmon and a G
-// outside handlers only reach newm from goshim's own code.
+// thread's cache, or while it holds one of its locks. (Elsewhere newm only
+// queues the thread's creation for sysmon: a G outside handlers may still
+// be inside the program's own allocator, and g0 may run for a G parked
+// there.)
 static bool newm_context_ok() {
   G* g = getg();
   return g && (g->is_g0() || g->insig == 0);
@@ -162,7 +216,7 @@ bool newm_retry_due() {
   return sys::nanotime() >= newm_retry_at.load(std::memory_order_relaxed);
 }
 
-// Without a P, not on g0 necessarily; takes sched.lock only on failure.
+// Without a P, not on g0 necessarily; takes sched.lock to give pp back.
 void newm(P* pp, bool spinning) {
   if (!newm_context_ok()) {
     newm_release(pp, spinning, nullptr);
@@ -179,10 +233,128 @@ void newm(P* pp, bool spinning) {
   }
   mp->nextp = pp;
   mp->spinning = spinning;
-  int err = ownthread_start(mstart, mp, 0, &mp->start_sigmask);
+  if (mstarter_up.load(std::memory_order_acquire)) {
+    // Never pthread_create here (sched.hpp): the M starter does, with the
+    // mask of the thread that asked. That may take a while: glibc's
+    // pthread_create callocs through the program's allocator, which waits
+    // while the program holds its lock, perhaps the very G that called
+    // newm (it blocks in a call inside its allocator, and needs a P when
+    // that call returns). pp stays kept for the M, but a G coming back
+    // from a blocking call with no P to be had takes it back
+    // (mstart_reclaim_locked).
+    sys::rt_sigprocmask(SIG_BLOCK, nullptr, &mp->start_sigmask, 8);
+    sched.lock.lock();
+    mp->starting = true;
+    mp->startlink = mstarting;
+    mstarting = mp;
+    sched.lock.unlock();
+    mstarter_queue(mp);
+    return;
+  }
+  newm_start(mp, false);
+}
+
+P* mstart_reclaim_locked() {
+  for (M* m = mstarting; m; m = m->startlink)
+    if (P* pp = m->nextp) {
+      m->nextp = nullptr;
+      return pp;
+    }
+  return nullptr;
+}
+
+// ---- the M starter -------------------------------------------------------------
+//
+// One kernel thread of goshim's own (like sysmon, a g0 without an M) that
+// creates every M's kernel thread newm asks for (Go's template thread plays
+// this part for threads started from a locked thread). glibc's
+// pthread_create callocs the new thread's DTV through the process's
+// allocator, the program's own when the executable defines calloc; the
+// program may hold that allocator's lock while goshim needs an M (it
+// blocks or wakes a thread from inside its allocator: own_malloc_reentry).
+// Only this thread then waits for the lock, not the G holding it (which
+// would enter the allocator again), not an M's g0 holding a P, and not
+// sysmon, whose preemption the holder may need to get a P back (a G that
+// computes on the only P).
+
+namespace {
+
+
+void* mstarter_main(void*) {
+  // Keeps the mask it started with (signal_create_begin): every signal
+  // blocked but the credential broadcast, which must reach it.
+  tls_g = sysmon_g();
+  for (;;) {
+    uint32_t seen = mstart_pushes.load(std::memory_order_acquire);
+    M* list = mstart_queue.exchange(nullptr, std::memory_order_acquire);
+    if (!list) {
+      sys::futex_wait(&mstart_pushes, seen, nullptr);
+      continue;
+    }
+    M* fifo = nullptr;  // oldest first
+    while (list) {
+      M* next = list->schedlink;
+      list->schedlink = fifo;
+      fifo = list;
+      list = next;
+    }
+    while (fifo) {
+      M* next = fifo->schedlink;
+      fifo->schedlink = nullptr;
+      newm_start(fifo, true);
+      fifo = next;
+    }
+  }
+}
+
+}  // namespace
+
+bool mstarter_queue(M* mp) {
+  if (!mstarter_up.load(std::memory_order_acquire)) return false;
+  M* head = mstart_queue.load(std::memory_order_relaxed);
+  do mp->schedlink = head;
+  while (!mstart_queue.compare_exchange_weak(head, mp, std::memory_order_release,
+                                             std::memory_order_relaxed));
+  mstart_pushes.fetch_add(1, std::memory_order_release);
+  sys::futex_wake(&mstart_pushes, 1);
+  return true;
+}
+
+void mstarter_start() {
+  // Only for a process allocator other than goshim's own jemalloc (whose
+  // locks never wake a goroutine: core/jemalloc_glue.cpp): an executable
+  // (or a library loaded before libgoshim.so) that defines calloc.
+  void* (*own)(size_t, size_t) = &::calloc;
+  if (!real::calloc || real::calloc == own) return;
+  int err = ownthread_start(mstarter_main, nullptr, 64 * 1024);  // mstarter_main sets tls_g first
+  // Without it, newm starts threads itself, as it did before.
+  if (err == 0) mstarter_up.store(true, std::memory_order_release);
+}
+
+void mstarter_after_fork() {
+  // The starter did not survive the fork, nor the Ms queued for it (the
+  // child's scheduler is rebuilt without them).
+  mstarter_up.store(false, std::memory_order_relaxed);
+  mstart_queue.store(nullptr, std::memory_order_relaxed);
+  mstarting = nullptr;
+  mstart_pushes.store(0, std::memory_order_relaxed);
+}
+
+void newm_start(M* mp, bool mask_known) {
+  int err = ownthread_start(mstart, mp, 0, mask_known ? nullptr : &mp->start_sigmask);
   if (err != 0) {
-    mp->nextp = nullptr;
-    newm_failed(pp, spinning, mp, err);
+    P* pp;
+    if (mp->starting) {
+      sched.lock.lock();
+      mstarting_unlink_locked(mp);
+      pp = mp->nextp;
+      mp->nextp = nullptr;
+      sched.lock.unlock();
+    } else {
+      pp = mp->nextp;
+      mp->nextp = nullptr;
+    }
+    newm_failed(pp, mp->spinning, mp, err);
   }
 }
 
@@ -309,6 +481,7 @@ static bool runtime_init_mn() {
     trace_ev(TraceEv::GStart, getg());
   }
   privfd_start();  // before sysmon, which reads /proc through it
+  mstarter_start();
   sysmon_start();
   if (config.stats) atexit(print_stats_mn);
   return true;

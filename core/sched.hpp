@@ -36,12 +36,14 @@ bool interrupt_wait(G* gp);
 void register_wait_interrupter(WaitKind kind, bool (*fn)(G* gp));
 
 // On user G. Yields (sched_yield): the G goes to the global queue, as Go's
-// Gosched does; returns at once when nothing else is runnable.
-void gosched();
+// Gosched does; returns at once when nothing else is runnable. Returns
+// whether it yielded.
+bool gosched();
 // On user G. Yields to the tail of the P's local queue.
 void gosched_local();
-// On user G. Yields to the global queue unconditionally (preemption).
-void gosched_global();
+// On user G. Yields unconditionally after a whole time slice (preemption):
+// to the global queue's second list, behind every G woken meanwhile.
+void gosched_preempted();
 
 // ---- scheduler (sched.cpp) --------------------------------------------------
 
@@ -76,6 +78,15 @@ P* releasep();
 // Puts gp on the global queue (locks sched.lock).
 void globrunqput(G* gp);
 void globrunqputbatch(GQueue& q);
+// Puts a G that used a whole time slice on the global queue (after every
+// G not preempted; runq.cpp). Locks sched.lock.
+void globrunqput_used(G* gp);
+// Locks held: sched.lock. Gs on the global queue (both lists).
+inline int32_t globrunq_size() { return sched.runq.size + sched.runq_used.size; }
+// Readies netpoll results without a P (the M woken from a blocking
+// netpoll that found no idle P, sysmon): the global queue, an M started
+// per idle P. Any thread.
+void inject_glist(GQueue& q);
 
 // ---- run queues (runq.cpp) --------------------------------------------------
 
@@ -101,8 +112,9 @@ uint32_t runqlen(P* pp);
 G* runq_pick(P* pp, bool* inherit_time);
 // Locks held: sched.lock. Takes up to max Gs (0: a fair share) from the
 // global queue; one is returned, the rest go to pp's local queue, which
-// must have room (max == 1, or the local queue is empty).
-G* globrunqget(P* pp, int32_t max);
+// must have room (max == 1, or the local queue is empty). Preempted Gs
+// (runq_used) one at a time, after the others unless used_first.
+G* globrunqget(P* pp, int32_t max, bool used_first = false);
 
 // ---- Ms and Ps (proc.cpp) ------------------------------------------------------
 
@@ -125,8 +137,32 @@ void pidle_drop_retired(P* pp);
 // Creates a kernel thread running the scheduler on pp. Without locks.
 // From a context that may have interrupted the allocator (a program signal
 // handler, a foreign thread) it leaves pp idle with its Gs on the global
-// queue and asks sysmon to do it (sysmon_want_m).
+// queue and asks sysmon to do it (sysmon_want_m). Anywhere but on sysmon it
+// only prepares the M and queues it for sysmon to start (sysmon_queue_m):
+// glibc's pthread_create callocs the new thread's DTV through the
+// process's allocator, which may be the program's own (an executable that
+// defines calloc: rustc), and newm runs inside the program's calls (an
+// unlock's wake, a blocking call's hand-off), perhaps inside that
+// allocator with its lock held (tests/preload/own_malloc_reentry). When
+// that allocator is the program's, it queues the M for the M starter
+// (runtime.cpp) instead, pp kept for it until it runs or a G coming back
+// from a blocking call takes it back (mstart_reclaim_locked).
 void newm(P* pp, bool spinning);
+// A P kept for an M whose thread is not running yet, now taken from it
+// (the M takes an idle P, or goes idle, when it starts); or nullptr.
+// Locks held: sched.lock.
+P* mstart_reclaim_locked();
+// Starts the kernel thread of an M newm prepared (mask_known: its
+// start_sigmask was recorded by newm's caller). Without locks.
+void newm_start(M* mp, bool mask_known);
+// Queues mp for the M starter and wakes it; false (nothing queued) when
+// the starter is not running (before runtime init is done, in a fork
+// child before mstarter_start, or it could not be created). Lock-free.
+bool mstarter_queue(M* mp);
+// Starts the M starter (runtime init; a fork child after
+// mstarter_after_fork).
+void mstarter_start();
+void mstarter_after_fork();
 // Whether the pause after a failed thread creation is over.
 bool newm_retry_due();
 

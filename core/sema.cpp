@@ -101,16 +101,22 @@ SemaWaiter** find_head(Bucket* b, const void* addr) {
   return pp;
 }
 
-void enqueue(Bucket* b, SemaWaiter* w) {
+// front: w goes ahead of the waiters of its own priority too (a lock
+// waiter that was woken and found the lock taken again, as Go's).
+void enqueue(Bucket* b, SemaWaiter* w, bool front = false) {
   SemaWaiter** pp = find_head(b, w->addr);
   SemaWaiter* h = *pp;
   w->next = nullptr;
+  // Whether x stays ahead of w.
+  auto ahead = [w, front](const SemaWaiter* x) {
+    return front ? x->prio > w->prio : x->prio >= w->prio;
+  };
   if (!h) {
     w->prev = nullptr;
     w->tail = w;
     w->nextaddr = b->heads;
     b->heads = w;
-  } else if (h->tail->prio >= w->prio) {
+  } else if (ahead(h->tail)) {
     w->prev = h->tail;
     h->tail->next = w;
     h->tail = w;
@@ -119,7 +125,7 @@ void enqueue(Bucket* b, SemaWaiter* w) {
     // A real-time waiter goes ahead of every waiter of a lower priority
     // (the kernel's futex order: by priority, FIFO within one).
     SemaWaiter* x = h;
-    while (x->prio >= w->prio) x = x->next;  // stops: tail->prio < w->prio
+    while (ahead(x)) x = x->next;  // stops: the tail is not ahead
     w->next = x;
     w->prev = x->prev;
     if (x == h) {
@@ -251,20 +257,22 @@ __thread ForeignWaitState fwait __attribute__((tls_model("initial-exec")));
 constexpr int64_t kAsyncSliceNs = 20 * 1000 * 1000;
 
 int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
-                        const void** endaddr, bool cancellable, bool async) {
+                        const void** endaddr, bool cancellable, bool async,
+                        const SemaLockWait* lock) {
   Bucket* b = bucket_of(addr);
   SemaWaiter w;
   w.addr = addr;
   w.gp = nullptr;
   w.bitset = bitset;
   w.prio = rt_wait_prio();
+  w.lock_since = lock ? lock->since : 0;
   b->lock(2);  // [S] nwait + 1 before the value check [L]: pairs with wake
   if (load_word(addr) != val) {
     b->add_waiters(-1);
     b->unlock();
     return EAGAIN;
   }
-  enqueue(b, &w);  // keeps the nwait count raised above
+  enqueue(b, &w, lock && lock->front);  // keeps the nwait count raised above
   b->unlock();
   // pthread_cancel wakes this word (foreign_cancel_kick).
   struct Publish {
@@ -344,18 +352,19 @@ int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32
 // sleeps in short slices and ends when a cancellation was requested, and
 // unblocking then lets the handler act, as natively, on the caller's side.
 int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
-                 const void** endaddr, bool cancellable) {
+                 const void** endaddr, bool cancellable, const SemaLockWait* lock) {
   if (!tcb::self_async_cancel()) {
-    if (!cancellable) return wait_foreign_locked(addr, val, deadline, bitset, endaddr, false, false);
+    if (!cancellable)
+      return wait_foreign_locked(addr, val, deadline, bitset, endaddr, false, false, lock);
     ForeignCancelWait mark;
-    return wait_foreign_locked(addr, val, deadline, bitset, endaddr, true, false);
+    return wait_foreign_locked(addr, val, deadline, bitset, endaddr, true, false, lock);
   }
   uint64_t block = 1ull << (32 - 1), old = 0;  // glibc's SIGCANCEL
   sys::rt_sigprocmask(SIG_BLOCK, &block, &old, 8);
   int r;
   {
     ForeignCancelWait mark;
-    r = wait_foreign_locked(addr, val, deadline, bitset, endaddr, cancellable, true);
+    r = wait_foreign_locked(addr, val, deadline, bitset, endaddr, cancellable, true, lock);
   }
   if (!(old & block)) sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
   return r;
@@ -433,9 +442,9 @@ static bool unlock_bucket_then(G* gp, void* arg) {
 
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
               uint32_t bitset, const void** endaddr, bool cancellable,
-              void (*enqueued)(void*), void* earg) {
+              void (*enqueued)(void*), void* earg, const SemaLockWait* lock) {
   if (endaddr) *endaddr = addr;
-  if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr, cancellable);
+  if (!can_park()) return wait_foreign(addr, val, deadline, bitset, endaddr, cancellable, lock);
   G* gp = getg();
   Bucket* b = bucket_of(addr);
   b->lock(2);  // [S] nwait + 1 before the value check [L]
@@ -456,10 +465,11 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   w->val = val;
   w->prio = 0;
   w->result = 0;
+  w->lock_since = lock ? lock->since : 0;
   // Only gp writes parkseq: no read-modify-write needed.
   w->seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
   gp->parkseq.store(w->seq, std::memory_order_relaxed);
-  enqueue(b, w);  // keeps the nwait count raised above
+  enqueue(b, w, lock && lock->front);  // keeps the nwait count raised above
   gp->wait_kind.store(WaitKind::Sema, std::memory_order_release);
   if (deadline) {
     gp->timer.f = sema_timeout;
@@ -548,6 +558,42 @@ int sema_wake_handoff(const void* addr, void (*grant)(int n, void* arg), void* a
   }
   ready_all(q);
   return n;
+}
+
+LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
+                              uint32_t wake_above) {
+  Bucket* b = bucket_of(word);
+  if (b->nwait() == 0) {
+    // Nobody queued in the bucket (a waiter on its way is ordered by
+    // sema_wake: it raises nwait before it looks at the word).
+    if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above) sema_wake(word, 1);
+    return LockRelease::Freed;
+  }
+  GQueue q;
+  LockRelease res = LockRelease::Freed;
+  bool woke = false;
+  b->lock();
+  // Under the bucket lock a waiter is either queued (seen here) or has not
+  // looked at the word yet (it finds it changed).
+  SemaWaiter* h = *find_head(b, word);
+  if (h && h->lock_since && __atomic_load_n(word, __ATOMIC_RELAXED) == contended &&
+      sys::nanotime() - h->lock_since >= kLockStarveNs) {
+    dequeue(b, h);  // a timeout or an interrupt now finds it gone
+    res = h->gp ? LockRelease::HandedToG : LockRelease::HandedToThread;
+    release(h, kSemaHandoff, &q);  // a foreign h may be gone after this
+    woke = true;
+  } else if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above && h) {
+    dequeue(b, h);
+    release(h, 0, &q);
+    woke = true;
+  }
+  b->unlock();
+  ready_all(q);
+  if (woke) {
+    G* gp = getg();
+    if (gp && !gp->is_g0()) gp->woke_obj = word;  // futile waits (sema_wait)
+  }
+  return res;
 }
 
 int sema_wake_stale(const void* addr, uint32_t cur, bool all) {

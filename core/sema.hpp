@@ -40,9 +40,16 @@ void sema_after_fork();
 // queue (after the value check, on g0 or the next G's stack once the bucket
 // is unlocked: it must not block or take runtime locks); not for a wait that
 // returns at once nor for a foreign waiter.
+// lock, if given: the caller is a lock's waiter that understands a
+// hand-over (sema_release_lock; the wait may then return kSemaHandoff).
+struct SemaLockWait {
+  int64_t since;  // when this attempt to take the lock began waiting (nanotime), not 0
+  bool front;     // queue ahead of the waiters of its priority (woken, it found the lock taken)
+};
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
               uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false,
-              void (*enqueued)(void*) = nullptr, void* earg = nullptr);
+              void (*enqueued)(void*) = nullptr, void* earg = nullptr,
+              const SemaLockWait* lock = nullptr);
 
 // Whether the caller is a goroutine that may park right now: running on
 // its M with a P, outside any runtime critical section. Any thread.
@@ -64,6 +71,28 @@ int sema_wake(const void* addr, int n, uint32_t bitset = ~0u);
 // thread.
 inline constexpr int kSemaHandoff = 1 << 20;  // not an errno value
 int sema_wake_handoff(const void* addr, void (*grant)(int n, void* arg), void* arg);
+
+// How long a lock waiter may wait before the lock is handed to it
+// (Go's sync.Mutex starvationThresholdNs).
+inline constexpr int64_t kLockStarveNs = 1000 * 1000;
+
+// A lock's release by its owner (Go's starvation mode, decided per
+// waiter). `contended` is the word's value when locked with waiters (only
+// the owner takes the word from it; waiters store it again). When the word
+// holds `contended` and the first waiter queued on it is a lock waiter
+// (sema_wait's `lock`) whose attempt has waited kLockStarveNs or more, the
+// lock is handed to it: it is taken off the queue and its wait returns
+// kSemaHandoff, while the word is left as it is (locked with waiters:
+// every locker, in any protocol, finds it taken, and the new owner's
+// release wakes the next waiter). Otherwise the word is exchanged with
+// `unlocked` and, if it held more than `wake_above`, the first waiter is
+// woken. Returns what happened; a goroutine given the lock is readied in
+// the caller's runnext (a goroutine caller should let it run: Go's
+// releaser yields). Without waiters this costs what the exchange and a
+// sema_wake cost. Any thread.
+enum class LockRelease { Freed, HandedToThread, HandedToG };
+LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
+                              uint32_t wake_above);
 
 // Wakes the G waiters on addr that were enqueued while the word held
 // another value than cur (any, if all is true). Returns the number woken.

@@ -818,11 +818,19 @@ void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
     }
     return;
   }
-  // Never unwind goshim's own frames, nor a blocking section that has no
-  // cleanup for it (its exit would not run).
-  if (gp->status.load(std::memory_order_relaxed) == GStatus::Syscall && !gp->unwind_guarded) return;
-  if (dladdr_is_self(pc)) return;
-  if (async || cancel_in_glibc_bridge(pc)) cancel_point();
+  if (!async && !cancel_in_glibc_bridge(pc)) return;
+  if (gp->status.load(std::memory_order_relaxed) == GStatus::Syscall) {
+    // In a blocking section: only one with a cleanup for the unwinding
+    // (blocking_cancellable: the real libc call made there), and never
+    // from goshim's own code around that call.
+    if (gp->unwind_guarded && !dladdr_is_self(pc)) cancel_point();
+    return;
+  }
+  // Running (the blocking call it was signalled in is over, or glibc made
+  // a call of the program's asynchronous): never unwind through goshim's
+  // frames, also when the pc is in libc or the vDSO called by goshim
+  // (a clock read under a sema bucket lock: tests/preload/cancel_async_race).
+  if (async_cancel_safe(gp, uctx)) cancel_point();
 }
 
 }  // namespace
@@ -1554,6 +1562,9 @@ bool cancel_async_pending(G* gp) {
 void cancel_point() {
   G* gp = tls_g;
   if (!gp || gp->is_g0() || !cancel_pending(gp)) return;
+  // glibc's unwinding runs none of goshim's destructors: nothing of the
+  // runtime may be held here (async_cancel_safe).
+  GOSHIM_NO_LOCKS("cancel_point");
   gp->retval = PTHREAD_CANCELED;
   // When called from a signal handler, the unwinding never returns through
   // rt_sigreturn: put back the kernel mask the G runs with.
@@ -1589,6 +1600,11 @@ int cancel_send(G* target) {
     preempt_kick(target, true);  // asynchronous cancellation where it runs
   } else if (st == GStatus::Waiting) {
     interrupt_wait(target);  // goshim's waits are cancellation points
+  } else if (old & kCancelAsync) {
+    // Runnable (queued, between Ms): it acts at its next interposed call
+    // from the program's code (preempt_at_call), or where sysmon's
+    // preemption finds it computing.
+    target->preempt.store(true, std::memory_order_release);
   }
   return 0;
 }

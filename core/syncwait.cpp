@@ -100,7 +100,7 @@ void act_on_async_cancel(G* gp) {
 }  // namespace
 
 int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason why, bool shared,
-              uint32_t bitset, const void** endaddr, bool cancellable) {
+              uint32_t bitset, const void** endaddr, bool cancellable, const SemaLockWait* lock) {
   if (dl.abs && dl.abs->tv_sec < 0) return ETIMEDOUT;  // as glibc: before anything else
   if (!shared) {
     int64_t deadline = dl.abs ? deadline_from_abs(dl.clk, dl.abs) : 0;
@@ -108,7 +108,7 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
     // a cancellation, which is acted on below (only gp changes its type).
     bool ends = cancellable || (can_park() && cancel_async_type(getg()));
     for (;;) {
-      int r = sema_wait(addr, val, deadline, why, bitset, endaddr, ends);
+      int r = sema_wait(addr, val, deadline, why, bitset, endaddr, ends, nullptr, nullptr, lock);
       if (r != EINTR) return r;
       if (can_park()) act_on_async_cancel(getg());
       if (cancellable && can_park() && cancel_pending(getg())) return EINTR;

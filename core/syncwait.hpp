@@ -18,6 +18,7 @@
 
 #include "arch/arch.hpp"
 #include "core/gmp.hpp"
+#include "core/sema.hpp"
 
 namespace goshim {
 
@@ -36,8 +37,12 @@ struct SyncDeadline {
 // SA_RESTART). endaddr (in-process waits only): see sema_wait. Any thread.
 // cancellable: a cancellation point (see sema_wait): EINTR when the
 // calling goroutine is canceled; the caller acts on it.
+// lock (private waits only; ignored for shared ones): the caller waits
+// to take a lock and understands a hand-over (sema_wait, sema_release_lock:
+// the wait may return kSemaHandoff, and the caller then holds the lock).
 int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason why, bool shared,
-              uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false);
+              uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false,
+              const SemaLockWait* lock = nullptr);
 
 // Wakes up to n waiters of addr whose bitset intersects bitset. Returns the
 // number woken (for shared words: as the kernel reports it). Any thread.

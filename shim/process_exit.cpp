@@ -7,9 +7,9 @@
 // reaches glibc's _exit by an internal call that no preload can see; it
 // runs the destructors of the loaded objects first, goshim's among the
 // last of them, which is where it quiesces. exec does the same
-// (shim/exec.cpp). A process killed by a signal cannot: a wake its
-// watcher holds at that instant is lost, as one its thread was woken with
-// natively would be.
+// (shim/exec.cpp), and syscall(SYS_exit_group). A process killed by a
+// signal cannot: a wake its watcher holds at that instant is lost, as one
+// its thread was woken with natively would be.
 #include <unistd.h>
 
 #include "core/sharedwatch.hpp"
@@ -27,6 +27,13 @@ GOSHIM_EXPORT void _exit(int status) {
 GOSHIM_EXPORT void _Exit(int status) {
   watch_quiesce();
   sys::exit_group(status);
+}
+
+// syscall(SYS_exit_group, status) (arch/<arch>/syscall.S).
+extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_exit(long, long status, long,
+                                                                         long, long, long, long) {
+  watch_quiesce();
+  sys::exit_group((int)status);
 }
 
 namespace {

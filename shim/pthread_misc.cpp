@@ -310,7 +310,10 @@ GOSHIM_EXPORT int sched_getparam(pid_t pid, struct sched_param* p) {
 
 GOSHIM_EXPORT int sched_yield(void) {
   if (shim::user_g()) {
-    gosched();
+    // No other goroutine to run: the M's kernel thread yields its CPU, as
+    // the caller's would natively (a kernel thread, of this process or
+    // another, that the M keeps from the CPU, e.g. one woken by this G).
+    if (!gosched()) sys::sched_yield();
     return 0;
   }
   shim::ensure_real();

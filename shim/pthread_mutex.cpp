@@ -39,6 +39,7 @@
 #include "core/fork.hpp"
 #include "core/proc.hpp"
 #include "core/real.hpp"
+#include "core/sched.hpp"
 #include "core/sema.hpp"
 #include "core/tcb.hpp"
 #include "core/rtlock.hpp"
@@ -108,15 +109,46 @@ __attribute__((noinline)) int simple_acquire(MutexObj* m, int kind, const SyncDe
     }
   }
   const SyncDeadline& d = dl ? *dl : kForever;
+  // A private mutex's waiter takes a hand-over (simple_release): once its
+  // attempt has waited kLockStarveNs, the owner leaving gives it the lock
+  // instead of freeing the word, where the owner, spinning goroutines or
+  // a kernel thread coming back first would take it again (barging). Woken
+  // and beaten to the word, it waits again at the front of the queue.
+  SemaLockWait lw{0, false};
   while (__atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE) != 0) {
     if (d.abs && !valid_nsec(d.abs)) return EINVAL;  // checked only once it must block
-    int r = sync_wait(&m->lock, 2, d, WaitReason::Mutex, shared);
+    if (!lw.since)
+      lw.since = sys::nanotime();
+    else
+      lw.front = true;
+    int r = sync_wait(&m->lock, 2, d, WaitReason::Mutex, shared, ~0u, nullptr, false,
+                      shared ? nullptr : &lw);
+    if (r == kSemaHandoff) return 0;  // ours: the word stays 2 (locked, maybe waiters)
     if (r == ETIMEDOUT) return ETIMEDOUT;
   }
   return 0;
 }
 
-inline void simple_release(MutexObj* m, int kind) {
+// After a hand-over to a goroutine (readied in this P's runnext): the
+// caller of pthread_mutex_unlock lets it run now, as Go's Unlock does in
+// starvation mode, rather than keep it waiting with the lock for the rest
+// of its time slice.
+__attribute__((noinline, cold)) void yield_to_new_owner() {
+  if (can_park()) gosched_local();
+}
+
+// The lock word: 0 unlocked, 1 locked, 2 locked and maybe waiters (only the
+// owner takes it from 2). Contended and private: sema_release_lock frees
+// the word and wakes the first waiter, or hands the lock to it when it has
+// waited too long; the word then stays 2, which every locker, glibc's code
+// on a foreign thread included, reads as taken. yield: the caller is
+// pthread_mutex_unlock (not a condition variable's wait).
+inline void simple_release(MutexObj* m, int kind, bool yield) {
+  if (!(kind & kMutexPshared) && ld(&m->lock) == 2) {
+    if (sema_release_lock((uint32_t*)&m->lock, 2, 0, 1) == LockRelease::HandedToG && yield)
+      yield_to_new_owner();
+    return;
+  }
   if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) > 1)
     sync_wake(&m->lock, 1, kind & kMutexPshared);
 }
@@ -572,7 +604,7 @@ int mutex_unlock_impl(MutexObj* m, bool decr) {
   }
   st(&m->owner, 0);
   if (decr) m->nusers--;
-  simple_release(m, kind);
+  simple_release(m, kind, decr);
   return 0;
 }
 
@@ -671,7 +703,7 @@ GOSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t* mu) {
   if (__builtin_expect((kind & ~kMutexNoElision) == 0, 1)) {
     st(&m->owner, 0);
     m->nusers--;
-    simple_release(m, kind);
+    simple_release(m, kind, true);
     return 0;
   }
   return mutex_unlock_impl(m, true);

@@ -88,6 +88,10 @@ static void exitsyscall_g0(void* arg) {
   gp->m = nullptr;
   sched.lock.lock();
   P* pp = pidleget();
+  // No idle P: one kept for an M whose thread is still being created. That
+  // creation may wait for the program's allocator lock, which this G may
+  // hold (it blocked inside its allocator: tests/preload/own_malloc_reentry).
+  if (!pp) pp = mstart_reclaim_locked();
   if (!pp) {
     sched.runq.push_back(gp);
     sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
  *   connect, accept, accept4, sendto, recvfrom, sendmsg, recvmsg)
  *                                    -> goshim_syscall_io (shim/syscall_io.cpp)
  *   SYS_mmap, SYS_mremap, SYS_shmat  -> goshim_syscall_mapping
+ *   SYS_exit_group                   -> goshim_syscall_exit (as _exit)
  *   anything else                    -> the kernel, exactly as glibc's stub does it
  *
  * AAPCS64 passes variadic arguments like named ones: the number in x0, the
@@ -35,6 +36,7 @@
 #define SYS_mremap 216
 #define SYS_mmap 222
 #define SYS_accept4 242
+#define SYS_exit_group 94
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
@@ -42,6 +44,8 @@
 	.hidden	goshim_syscall_mapping
 	.weak	goshim_syscall_io
 	.hidden	goshim_syscall_io
+	.weak	goshim_syscall_exit
+	.hidden	goshim_syscall_exit
 
 	.macro TO nr, label
 	cmp	x0, #\nr
@@ -58,6 +62,7 @@ syscall:
 	TO	SYS_mmap, 3f
 	TO	SYS_mremap, 3f
 	TO	SYS_shmat, 3f
+	TO	SYS_exit_group, 6f
 	TO	SYS_read, 4f
 	TO	SYS_write, 4f
 	TO	SYS_readv, 4f
@@ -110,6 +115,10 @@ syscall:
 	br	x9
 4:	adrp	x9, :got:goshim_syscall_io
 	ldr	x9, [x9, :got_lo12:goshim_syscall_io]
+	cbz	x9, 0b
+	br	x9
+6:	adrp	x9, :got:goshim_syscall_exit
+	ldr	x9, [x9, :got_lo12:goshim_syscall_exit]
 	cbz	x9, 0b
 	br	x9
 	.cfi_endproc

@@ -8,6 +8,8 @@
  *                                       fd layer, as through their libc wrappers)
  *   SYS_mmap, SYS_mremap, SYS_shmat  -> goshim_syscall_mapping (the kernel, then
  *                                       core/memclass learns a mapping may be shared)
+ *   SYS_exit_group                   -> goshim_syscall_exit (shim/process_exit.cpp:
+ *                                       as _exit)
  *   anything else                    -> the kernel, exactly as glibc's stub does it
  *
  * The C entries (shim/syscall_futex.cpp) take seven longs: the number in
@@ -45,6 +47,7 @@
 #define SYS_fcntl 72
 #define SYS_accept4 288
 #define SYS_dup3 292
+#define SYS_exit_group 231
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
@@ -52,6 +55,8 @@
 	.hidden	goshim_syscall_mapping
 	.weak	goshim_syscall_io
 	.hidden	goshim_syscall_io
+	.weak	goshim_syscall_exit
+	.hidden	goshim_syscall_exit
 
 	.text
 	.globl	syscall
@@ -67,6 +72,8 @@ syscall:
 	je	3f
 	cmpq	$SYS_shmat, %rdi
 	je	3f
+	cmpq	$SYS_exit_group, %rdi
+	je	6f
 	cmpq	$SYS_dup3, %rdi			/* the fd calls: 0..47, 72, 288, 292 */
 	ja	0f
 	cmpq	$47, %rdi
@@ -110,6 +117,10 @@ syscall:
 	jz	0b
 	jmp	*%rax
 4:	movq	goshim_syscall_io@GOTPCREL(%rip), %rax
+	testq	%rax, %rax
+	jz	0b
+	jmp	*%rax
+6:	movq	goshim_syscall_exit@GOTPCREL(%rip), %rax
 	testq	%rax, %rax
 	jz	0b
 	jmp	*%rax

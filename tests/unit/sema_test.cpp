@@ -140,6 +140,105 @@ Test(sema, wake_handoff) {
   cr_assert_eq(seen, 0);
 }
 
+// A lock's release (sema_release_lock): the first waiter gets the lock
+// handed over (its wait returns kSemaHandoff, the word stays contended)
+// only if it is a lock waiter whose attempt has waited kLockStarveNs;
+// otherwise the word is freed and the first waiter woken. A re-waiting
+// lock waiter (front) queues ahead of the others.
+namespace {
+struct LockArg {
+  std::atomic<uint32_t>* word;
+  SemaLockWait lw;
+  bool lock;  // a lock waiter (else a plain one, as a requeued condvar waiter)
+  int result;
+};
+void* lock_waiter(void* p) {
+  LockArg* a = (LockArg*)p;
+  a->result = sema_wait(a->word, 2, 0, WaitReason::Mutex, ~0u, nullptr, false, nullptr, nullptr,
+                        a->lock ? &a->lw : nullptr);
+  return nullptr;
+}
+}  // namespace
+
+Test(sema, release_lock) {
+  std::atomic<uint32_t> w{1};
+  // No waiter: freed; a word of 1 wakes nobody.
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::Freed);
+  cr_assert_eq(w.load(), 0u);
+
+  int64_t old = sys::nanotime() - 2 * kLockStarveNs;
+  LockArg fresh{&w, {sys::nanotime() + 3600LL * 1000000000, false}, true, -1};  // waited 0
+  LockArg starved{&w, {old, false}, true, -1};
+  LockArg plain{&w, {old, false}, false, -1};
+  pthread_t tf, ts, tp;
+
+  // A lock waiter that has not waited long: woken, the word freed.
+  w.store(2);
+  pthread_create(&tf, nullptr, lock_waiter, &fresh);
+  wait_until_waiters(&w, 1);
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::Freed);
+  pthread_join(tf, nullptr);
+  cr_assert_eq(fresh.result, 0);
+  cr_assert_eq(w.load(), 0u);
+
+  // A plain waiter first, a starved lock waiter behind it: no hand-over
+  // (the first waiter would not know it holds the lock).
+  w.store(2);
+  pthread_create(&tp, nullptr, lock_waiter, &plain);
+  wait_until_waiters(&w, 1);
+  pthread_create(&ts, nullptr, lock_waiter, &starved);
+  wait_until_waiters(&w, 2);
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::Freed);
+  pthread_join(tp, nullptr);
+  cr_assert_eq(plain.result, 0);
+  cr_assert_eq(w.load(), 0u);
+
+  // The starved lock waiter is first now: handed over, the word kept.
+  w.store(2);
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::HandedToThread);
+  pthread_join(ts, nullptr);
+  cr_assert_eq(starved.result, kSemaHandoff);
+  cr_assert_eq(w.load(), 2u, "the word stays locked with waiters");
+  cr_assert_eq(sema_nwaiters(&w), 0);
+
+  // Not contended (the caller does not own it from 2): never handed over.
+  LockArg s2{&w, {old, false}, true, -1};
+  pthread_create(&ts, nullptr, lock_waiter, &s2);
+  wait_until_waiters(&w, 1);
+  w.store(1);  // (a made-up state: the waiter sleeps on 2)
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::Freed);
+  cr_assert_eq(w.load(), 0u);
+  cr_assert_eq(sema_nwaiters(&w), 1, "a word of 1 wakes nobody");
+  cr_assert_eq(sema_wake(&w, 1), 1);
+  pthread_join(ts, nullptr);
+  cr_assert_eq(s2.result, 0);
+}
+
+Test(sema, lock_waiter_front) {
+  std::atomic<uint32_t> w{2};
+  int64_t now = sys::nanotime();
+  LockArg a{&w, {now, false}, true, -1}, b{&w, {now, false}, true, -1};
+  LockArg c{&w, {now - 2 * kLockStarveNs, true}, true, -1};  // woken before, beaten to the word
+  pthread_t ta, tb, tc;
+  pthread_create(&ta, nullptr, lock_waiter, &a);
+  wait_until_waiters(&w, 1);
+  pthread_create(&tb, nullptr, lock_waiter, &b);
+  wait_until_waiters(&w, 2);
+  pthread_create(&tc, nullptr, lock_waiter, &c);
+  wait_until_waiters(&w, 3);
+  // c went ahead of a and b, and has waited long enough: handed over.
+  cr_assert(sema_release_lock((uint32_t*)&w, 2, 0, 1) == LockRelease::HandedToThread);
+  pthread_join(tc, nullptr);
+  cr_assert_eq(c.result, kSemaHandoff);
+  cr_assert_eq(sema_nwaiters(&w), 2);
+  cr_assert_eq(sema_wake(&w, 1), 1);  // then FIFO: a
+  pthread_join(ta, nullptr);
+  cr_assert_eq(a.result, 0);
+  cr_assert_eq(sema_wake(&w, 1), 1);
+  pthread_join(tb, nullptr);
+  cr_assert_eq(b.result, 0);
+}
+
 Test(sema, requeue) {
   std::atomic<uint32_t> from{0}, to{0};
   const int n = 5;
