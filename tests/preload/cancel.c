@@ -39,7 +39,7 @@ static volatile int started;
 static void *in_read(void *arg) {
   pthread_cleanup_push(note, (void *)'r');
   char c;
-  started = 1;
+  started = self_tid(); /* just before the call */
   read(rp[0], &c, 1);
   pthread_cleanup_pop(0);
   return NULL;
@@ -51,7 +51,7 @@ static void *in_fdwait(void *arg) {
   char what = (char)(intptr_t)arg;
   pthread_cleanup_push(note, arg);
   char buf[64];
-  started = 1;
+  started = self_tid(); /* just before the call */
   switch (what) {
     case 'A': accept(lfd, NULL, NULL); break;
     case 'R': recv(sv[0], buf, sizeof buf, 0); break;
@@ -90,7 +90,7 @@ static void *in_kernel_call(void *arg) {
   char what = (char)(intptr_t)arg;
   if (what == 'x') pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
   pthread_cleanup_push(note, arg);
-  started = 1;
+  started = self_tid(); /* just before the call */
   int st;
   switch (what) {
     case 'w': waitpid(child, &st, 0); break;
@@ -119,7 +119,7 @@ static void unlock_m(void *arg) {
 static void *in_cond(void *arg) {
   pthread_mutex_lock(&m);
   pthread_cleanup_push(unlock_m, NULL);
-  started = 1;
+  started = self_tid(); /* just before the call */
   for (;;) pthread_cond_wait(&cv, &m);
   pthread_cleanup_pop(1);
   return NULL;
@@ -127,7 +127,7 @@ static void *in_cond(void *arg) {
 
 static void *in_sleep(void *arg) {
   pthread_cleanup_push(note, (void *)'s');
-  started = 1;
+  started = self_tid(); /* just before the call */
   sleep(60);
   pthread_cleanup_pop(0);
   return NULL;
@@ -140,7 +140,7 @@ static void *never_ends(void *arg) {
 }
 static void *in_join(void *arg) {
   pthread_cleanup_push(note, (void *)'j');
-  started = 1;
+  started = self_tid(); /* just before the call */
   pthread_join(forever, NULL);
   pthread_cleanup_pop(0);
   return NULL;
@@ -150,7 +150,7 @@ static volatile unsigned long spins;
 static void *async_loop(void *arg) {
   pthread_cleanup_push(note, (void *)'a');
   pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
-  started = 1;
+  started = -1; /* it never blocks: cancel at once */
   for (;;) spins++;
   pthread_cleanup_pop(0);
   return NULL;
@@ -160,7 +160,7 @@ static void *nested(void *arg) {
   pthread_cleanup_push(note, (void *)'1');
   pthread_cleanup_push(note, (void *)'2');
   pthread_cleanup_push(note, (void *)'3');
-  started = 1;
+  started = self_tid(); /* just before the call */
   for (;;) pthread_testcancel();
   pthread_cleanup_pop(0);
   pthread_cleanup_pop(0);
@@ -171,7 +171,7 @@ static void *nested(void *arg) {
 static volatile int may_enable;
 static void *deferred(void *arg) {
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-  started = 1;
+  started = self_tid(); /* just before the call */
   while (!may_enable) sched_yield();
   pthread_cleanup_push(note, (void *)'d');
   pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
@@ -186,8 +186,7 @@ static void cancel_and_check_arg(void *(*fn)(void *), char mark, void *arg) {
   pthread_t t;
   CHECK_EQ(pthread_create(&t, NULL, fn, arg), 0);
   while (!started) sched_yield();
-  struct timespec ts = {0, 20 * 1000 * 1000};
-  nanosleep(&ts, NULL);
+  if (started > 0) wait_tid_asleep(started, NULL); /* canceled while blocked in its call */
   CHECK_EQ(pthread_cancel(t), 0);
   void *r;
   CHECK_EQ(pthread_join(t, &r), 0);

@@ -63,4 +63,176 @@ static inline int env_int(const char *name, int dflt) {
   return s && *s ? atoi(s) : dflt;
 }
 
+/* Handshakes that order events between threads or processes without a
+ * sleep (a sleep decides nothing: the native output must not change under
+ * load).
+ *
+ * A thread about to block in a call publishes its kernel thread id
+ * (self_tid()) just before the call; the thread that must act while it is
+ * blocked waits for that kernel thread to sleep: state S in
+ * /proc/self/task/TID/stat (wait_tid_asleep). Natively the thread can sleep
+ * nowhere else between the two, so it is inside its call. Under an M:N
+ * runtime the id is that of the kernel thread that ran the call: it sleeps
+ * (or runs the waiter itself) once the caller no longer runs, or it runs
+ * another thread of the program: a kernel thread that uses
+ * RUNNING_ELSEWHERE_TICKS of CPU time (utime + stime) during the wait
+ * without sleeping is taken as that, and the wait ends. Natively a thread
+ * about to block uses microseconds of CPU before it does, however loaded
+ * the machine (a thread waiting for a CPU gains no CPU time), so natively
+ * this never decides; should it end a wait early under an M:N runtime, the
+ * caller acts early, and every caller is written so that acting early
+ * prints the same. `done`, when
+ * not NULL, is the caller's "the call returned" flag: the wait then also
+ * ends when it is set (the caller's own check reports that). Process
+ * states work the same way (proc_state; all_tasks_asleep, wait_all_asleep
+ * for every thread of a child process). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if !defined(__cplusplus) && !defined(__USE_MISC)
+long syscall(long number, ...); /* a program without _DEFAULT_SOURCE */
+#endif
+
+static inline int self_tid(void) { return (int)syscall(SYS_gettid); }
+
+/* The state letter in a /proc stat file, or 0 if it is gone; *cpu (if not
+   NULL) gets its utime + stime in clock ticks. */
+static inline char stat_state_cpu(const char *path, long long *cpu) {
+  char buf[1024];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ') return 0;
+  char st = p[2];
+  if (cpu) { /* after the state: 10 fields, then utime and stime */
+    char *q = p + 2;
+    long long ut = 0, stt = 0;
+    for (int field = 0; field < 11 && q; field++) q = strchr(q + 1, ' ');
+    if (q && sscanf(q, " %lld %lld", &ut, &stt) == 2)
+      *cpu = ut + stt;
+    else
+      *cpu = 0;
+  }
+  return st;
+}
+
+static inline char stat_state(const char *path) { return stat_state_cpu(path, NULL); }
+
+static inline char tid_state_cpu(int tid, long long *cpu) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  return stat_state_cpu(path, cpu);
+}
+
+static inline char tid_state(int tid) { return tid_state_cpu(tid, NULL); }
+
+static inline char proc_state(int pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  return stat_state(path);
+}
+
+#define RUNNING_ELSEWHERE_TICKS 20 /* 0.2 s at USER_HZ 100 */
+
+static inline long long mono_ns_(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The state of thread tid of process pid (another process), 0 if gone;
+   *cpu as stat_state_cpu. */
+static inline char task_state_of(int pid, int tid, long long *cpu) {
+  char path[80];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+  return stat_state_cpu(path, cpu);
+}
+
+/* Waits until thread tid of process pid (a child) sleeps, or it is gone
+   or a zombie, or it runs another thread (as wait_tid_asleep). Fails after
+   30 s. */
+static inline void wait_task_asleep(int pid, int tid) {
+  long long t0 = mono_ns_(), cpu0 = -1, cpu = 0;
+  char st;
+  while ((st = task_state_of(pid, tid, &cpu)) != 'S' && st && st != 'Z' && st != 'X') {
+    long long now = mono_ns_();
+    if (cpu0 < 0) cpu0 = cpu;
+    if (cpu - cpu0 >= RUNNING_ELSEWHERE_TICKS) return; /* it runs another thread */
+    CHECK(now - t0 < 30000000000LL, "thread %d of process %d never blocked", tid, pid);
+    sched_yield();
+  }
+}
+
+/* Waits until kernel thread tid of this process sleeps (S), or *done is
+ * set, or tid is the caller's own kernel thread, or it is gone, or it has
+ * used RUNNING_ELSEWHERE_TICKS of CPU meanwhile. Fails after 30 s. */
+static inline void wait_tid_asleep(int tid, const volatile int *done) {
+  long long t0 = mono_ns_(), cpu0 = -1, cpu = 0;
+  char st;
+  while (!(done && __atomic_load_n(done, __ATOMIC_ACQUIRE)) && tid != self_tid() &&
+         (st = tid_state_cpu(tid, &cpu)) != 'S') {
+    long long now = mono_ns_();
+    if (!st || st == 'Z' || st == 'X') return; /* gone: it will not block */
+    if (cpu0 < 0) cpu0 = cpu;
+    if (cpu - cpu0 >= RUNNING_ELSEWHERE_TICKS) return; /* it runs another thread */
+    CHECK(now - t0 < 30000000000LL, "thread %d never blocked", tid);
+    sched_yield();
+  }
+}
+
+/* 1 if every thread of process pid sleeps (state S), -1 if the process
+   is gone or a zombie, else 0. */
+static inline int all_tasks_asleep(int pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", pid);
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  struct dirent *e;
+  int ok = 1, n = 0;
+  while (ok && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char sp[300];
+    snprintf(sp, sizeof sp, "/proc/%d/task/%s/stat", pid, e->d_name);
+    char st = stat_state(sp);
+    if (!st) continue; /* the thread just exited */
+    if (st == 'Z' || st == 'X') {
+      closedir(d);
+      return -1;
+    }
+    ok = st == 'S';
+    n++;
+  }
+  closedir(d);
+  return ok && n > 0;
+}
+
+/* Waits until every thread of process pid (a child) sleeps, or it is gone
+   or a zombie (the caller's checks then report what it did). Fails after
+   30 s. Natively a child that runs one blocking call sleeps in nothing
+   else; a child whose threads sleep early only sees its data sooner. */
+static inline void wait_all_asleep(int pid) {
+  long long t0 = mono_ns_();
+  while (!all_tasks_asleep(pid)) {
+    CHECK(mono_ns_() - t0 < 30000000000LL, "process %d never blocked", pid);
+    sched_yield();
+  }
+}
+
+/* Waits (bounded: fails after 30 s) until *flag is nonzero. */
+static inline void wait_flag(const volatile int *flag) {
+  long long t0 = mono_ns_();
+  while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
+    CHECK(mono_ns_() - t0 < 30000000000LL, "a flag was never set");
+    sched_yield();
+  }
+}
+
 #endif

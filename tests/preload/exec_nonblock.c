@@ -3,7 +3,10 @@
  * first has a thread block reading the pipe or socket (so that a runtime
  * multiplexing I/O would have switched it to O_NONBLOCK), then starts a
  * child that does a blocking read of it while the parent writes only
- * after a delay: a child given a non-blocking fd would get EAGAIN.
+ * once every thread of the child sleeps (in its read): a child given a
+ * non-blocking fd would get EAGAIN. No sleep orders anything: the reader
+ * thread publishes its kernel thread id and the parent waits for it to
+ * sleep (/proc state S).
  *   1. fork + dup2 onto stdin + execlp("sh", "-c", "read x; echo ..."),
  *   2. fork + execv of this program reading an inherited pipe by number,
  *   3. the same with a socketpair end,
@@ -26,11 +29,6 @@
 
 extern char **environ;
 
-static void msleep(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 /* Child mode: "--readfd N": report N's mode, then one blocking read. */
 static int child_readfd(int fd) {
   int fl = fcntl(fd, F_GETFL);
@@ -45,12 +43,21 @@ struct reader {
   int fd;
   char buf[64];
   ssize_t r;
+  int tid, done; /* set just before / after the read */
 };
 
 static void *read_once(void *arg) {
   struct reader *rd = arg;
+  __atomic_store_n(&rd->tid, self_tid(), __ATOMIC_RELEASE);
   rd->r = read(rd->fd, rd->buf, sizeof rd->buf);
+  __atomic_store_n(&rd->done, 1, __ATOMIC_RELEASE);
   return NULL;
+}
+
+/* Returns once the reader sleeps in its read (or its read returned). */
+static void wait_reader_blocked(struct reader *rd) {
+  wait_flag(&rd->tid);
+  wait_tid_asleep(__atomic_load_n(&rd->tid, __ATOMIC_ACQUIRE), &rd->done);
 }
 
 /* A thread blocks reading fd until the main thread writes into wfd. */
@@ -58,7 +65,7 @@ static void block_a_reader_on(int fd, int wfd) {
   struct reader rd = {.fd = fd};
   pthread_t t;
   CHECK(pthread_create(&t, NULL, read_once, &rd) == 0, "create");
-  msleep(50);
+  wait_reader_blocked(&rd);
   CHECK(write(wfd, "x", 1) == 1, "write x");
   pthread_join(t, NULL);
   CHECK(rd.r == 1 && rd.buf[0] == 'x', "reader got %zd", rd.r);
@@ -100,7 +107,7 @@ static void fork_dup2_sh(void) {
   }
   close(in[0]);
   close(out[1]);
-  msleep(200);
+  wait_all_asleep(pid);
   CHECK(write(in[1], "line one\n", 9) == 9, "write");
   char got[128];
   slurp(out[0], got, sizeof got);
@@ -122,7 +129,7 @@ static void fork_exec_readfd(const char *what, int fd, int wfd) {
     execv(self, argv);
     _exit(127);
   }
-  msleep(200);
+  wait_all_asleep(pid);
   CHECK(write(wfd, "payload\n", 8) == 8, "write");
   int st = wait_child(pid);
   printf("fork+execv (%s): status %d\n", what, st);
@@ -145,7 +152,7 @@ static void spawn_dup2(void) {
   posix_spawn_file_actions_destroy(&fa);
   close(in[0]);
   close(out[1]);
-  msleep(200);
+  wait_all_asleep(pid);
   CHECK(write(in[1], "line two\n", 9) == 9, "write");
   char got[128];
   slurp(out[0], got, sizeof got);
@@ -165,7 +172,7 @@ static void spawn_inherit(void) {
   char *argv[] = {(char *)self, "--readfd", num, NULL};
   pid_t pid;
   CHECK(posix_spawn(&pid, self, NULL, NULL, argv, environ) == 0, "posix_spawn");
-  msleep(200);
+  wait_all_asleep(pid);
   CHECK(write(in[1], "inherited\n", 10) == 10, "write");
   printf("posix_spawn inheriting fd: status %d\n", wait_child(pid));
   /* The parent's own blocking I/O on the pipe still works. */
@@ -190,7 +197,7 @@ static void fork_socket_sh(void) {
     _exit(127);
   }
   close(sv[1]);
-  msleep(200);
+  wait_all_asleep(pid);
   CHECK(write(sv[0], "line three\n", 11) == 11, "write");
   char got[128];
   slurp(sv[0], got, sizeof got);
@@ -205,7 +212,7 @@ static void vfork_close(void) {
   struct reader rd = {.fd = sv[1]};
   pthread_t t;
   CHECK(pthread_create(&t, NULL, read_once, &rd) == 0, "create");
-  msleep(50);
+  wait_reader_blocked(&rd);
   pid_t pid = vfork();
   CHECK(pid >= 0, "vfork");
   if (pid == 0) {

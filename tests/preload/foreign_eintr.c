@@ -26,6 +26,7 @@ static int ctl[2];  /* main -> foreign: the fd to read */
 static int back[2]; /* foreign -> main: "ready", then the result */
 static pthread_t foreign;
 static volatile sig_atomic_t handled;
+static volatile int reader_tid, read_done; /* set just before / after the read */
 
 static void on_sig(int sig) {
   (void)sig;
@@ -41,12 +42,14 @@ struct result {
 static void one_read(void) {
   int fd;
   CHECK(read(ctl[0], &fd, sizeof fd) == sizeof fd, "ctl read");
-  char c = 'r';
-  CHECK(write(back[1], &c, 1) == 1, "ready");
+  int tid = self_tid();
+  __atomic_store_n(&read_done, 0, __ATOMIC_RELEASE);
+  CHECK(write(back[1], &tid, sizeof tid) == sizeof tid, "ready");
   struct result res;
   memset(&res, 0, sizeof res);
   res.r = read(fd, res.buf, sizeof res.buf);
   res.err = res.r < 0 ? errno : 0;
+  __atomic_store_n(&read_done, 1, __ATOMIC_RELEASE);
   CHECK(write(back[1], &res, sizeof res) == sizeof res, "result");
 }
 
@@ -76,17 +79,14 @@ static void install(int sig, int flags) {
   CHECK(sigaction(sig, &sa, NULL) == 0, "sigaction");
 }
 
-static void msleep(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
-/* Hands fd to the reader, waits until it is about to read. */
+/* Hands fd to the reader, waits until it sleeps in its read (its kernel
+   thread in state S), or its read returned. */
 static void start_read(int fd) {
   CHECK(write(ctl[1], &fd, sizeof fd) == sizeof fd, "ctl write");
-  char c;
-  CHECK(read(back[0], &c, 1) == 1 && c == 'r', "ready read");
-  msleep(50);
+  int tid;
+  CHECK(read(back[0], &tid, sizeof tid) == sizeof tid, "ready read");
+  reader_tid = tid;
+  wait_tid_asleep(tid, &read_done);
 }
 
 static struct result get_result(void) {
@@ -109,12 +109,18 @@ static void print(const char *what, struct result res) {
          (int)(res.r > 0 ? res.r : 0), res.buf);
 }
 
-/* Signals three times, then writes: the read must return the data. */
+/* Signals three times, each once the handler of the one before ran and
+   the reader sleeps again, then writes: the read must return the data. */
 static struct result signal_then_write(pthread_t t, int sig, int wfd) {
   handled = 0;
   for (int i = 0; i < 3; i++) {
     CHECK(pthread_kill(t, sig) == 0, "pthread_kill");
-    msleep(50);
+    long long t0 = mono_ns_();
+    while (handled == i) {
+      CHECK(mono_ns_() - t0 < 30000000000LL, "the handler did not run");
+      sched_yield();
+    }
+    wait_tid_asleep(reader_tid, &read_done);
   }
   struct pollfd p = {back[0], POLLIN, 0};
   CHECK(poll(&p, 1, 0) == 0, "the read ended before the data came");

@@ -1,7 +1,8 @@
 /* dprintf writes inside libc, behind any interposer: 200 KB into a pipe
  * whose reader starts late must all arrive, as natively (a pipe goshim had
  * made non-blocking underneath would fail with EAGAIN once full). Both
- * dprintf and its _FORTIFY_SOURCE form __dprintf_chk. */
+ * dprintf and its _FORTIFY_SOURCE form __dprintf_chk. The reader starts
+ * once the writer's kernel thread sleeps (blocked on the full pipe). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -15,9 +16,10 @@ int __dprintf_chk(int fd, int flag, const char *fmt, ...);
 enum { CHUNK = 1000, NCHUNK = 200 };
 static int p[2];
 static long got;
+static volatile int writer_tid, writer_done;
 
 static void *late_reader(void *arg) {
-  usleep(100 * 1000); /* the pipe (64 KiB) fills meanwhile */
+  wait_tid_asleep(writer_tid, &writer_done); /* the pipe (64 KiB) is full */
   char buf[4096];
   long n;
   while ((n = read(p[0], buf, sizeof buf)) > 0)
@@ -31,6 +33,8 @@ static void *late_reader(void *arg) {
 static void one_round(int fortified) {
   CHECK_EQ(pipe(p), 0);
   got = 0;
+  writer_tid = self_tid();
+  writer_done = 0;
   pthread_t t;
   CHECK_EQ(pthread_create(&t, NULL, late_reader, NULL), 0);
   static char line[CHUNK + 1];
@@ -40,6 +44,7 @@ static void one_round(int fortified) {
     int n = fortified ? __dprintf_chk(p[1], 1, "%s", line) : dprintf(p[1], "%s", line);
     CHECK(n == CHUNK, "dprintf chunk %d returned %d (%s)", c, n, n < 0 ? strerror(errno) : "");
   }
+  writer_done = 1;
   CHECK_EQ(close(p[1]), 0);
   CHECK_EQ(pthread_join(t, NULL), 0);
   CHECK(got == (long)CHUNK * NCHUNK, "reader got %ld", got);

@@ -14,11 +14,14 @@
  * Needs signal delivery to a thread blocked in I/O (pthread_kill to a
  * goroutine).
  *
- * No sleeps decide the output: a call that must end with EINTR (or a
- * partial count) is signalled again and again until it returns, so a
- * signal that lands before the call starts only runs the handler early;
- * a call that must restart gets several signals, spaced out, before the
- * data arrives, and its result is the same whenever they land. */
+ * No sleeps decide the output. The blocker publishes its kernel thread id
+ * and the first signal is sent once that thread sleeps (state S in
+ * /proc/self/task/TID/stat: natively inside its call). A call that must
+ * end with EINTR (or a partial count) is signalled again and again until
+ * it returns (under an M:N runtime a signal may still land before the
+ * call: it then only runs the handler early); a call that must restart
+ * gets five signals, each once the handler of the one before has run and
+ * the call sleeps again, and must still be waiting after the last. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -34,7 +37,7 @@
 
 #include "common.h"
 
-static atomic_int handled, first_done;
+static atomic_int handled, first_done, blk_tid;
 static void on_usr1(int sig) { atomic_fetch_add(&handled, 1); }
 
 static void install(int restart) {
@@ -68,6 +71,7 @@ static void *blocker(void *arg) {
   int what = (int)(long)arg;
   char buf[16];
   errno = 0;
+  atomic_store(&blk_tid, self_tid());
   switch (what) {
     case READ: result = read(fd_a, buf, 1); break;
     case ACCEPT: result = accept(fd_a, NULL, NULL); break;
@@ -215,18 +219,27 @@ static void run(int what, int restart) {
   install(restart);
   atomic_store(&handled, 0);
   atomic_store(&first_done, 0);
+  atomic_store(&blk_tid, 0);
   pthread_t t;
   pthread_create(&t, NULL, blocker, (void *)(long)what);
   /* Restarting calls: read and accept with SA_RESTART, and connect with
    * SA_RESTART, which keeps waiting for its attempt. */
   int restarts = restart && (what == READ || what == ACCEPT || what == CONNECT);
+  wait_flag((const volatile int *)&blk_tid);
+  int tid = atomic_load(&blk_tid);
+  wait_tid_asleep(tid, (const volatile int *)&first_done);
   if (restarts) {
     for (int i = 0; i < 5; i++) {
-      msleep(20);
+      int before = atomic_load(&handled);
       kill_checked(t, what);
+      long long t0 = mono_ns_();
+      while (atomic_load(&handled) == before) {
+        CHECK(mono_ns_() - t0 < 30000000000LL, "%s: the handler did not run", names[what]);
+        sched_yield();
+      }
+      wait_tid_asleep(tid, (const volatile int *)&first_done); /* in the call again */
+      CHECK(!atomic_load(&first_done), "%s with SA_RESTART returned early", names[what]);
     }
-    msleep(20);
-    CHECK(!atomic_load(&first_done), "%s with SA_RESTART returned early", names[what]);
   } else {
     /* Until the call returns; at most 60 s. */
     for (int i = 0; i < 6000 && !atomic_load(&first_done); i++) {

@@ -12,7 +12,11 @@
  *   socket; sendfile into a full socket; splice from an empty pipe and into
  *   a full one.
  *
- * Synchronization is atomics and sleeps only. */
+ * Each thread publishes its kernel thread id just before its call, and the
+ * main thread waits for every one of them to sleep in the kernel (/proc
+ * state S) before it counts them blocked; then it leaves them a short
+ * window (a call that wrongly returns early shows in the count; no correct
+ * outcome depends on it). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,30 +53,36 @@ struct cat {
 };
 
 static const struct cat *cur;
-static atomic_int nstarted, ndone;
+static atomic_int ndone;
 static long res[K];
 static int err[K];
+static int tids[K], dones[K]; /* set just before / after the call */
 
 static void *blocker(void *arg) {
   int i = (int)(long)arg;
-  atomic_fetch_add(&nstarted, 1);
   errno = 0;
+  __atomic_store_n(&tids[i], self_tid(), __ATOMIC_RELEASE);
   res[i] = cur->call(i);
   err[i] = res[i] < 0 ? errno : 0;
+  __atomic_store_n(&dones[i], 1, __ATOMIC_RELEASE);
   atomic_fetch_add(&ndone, 1);
   return NULL;
 }
 
 static void run(const struct cat *c) {
   cur = c;
-  atomic_store(&nstarted, 0);
   atomic_store(&ndone, 0);
+  memset(tids, 0, sizeof tids);
+  memset(dones, 0, sizeof dones);
   for (int i = 0; i < K; i++) c->setup(i);
   pthread_t t[K];
   for (int i = 0; i < K; i++)
     CHECK(pthread_create(&t[i], NULL, blocker, (void *)(long)i) == 0, "create");
-  while (atomic_load(&nstarted) < K) msleep(1);
-  msleep(100);
+  for (int i = 0; i < K; i++) {
+    wait_flag(&tids[i]);
+    wait_tid_asleep(__atomic_load_n(&tids[i], __ATOMIC_ACQUIRE), &dones[i]);
+  }
+  msleep(20); /* the window */
   int blocked = K - atomic_load(&ndone);
   check_kernel_threads(c->name);
   c->release();

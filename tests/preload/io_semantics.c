@@ -324,7 +324,7 @@ static void close_while_blocked(const char *what, int use_socket, int use_poll) 
   pthread_create(&t, NULL, use_poll ? cw_poller : cw_reader, NULL);
   wait_blocked(&cw_done);
   close(p[0]);
-  msleep(200);
+  msleep(200); /* a window: a call wrongly ended by the close shows */
   int blocked = !atomic_load(&cw_done);
   CHECK(write(p[1], "x", 1) == 1, "write to peer");
   pthread_join(t, NULL);
@@ -428,7 +428,7 @@ static void test_close_reuse(void) {
   CHECK(pipe(b) == 0, "pipe");  /* the lowest free number: a[0]'s */
   int reused = b[0] == rr_fd;
   CHECK(write(b[1], "b", 1) == 1, "write");
-  msleep(100);
+  msleep(100); /* a window: a read wrongly taking the new file's byte shows */
   int stolen = atomic_load(&rr_done);
   /* A new reader of the reused number waits on the new file. */
   dr_fd = b[0];
@@ -608,18 +608,21 @@ static void test_shutdown(void) {
 static int big_fd;
 static size_t big_n;
 static atomic_int big_ok;
+static volatile int big_wtid, big_wdone; /* the writer's kernel thread; its call returned */
 
 static void *big_reader(void *arg) {
   unsigned char *buf = malloc(4096);
   size_t got = 0;
   int slow = 0;
+  wait_tid_asleep(big_wtid, &big_wdone); /* the writer filled the buffer first */
   while (got < big_n) {
     ssize_t r = read(big_fd, buf, 1 + (got / 7) % 4096);
     CHECK(r > 0, "big read: %zd %s", r, strerror(errno));
     for (ssize_t i = 0; i < r; i++)
       CHECK(buf[i] == (unsigned char)((got + i) * 13), "byte %zu differs", got + i);
     got += (size_t)r;
-    if (slow++ < 20) msleep(2);  /* let the writer fill the buffer first */
+    /* the writer blocks on the full buffer again (or was not woken) */
+    if (slow++ < 20) wait_tid_asleep(big_wtid, &big_wdone);
   }
   free(buf);
   atomic_store(&big_ok, 1);
@@ -632,6 +635,8 @@ static void big_transfer(const char *what, int rfd, int wfd, size_t n, int use_w
   big_fd = rfd;
   big_n = n;
   atomic_store(&big_ok, 0);
+  big_wtid = self_tid();
+  big_wdone = 0;
   pthread_t t;
   pthread_create(&t, NULL, big_reader, NULL);
   ssize_t w;
@@ -646,6 +651,7 @@ static void big_transfer(const char *what, int rfd, int wfd, size_t n, int use_w
   } else {
     w = write(wfd, buf, n);
   }
+  big_wdone = 1;
   pthread_join(t, NULL);
   printf("%s: one call wrote %zd of %zu, reader got all %d\n", what, w, n, atomic_load(&big_ok));
   free(buf);
@@ -671,10 +677,19 @@ static void test_large(void) {
 
 }
 
-static int wa_fd;
+/* Each part is written once the receiver took what came before (nothing
+   unread) and sleeps in recv again. */
+static int wa_fd, wa_rfd;
+static volatile int wa_tid, wa_done;
 static void *wa_writer(void *arg) {
   for (int i = 0; i < 3; i++) {
-    msleep(30);
+    long long t0 = mono_ns_();
+    int unread;
+    while (ioctl(wa_rfd, FIONREAD, &unread) == 0 && unread > 0 && !wa_done) {
+      CHECK(mono_ns_() - t0 < 30000000000LL, "recv took nothing");
+      sched_yield();
+    }
+    wait_tid_asleep(wa_tid, &wa_done);
     CHECK(write(wa_fd, "0123456789", 10) == 10, "wa write");
   }
   return NULL;
@@ -684,10 +699,14 @@ static void test_waitall(void) {
   int sv[2];
   CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
   wa_fd = sv[1];
+  wa_rfd = sv[0];
+  wa_tid = self_tid();
+  wa_done = 0;
   pthread_t t;
   pthread_create(&t, NULL, wa_writer, NULL);
   char buf[30];
   ssize_t r = recv(sv[0], buf, sizeof buf, MSG_WAITALL);
+  wa_done = 1;
   pthread_join(t, NULL);
   printf("MSG_WAITALL over three writes: %zd\n", r);
   close(sv[0]);
@@ -772,8 +791,9 @@ static void test_connect(void) {
 /* ---- other fd kinds and calls ------------------------------------------------------------------------ */
 
 static int ev_fd;
+static volatile int ev_tid, ev_done;
 static void *ev_writer(void *arg) {
-  msleep(50);
+  wait_tid_asleep(ev_tid, &ev_done); /* the reader waits in read */
   uint64_t v = 7;
   CHECK(write(ev_fd, &v, sizeof v) == sizeof v, "eventfd write");
   return NULL;
@@ -781,10 +801,13 @@ static void *ev_writer(void *arg) {
 
 static void test_misc(void) {
   ev_fd = eventfd(0, 0);
+  ev_tid = self_tid();
+  ev_done = 0;
   pthread_t t;
   pthread_create(&t, NULL, ev_writer, NULL);
   uint64_t v = 0;
   ssize_t r = read(ev_fd, &v, sizeof v);
+  ev_done = 1;
   pthread_join(t, NULL);
   printf("blocking eventfd read: %zd value %llu\n", r, (unsigned long long)v);
   close(ev_fd);
@@ -899,8 +922,10 @@ static ssize_t fifo_got;
 static char fifo_buf[16];
 
 static void *fifo_reader(void *arg) {
+  about_to_block();
   int fd = open(fifo_path, O_RDONLY);  /* waits for a writer */
   CHECK(fd >= 0, "fifo open: %s", strerror(errno));
+  about_to_block();
   fifo_got = read(fd, fifo_buf, sizeof fifo_buf);
   ssize_t eof = read(fd, fifo_buf + 8, 1);
   CHECK(eof == 0, "fifo EOF %zd", eof);
@@ -914,10 +939,10 @@ static void test_fifo(void) {
   CHECK(mkfifo(fifo_path, 0600) == 0, "mkfifo");
   pthread_t t;
   pthread_create(&t, NULL, fifo_reader, NULL);
-  msleep(50);
+  wait_blocked(NULL); /* in open */
   int fd = open(fifo_path, O_WRONLY);
   CHECK(fd >= 0, "fifo open for writing");
-  msleep(50);
+  wait_blocked(NULL); /* in read */
   CHECK(write(fd, "fifo!", 5) == 5, "fifo write");
   close(fd);
   pthread_join(t, NULL);
@@ -947,8 +972,9 @@ static void test_fifo(void) {
 #if __GLIBC_PREREQ(2, 34)
 
 static int cr_pipe[2];
+static volatile int cr_tid, cr_done;
 static void *cr_writer(void *arg) {
-  msleep(50);
+  wait_tid_asleep(cr_tid, &cr_done); /* the reader waits in read */
   CHECK(write(cr_pipe[1], "k", 1) == 1, "write after close_range");
   return NULL;
 }
@@ -957,10 +983,13 @@ static void test_close_range(void) {
   /* A daemon's clean-up: every fd from 3 up. */
   CHECK(close_range(3, ~0U, 0) == 0, "close_range: %s", strerror(errno));
   CHECK(pipe(cr_pipe) == 0, "pipe");
+  cr_tid = self_tid();
+  cr_done = 0;
   pthread_t t;
   pthread_create(&t, NULL, cr_writer, NULL);
   char c = 0;
   ssize_t r = read(cr_pipe[0], &c, 1);
+  cr_done = 1;
   pthread_join(t, NULL);
   printf("blocking read after close_range(3, ~0): %zd '%c'\n", r, c);
   close(cr_pipe[0]);

@@ -7,18 +7,22 @@
  * the processor from the blocked one (DESIGN.md decision 7). */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common.h"
 
-static void msleep(int ms) { usleep((useconds_t)ms * 1000); }
-static int wa_fd;
+/* The main thread's kernel thread id: the other thread acts once it
+   sleeps (blocked in its write on the full pipe, or in fgets's read), or
+   once main_done says its call returned. */
+static volatile int main_tid, main_done;
+static int wa_fd, rd_fd;
 
 static int st_fd;
 static size_t st_n;
 static void *slow_drain(void *arg) {
-  msleep(100);  /* the writer fills the pipe first */
+  wait_tid_asleep(main_tid, &main_done); /* the writer fills the pipe first */
   char buf[4096];
   size_t got = 0;
   ssize_t r;
@@ -28,9 +32,16 @@ static void *slow_drain(void *arg) {
 }
 
 static void *line_writer(void *arg) {
-  msleep(50);
+  wait_tid_asleep(main_tid, &main_done); /* fgets waits for the line */
   CHECK(write(wa_fd, "hello ", 6) == 6, "line write");
-  msleep(50);
+  /* fgets took "hello " (nothing unread in the socket) and waits again. */
+  long long t0 = mono_ns_();
+  int unread;
+  while (ioctl(rd_fd, FIONREAD, &unread) == 0 && unread > 0) {
+    CHECK(mono_ns_() - t0 < 30000000000LL, "fgets never read the first half");
+    sched_yield();
+  }
+  wait_tid_asleep(main_tid, &main_done);
   CHECK(write(wa_fd, "world\n", 6) == 6, "line write");
   return NULL;
 }
@@ -44,12 +55,15 @@ static void test_stdio(void) {
   close(p[1]);
   st_fd = p[0];
   pthread_t t;
+  main_tid = self_tid();
+  main_done = 0;
   pthread_create(&t, NULL, slow_drain, NULL);
   char *big = malloc(300000);
   memset(big, 'e', 300000);
   size_t w = fwrite(big, 1, 300000, stderr);
   int err = ferror(stderr);
   fflush(stderr);
+  main_done = 1;
   dup2(saved, 2);
   close(saved);
   pthread_join(t, NULL);
@@ -63,9 +77,12 @@ static void test_stdio(void) {
   CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
   FILE *f = fdopen(sv[0], "r");
   wa_fd = sv[1];
+  rd_fd = sv[0];
+  main_done = 0;
   pthread_create(&t, NULL, line_writer, NULL);
   char line[64];
   char *l = fgets(line, sizeof line, f);
+  main_done = 1;
   pthread_join(t, NULL);
   printf("fgets on an fdopen'ed socket: %s (%zu bytes)\n", l ? "ok" : "NULL", l ? strlen(line) : 0);
   fclose(f);

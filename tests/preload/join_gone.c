@@ -25,6 +25,12 @@ static void *detached_body(void *arg) {
 
 static void *joinable_body(void *arg) { return arg; }
 
+static volatile int last_tid;
+static void *tid_body(void *arg) {
+  last_tid = self_tid();
+  return arg;
+}
+
 static sem_t go;
 
 static void *waiting_body(void *arg) {
@@ -46,6 +52,7 @@ static void check_detached(pthread_t t) {
 /* Once the detached thread has finished exiting, tryjoin says EINVAL. */
 static void check_detached_gone(pthread_t t) {
   int r, i;
+  /* a bounded poll of the runtime's effect (nothing announces it) */
   for (i = 0; i < 10000 && (r = pthread_tryjoin_np(t, NULL)) == EBUSY; i++) usleep(1000);
   CHECK_EQ(r, EINVAL);
   check_detached(t);
@@ -71,8 +78,12 @@ int main(void) {
   /* Detached after it exited (pthread_detach frees it): still EINVAL. */
   for (int round = 0; round < 20; round++) {
     pthread_t t;
-    CHECK_EQ(pthread_create(&t, NULL, joinable_body, NULL), 0);
-    usleep(1000);
+    last_tid = 0;
+    CHECK_EQ(pthread_create(&t, NULL, tid_body, NULL), 0);
+    /* It has exited: its kernel thread is gone (or, under an M:N runtime,
+       sleeps with nothing left to run). */
+    wait_flag(&last_tid);
+    wait_tid_asleep(last_tid, NULL);
     CHECK_EQ(pthread_detach(t), 0);
     check_detached_gone(t);
   }

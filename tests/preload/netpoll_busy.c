@@ -20,11 +20,15 @@
 #include "common.h"
 
 static atomic_int done[5];
+static int tids[5]; /* each blocking thread's kernel thread, set just before its call */
+static int go[2];   /* the sleeper starts its sleep when main writes here */
+static void about_to_block(int i) { __atomic_store_n(&tids[i], self_tid(), __ATOMIC_RELEASE); }
 static int tfd, udp, lis, sp[2];
 static struct sockaddr_in udp_addr, lis_addr;
 
 static void *timerfd_reader(void *arg) {
   uint64_t v;
+  about_to_block(0);
   CHECK(read(tfd, &v, sizeof v) == sizeof v, "timerfd read: %s", strerror(errno));
   atomic_store(&done[0], 1);
   return NULL;
@@ -32,12 +36,14 @@ static void *timerfd_reader(void *arg) {
 
 static void *udp_reader(void *arg) {
   char b[16];
+  about_to_block(1);
   CHECK(recv(udp, b, sizeof b, 0) == 4, "udp recv: %s", strerror(errno));
   atomic_store(&done[1], 1);
   return NULL;
 }
 
 static void *acceptor(void *arg) {
+  about_to_block(2);
   int c = accept(lis, NULL, NULL);
   CHECK(c >= 0, "accept: %s", strerror(errno));
   close(c);
@@ -47,13 +53,17 @@ static void *acceptor(void *arg) {
 
 static void *sock_reader(void *arg) {
   char b[16];
+  about_to_block(3);
   CHECK(read(sp[0], b, sizeof b) == 4, "read: %s", strerror(errno));
   atomic_store(&done[3], 1);
   return NULL;
 }
 
 static void *sleeper(void *arg) {
-  usleep(20 * 1000);
+  char c;
+  about_to_block(4);
+  CHECK(read(go[0], &c, 1) == 1, "go read");
+  usleep(20 * 1000); /* the behaviour under test: it ends while the others spin */
   atomic_store(&done[4], 1);
   return NULL;
 }
@@ -96,9 +106,13 @@ int main(int argc, char **argv) {
   CHECK(sp[0] >= 0, "accept");
 
   void *(*fns[])(void *) = {timerfd_reader, udp_reader, acceptor, sock_reader, sleeper};
+  CHECK(pipe(go) == 0, "pipe");
   pthread_t t[5];
   for (int i = 0; i < 5; i++) CHECK(pthread_create(&t[i], NULL, fns[i], NULL) == 0, "create");
-  usleep(100 * 1000);  /* all of them blocked */
+  for (int i = 0; i < 5; i++) { /* all of them blocked */
+    wait_flag(&tids[i]);
+    wait_tid_asleep(__atomic_load_n(&tids[i], __ATOMIC_ACQUIRE), (const volatile int *)&done[i]);
+  }
 
   /* The events, then spin without blocking until every thread reacted. */
   pthread_t s[16];
@@ -110,6 +124,7 @@ int main(int argc, char **argv) {
   int c = socket(AF_INET, SOCK_STREAM, 0);
   CHECK(connect(c, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0, "connect");
   CHECK(write(sp[1], "data", 4) == 4, "write");
+  CHECK(write(go[1], "g", 1) == 1, "go write");
   long long t0 = now_ms();
   unsigned long spins = 0;
   for (;;) {

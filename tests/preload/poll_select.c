@@ -16,19 +16,20 @@
 
 #include "common.h"
 
-static void msleep(int ms) { usleep((useconds_t)ms * 1000); }
-
+/* A writer that writes once the main thread sleeps: in the wait that
+   follows write_later (or, if that wait wrongly returned at once, in
+   pthread_join: the result printed shows it). */
 static int wfd;
-static int wdelay;
+static int main_tid;
 static void *writer(void *arg) {
-  msleep(wdelay);
+  wait_tid_asleep(main_tid, NULL);
   CHECK(write(wfd, "w", 1) == 1, "writer");
   return NULL;
 }
 
-static pthread_t write_later(int fd, int ms) {
+static pthread_t write_later(int fd) {
   wfd = fd;
-  wdelay = ms;
+  main_tid = self_tid();
   pthread_t t;
   pthread_create(&t, NULL, writer, NULL);
   return t;
@@ -55,13 +56,13 @@ static void test_poll(void) {
   struct pollfd q[2] = {{a[0], POLLIN, 0}, {s[1], POLLIN, 0}};
   r = poll(q, 2, 100);
   printf("poll t=100 unready: %d  %#x %#x\n", r, q[0].revents, q[1].revents);
-  pthread_t t = write_later(a[1], 50);
+  pthread_t t = write_later(a[1]);
   r = poll(q, 2, -1);
   pthread_join(t, NULL);
   printf("poll t=-1 woken by a write: %d  %#x %#x\n", r, q[0].revents, q[1].revents);
   char c;
   CHECK(read(a[0], &c, 1) == 1, "read");
-  t = write_later(s[0], 50);
+  t = write_later(s[0]);
   r = poll(q, 2, 5000);
   pthread_join(t, NULL);
   printf("poll t=5000 woken by a socket write: %d  %#x %#x\n", r, q[0].revents, q[1].revents);
@@ -69,7 +70,7 @@ static void test_poll(void) {
   struct timespec ts = {0, 50 * 1000 * 1000};
   r = ppoll(q, 2, &ts, NULL);
   printf("ppoll 50 ms unready: %d\n", r);
-  t = write_later(a[1], 30);
+  t = write_later(a[1]);
   r = ppoll(q, 2, NULL, NULL);
   pthread_join(t, NULL);
   printf("ppoll NULL woken: %d  %#x\n", r, q[0].revents);
@@ -124,7 +125,7 @@ static void test_select(void) {
          (long)tv.tv_sec, (long)tv.tv_usec);
   FD_ZERO(&r);
   FD_SET(a[0], &r);
-  pthread_t t = write_later(a[1], 50);
+  pthread_t t = write_later(a[1]);
   k = select(n, &r, NULL, NULL, NULL);
   pthread_join(t, NULL);
   printf("select NULL woken: %d  a0 %d\n", k, FD_ISSET(a[0], &r));
@@ -137,7 +138,7 @@ static void test_select(void) {
   printf("pselect 40 ms unready: %d  ts kept %ld\n", k, ts.tv_nsec);
   FD_ZERO(&r);
   FD_SET(a[0], &r);
-  t = write_later(a[1], 30);
+  t = write_later(a[1]);
   k = pselect(n, &r, NULL, NULL, NULL, NULL);
   pthread_join(t, NULL);
   printf("pselect NULL woken: %d  a0 %d\n", k, FD_ISSET(a[0], &r));
@@ -176,12 +177,12 @@ static void test_epoll(void) {
   printf("epoll_wait one ready: %d fd_is_b %d\n", n, n == 1 && out[0].data.fd == b[0]);
   char c;
   CHECK(read(b[0], &c, 1) == 1, "read");
-  pthread_t t = write_later(a[1], 50);
+  pthread_t t = write_later(a[1]);
   n = epoll_wait(ep, out, 4, -1);
   pthread_join(t, NULL);
   printf("epoll_wait woken by a write: %d fd_is_a %d\n", n, n == 1 && out[0].data.fd == a[0]);
   CHECK(read(a[0], &c, 1) == 1, "read");
-  t = write_later(a[1], 30);
+  t = write_later(a[1]);
   n = epoll_pwait(ep, out, 4, 5000, NULL);
   pthread_join(t, NULL);
   printf("epoll_pwait woken: %d\n", n);
@@ -190,7 +191,7 @@ static void test_epoll(void) {
   struct pollfd p = {ep, POLLIN, 0};
   int r = poll(&p, 1, 50);
   printf("poll on an idle epoll fd: %d\n", r);
-  t = write_later(b[1], 30);
+  t = write_later(b[1]);
   r = poll(&p, 1, -1);
   pthread_join(t, NULL);
   printf("poll on an epoll fd with an event: %d %#x\n", r, p.revents);
@@ -211,11 +212,14 @@ static void test_epoll(void) {
 #define NPOLLERS 2000
 static int chain[NPOLLERS + 1][2];
 static atomic_int polling;
+static int poller_tid[NPOLLERS], poller_done[NPOLLERS];
 static void *chain_poller(void *arg) {
   int i = (int)(long)arg;
   struct pollfd p = {chain[i][0], POLLIN, 0};
   atomic_fetch_add(&polling, 1);
+  __atomic_store_n(&poller_tid[i], self_tid(), __ATOMIC_RELEASE);
   CHECK(poll(&p, 1, -1) == 1, "chain poll");
+  __atomic_store_n(&poller_done[i], 1, __ATOMIC_RELEASE);
   char c;
   CHECK(read(chain[i][0], &c, 1) == 1, "chain read");
   CHECK(write(chain[i + 1][1], &c, 1) == 1, "chain write");
@@ -226,7 +230,10 @@ static void test_many_pollers(void) {
   for (int i = 0; i <= NPOLLERS; i++) CHECK(pipe(chain[i]) == 0, "pipe %d", i);
   pthread_t *t = malloc(sizeof(pthread_t) * NPOLLERS);
   for (int i = 0; i < NPOLLERS; i++) pthread_create(&t[i], NULL, chain_poller, (void *)(long)i);
-  while (atomic_load(&polling) < NPOLLERS) msleep(1);
+  for (int i = 0; i < NPOLLERS; i++) { /* every poller sleeps in poll */
+    wait_flag(&poller_tid[i]);
+    wait_tid_asleep(__atomic_load_n(&poller_tid[i], __ATOMIC_ACQUIRE), &poller_done[i]);
+  }
   check_kernel_threads("pollers");
   CHECK(write(chain[0][1], "c", 1) == 1, "start");
   char c;

@@ -42,7 +42,9 @@ static void *joinee(void *arg) {
   while (!stop) sched_yield();
   return arg;
 }
+static volatile int parked_tid, sleeper_tid, reader_tid; /* each set just before its call */
 static void *parked(void *arg) {
+  parked_tid = self_tid();
   CHECK_EQ(pthread_join(joined, NULL), 0); /* not interrupted: join never fails with EINTR */
   return arg;
 }
@@ -50,6 +52,7 @@ static void *parked(void *arg) {
 static int slept[2]; /* the sleeper writes a byte here once its nanosleep returned */
 static void *sleeper(void *arg) {
   struct timespec req = {30, 0}, rem = {0, 0};
+  sleeper_tid = self_tid();
   int r = nanosleep(&req, &rem);
   int e = errno;
   CHECK_EQ(write(slept[1], "s", 1), 1);
@@ -78,6 +81,7 @@ static int rpipe[2];
 static volatile int reader_done;
 static void *reader(void *arg) {
   char buf[8];
+  reader_tid = self_tid();
   ssize_t n = read(rpipe[0], buf, sizeof buf);
   reader_done = 1;
   return (void *)(n >= 0 ? n : -(long)errno);
@@ -119,7 +123,8 @@ int main(void) {
   pthread_t j, p;
   CHECK_EQ(pthread_create(&joined, NULL, joinee, NULL), 0);
   CHECK_EQ(pthread_create(&p, NULL, parked, NULL), 0);
-  for (int i = 0; i < 200; i++) sched_yield();
+  wait_flag(&parked_tid);
+  wait_tid_asleep(parked_tid, NULL); /* in pthread_join */
   CHECK_EQ(pthread_kill(p, SIGUSR1), 0);
   wait_handled(3);
   CHECK(pthread_equal(handled_on, p), "handler ran on another thread (parked target)");
@@ -127,14 +132,17 @@ int main(void) {
   CHECK_EQ(pthread_join(p, NULL), 0);
   (void)j;
 
-  /* sleeping: EINTR with the time left. Nothing tells another thread that
-     the sleeper is inside nanosleep yet (a signal that came before would
-     run its handler and leave the 30 s sleep to run out), so the signal is
-     sent again each time 100 ms pass without the sleep returning: one of
-     them lands in it, within a second or so even on a loaded machine. */
+  /* sleeping: EINTR with the time left. The first signal is sent once the
+     sleeper's kernel thread sleeps (natively: inside nanosleep). A signal
+     that came before would run its handler and leave the 30 s sleep to run
+     out (possible under an M:N runtime), so the signal is sent again each
+     time 100 ms pass without the sleep returning. */
   pthread_t s;
   CHECK_EQ(pipe(slept), 0);
+  sleeper_tid = 0;
   CHECK_EQ(pthread_create(&s, NULL, sleeper, NULL), 0);
+  wait_flag(&sleeper_tid);
+  wait_tid_asleep(sleeper_tid, NULL);
   struct pollfd sp = {.fd = slept[0], .events = POLLIN};
   do CHECK_EQ(pthread_kill(s, SIGUSR1), 0);
   while (poll(&sp, 1, 100) == 0);
@@ -144,11 +152,13 @@ int main(void) {
   close(slept[1]);
   struct timespec tiny = {0, 10 * 1000 * 1000};
 
-  /* SA_RESTART: the read goes on; without it: EINTR. Without SA_RESTART
-     the signal is sent until the read returns (a copy that lands before
-     the read starts only runs the handler early); with it, 20 spaced
-     copies come before the data, and the read returns the data whenever
-     they land. */
+  /* SA_RESTART: the read goes on; without it: EINTR. The first signal is
+     sent once the reader sleeps (natively: in its read). Without
+     SA_RESTART the signal is sent until the read returns (under an M:N
+     runtime a copy may land before the read starts: it only runs the
+     handler early); with it, 20 copies come before the data, each once
+     the handler of the one before has run and the reader sleeps again,
+     and the read returns the data. */
   for (int restart = 1; restart >= 0; restart--) {
     struct sigaction sb;
     memset(&sb, 0, sizeof sb);
@@ -158,10 +168,24 @@ int main(void) {
     CHECK_EQ(pipe(rpipe), 0);
     reader_done = 0;
     pthread_t rd;
+    reader_tid = 0;
     CHECK_EQ(pthread_create(&rd, NULL, reader, NULL), 0);
+    wait_flag(&reader_tid);
+    wait_tid_asleep(reader_tid, &reader_done);
     for (int i = 0; (restart ? i < 20 : i < 6000) && !reader_done; i++) {
-      nanosleep(&tiny, NULL);
-      if (!reader_done) CHECK_EQ(pthread_kill(rd, SIGUSR2), 0);
+      if (restart) {
+        int before = __atomic_load_n(&handled, __ATOMIC_SEQ_CST);
+        CHECK_EQ(pthread_kill(rd, SIGUSR2), 0);
+        long long t0 = mono_ns_();
+        while (__atomic_load_n(&handled, __ATOMIC_SEQ_CST) == before) {
+          CHECK(mono_ns_() - t0 < 30000000000LL, "the handler did not run");
+          sched_yield();
+        }
+        wait_tid_asleep(reader_tid, &reader_done); /* reading again */
+      } else {
+        CHECK_EQ(pthread_kill(rd, SIGUSR2), 0);
+        nanosleep(&tiny, NULL); /* the pace of the copies */
+      }
     }
     CHECK(restart || reader_done, "a read without SA_RESTART was not interrupted by 6,000 signals");
     CHECK(restart ? !reader_done : 1, "a read with SA_RESTART ended early");

@@ -46,11 +46,17 @@ static void *taker(void *arg) {
 }
 
 /* Started with the signal already open (pthread_attr_setsigmask_np): it
- * takes what is pending without unblocking anything itself. */
+ * takes what is pending without unblocking anything itself, and returns
+ * once nothing is pending any more. */
 static void *last_taker(void *arg) {
   (void)arg;
-  struct timespec ts = {0, 300 * 1000 * 1000};
-  while (nanosleep(&ts, &ts) != 0) {
+  long long t0 = mono_ns_();
+  for (;;) {
+    sigset_t p;
+    CHECK_EQ(sigpending(&p), 0);
+    if (!sigismember(&p, SIGRTMIN)) break;
+    CHECK(mono_ns_() - t0 < 30000000000LL, "SIGRTMIN still pending after 30 s");
+    sched_yield();
   }
   return NULL;
 }
@@ -84,7 +90,7 @@ int main(void) {
     for (int i = 0; i < K; i++) {
       union sigval v = {.sival_int = i};
       if (sigqueue(parent, SIGRTMIN, v) != 0) _exit(4);
-      struct timespec ts = {0, 100 * 1000};
+      struct timespec ts = {0, 100 * 1000}; /* spread over many waves (no order) */
       nanosleep(&ts, NULL);
     }
     _exit(0);

@@ -39,7 +39,8 @@ static void *reader(void *arg) {
     pthread_sigmask(SIG_UNBLOCK, &s, NULL);
   }
   char c;
-  if (write(ready[1], "r", 1) != 1) _exit(12);
+  int tid = self_tid(); /* the parent signals once this thread sleeps in its read */
+  if (write(ready[1], &tid, sizeof tid) != sizeof tid) _exit(12);
   read(rpipe[0], &c, 1);
   return NULL;
 }
@@ -74,9 +75,12 @@ static void test_default(void) {
       pid_t pid = fork();
       CHECK(pid >= 0, "fork");
       if (pid == 0) _exit(fatal_child(blocked));
-      char c;
-      CHECK_EQ(read(ready[0], &c, 1), 1);
-      nap(30);
+      int tid;
+      CHECK_EQ(read(ready[0], &tid, sizeof tid), sizeof tid);
+      if (blocked)
+        wait_task_asleep(pid, tid); /* the reader is in read, the busy thread runs */
+      else
+        wait_all_asleep(pid); /* main in pthread_join, the reader in read */
       CHECK_EQ(kill(pid, sigs[s]), 0);
       int st;
       CHECK_EQ(waitpid(pid, &st, 0), pid);
@@ -92,7 +96,8 @@ static void test_default(void) {
 
 /* ---- 2. signals during a handler ----------------------------------------- */
 
-static int hpipe[2], gopipe[2];
+static int hpipe[2], gopipe[2], n2pipe[2], stoppipe[2];
+static atomic_int target_tid;
 static atomic_int n_usr1, n_usr2, usr2_nested;
 static atomic_int in_usr1;
 static pthread_t target_t;
@@ -116,16 +121,22 @@ static void on_usr2(int sig) {
   if (!pthread_equal(pthread_self(), target_t)) atomic_store(&wrong_thread, 1);
   if (atomic_load(&in_usr1)) atomic_fetch_add(&usr2_nested, 1);
   atomic_fetch_add(&n_usr2, 1);
+  if (write(n2pipe[1], "2", 1) != 1) _exit(14); /* the sender waits for this */
 }
 
-static atomic_int target_stop;
 static void *target(void *arg) {
   sigset_t s;
   sigemptyset(&s);
   sigaddset(&s, SIGUSR1);
   sigaddset(&s, SIGUSR2);
   CHECK_EQ(pthread_sigmask(SIG_UNBLOCK, &s, NULL), 0);
-  while (!atomic_load(&target_stop)) nap(2);
+  atomic_store(&target_tid, self_tid());
+  char c;
+  ssize_t n;
+  do /* until main writes a byte; handlers run here meanwhile */
+    n = read(stoppipe[0], &c, 1);
+  while (n < 0 && errno == EINTR);
+  CHECK_EQ(n, 1);
   return NULL;
 }
 
@@ -145,22 +156,26 @@ static void test_during_handler(void) {
   CHECK_EQ(pthread_sigmask(SIG_BLOCK, &s, NULL), 0);
   CHECK_EQ(pipe(hpipe), 0);
   CHECK_EQ(pipe(gopipe), 0);
+  CHECK_EQ(pipe(n2pipe), 0);
+  CHECK_EQ(pipe(stoppipe), 0);
   CHECK_EQ(pthread_create(&target_t, NULL, target, NULL), 0);
-  nap(20);
+  /* The target has unblocked the signals and waits in its read. */
+  wait_flag((const volatile int *)&target_tid);
+  wait_tid_asleep(atomic_load(&target_tid), NULL);
   pid_t parent = getpid();
   pid_t pid = fork();
   CHECK(pid >= 0, "fork");
   if (pid == 0) {
     /* Another process: USR1, wait until its handler runs, then USR1 twice
-       and USR2 while it runs, then let it return. */
+       and USR2 while it runs, wait until USR2's handler ran (nested, in
+       the USR1 handler's read), then let the USR1 handler return. */
     if (kill(parent, SIGUSR1)) _exit(1);
     char c;
     if (read(hpipe[0], &c, 1) != 1) _exit(2);
     kill(parent, SIGUSR1);
     kill(parent, SIGUSR1);
     kill(parent, SIGUSR2);
-    struct timespec ts = {0, 200 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    if (read(n2pipe[0], &c, 1) != 1) _exit(4);
     if (write(gopipe[1], "g", 1) != 1) _exit(3);
     _exit(0);
   }
@@ -169,9 +184,13 @@ static void test_during_handler(void) {
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sender status %#x", st);
   long long waited = 0;
   while (atomic_load(&n_usr1) < 2 && waited++ < 10000) nap(1);
-  nap(100);
-  atomic_store(&target_stop, 1);
+  nap(100); /* a window: a wrong third USR1 would show below */
+  CHECK_EQ(write(stoppipe[1], "s", 1), 1);
   CHECK_EQ(pthread_join(target_t, NULL), 0);
+  close(n2pipe[0]);
+  close(n2pipe[1]);
+  close(stoppipe[0]);
+  close(stoppipe[1]);
   CHECK_EQ(atomic_load(&wrong_thread), 0);
   CHECK_EQ(atomic_load(&n_usr1), 2); /* the two sent during the handler: one */
   CHECK_EQ(atomic_load(&n_usr2), 1);
@@ -207,7 +226,15 @@ static void test_fork_pending(void) {
   union sigval v = {.sival_int = 7};
   CHECK_EQ(sigqueue(getpid(), SIGRTMIN + 4, v), 0);
   CHECK_EQ(sigqueue(getpid(), SIGRTMIN + 4, v), 0);
-  nap(50);
+  /* Both are pending in the process (every thread blocks them). */
+  long long t0 = mono_ns_();
+  for (;;) {
+    sigset_t p;
+    CHECK_EQ(sigpending(&p), 0);
+    if (sigismember(&p, SIGUSR1) && sigismember(&p, SIGRTMIN + 4)) break;
+    CHECK(mono_ns_() - t0 < 30000000000LL, "the signals sent are not pending");
+    sched_yield();
+  }
   pid_t pid = fork();
   CHECK(pid >= 0, "fork");
   if (pid == 0) {
@@ -215,7 +242,7 @@ static void test_fork_pending(void) {
     sigpending(&p);
     if (sigismember(&p, SIGUSR1) || sigismember(&p, SIGRTMIN + 4)) _exit(1);
     pthread_sigmask(SIG_UNBLOCK, &s, NULL);
-    nap(50);
+    nap(50); /* a window: a signal wrongly pending in the child would run */
     _exit(atomic_load(&n_fork_sig) == 0 ? 0 : 2);
   }
   int st;

@@ -1,6 +1,9 @@
 /* SIGINT and SIGTERM sent to the process, with and without handlers, while
  * it runs threads: the outcome (exit status, or death by the signal) is the
- * native one. Each case runs in a forked child. */
+ * native one. Each case runs in a forked child; the signal is sent once the
+ * child's reading thread sleeps in its read (its busy threads run), and
+ * the handler tells the child's main thread through a pipe. */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -10,9 +13,12 @@
 
 static volatile int stop;
 static volatile sig_atomic_t got;
-static int ready_pipe[2];
+static int ready_pipe[2], got_pipe[2];
 
-static void on_sig(int sig) { got = sig; }
+static void on_sig(int sig) {
+  got = sig;
+  if (write(got_pipe[1], "g", 1) != 1) _exit(12);
+}
 
 static void *busy(void *arg) {
   while (!stop) sched_yield();
@@ -21,6 +27,8 @@ static void *busy(void *arg) {
 
 static void *blocked(void *arg) {
   char c;
+  int tid = self_tid();
+  if (write(ready_pipe[1], &tid, sizeof tid) != sizeof tid) _exit(11);
   read(*(int *)arg, &c, 1);
   return arg;
 }
@@ -33,14 +41,12 @@ static int child(int sig, int with_handler) {
     sigaction(sig, &sa, NULL);
   }
   int p[2];
-  if (pipe(p)) return 10;
+  if (pipe(p) || pipe(got_pipe)) return 10;
   pthread_t t[4];
   for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, busy, NULL);
   pthread_create(&t[3], NULL, blocked, &p[0]);
-  if (write(ready_pipe[1], "r", 1) != 1) return 11;
-  while (!got) {
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+  char c;
+  while (read(got_pipe[0], &c, 1) < 0 && errno == EINTR) {
   }
   stop = 1;
   write(p[1], "x", 1);
@@ -56,10 +62,9 @@ int main(void) {
       pid_t pid = fork();
       CHECK(pid >= 0, "fork");
       if (pid == 0) _exit(child(sigs[s], h));
-      char c;
-      CHECK_EQ(read(ready_pipe[0], &c, 1), 1);
-      struct timespec ts = {0, 20 * 1000 * 1000};
-      nanosleep(&ts, NULL);
+      int tid;
+      CHECK_EQ(read(ready_pipe[0], &tid, sizeof tid), sizeof tid);
+      wait_task_asleep(pid, tid);
       CHECK_EQ(kill(pid, sigs[s]), 0);
       int st;
       CHECK_EQ(waitpid(pid, &st, 0), pid);

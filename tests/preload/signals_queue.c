@@ -76,6 +76,20 @@ static void burst(pid_t to, int base) {
   CHECK_EQ(kill(to, SIGUSR2), 0);
 }
 
+/* Returns once all four signals are pending in the process. */
+static void wait_all4_pending(void) {
+  long long t0 = mono_ns_();
+  for (;;) {
+    sigset_t p;
+    CHECK_EQ(sigpending(&p), 0);
+    int n = 0;
+    for (int i = 0; i < 4; i++) n += sigismember(&p, sigs[i]) == 1;
+    if (n == 4) return;
+    CHECK(mono_ns_() - t0 < 30000000000LL, "only %d of the signals sent are pending", n);
+    sched_yield();
+  }
+}
+
 static void burst_from_child(void) {
   pid_t parent = getpid();
   pid_t pid = fork();
@@ -124,10 +138,11 @@ static void check_order(int base) {
   for (int i = 0; i < n; i++) CHECK_EQ(recs[i].from_child, base ? 1 : 0);
 }
 
-static atomic_int waiter_go, waiter_done;
+static atomic_int waiter_go, waiter_done, waiter_tid;
 static int waiter_want;
 static void *waiter(void *arg) {
   while (!atomic_load(&waiter_go)) nap(1);
+  atomic_store(&waiter_tid, self_tid());
   for (int i = 0; i < waiter_want; i++) {
     siginfo_t si;
     int s = sigwaitinfo(&all4, &si);
@@ -186,7 +201,7 @@ int main(void) {
       burst_from_child();
     else
       burst(getpid(), 0);
-    nap(100);
+    nap(100); /* a window: a wrong delivery would show here */
     CHECK_EQ(atomic_load(&nrec), 0);
     sigset_t pend;
     CHECK_EQ(sigpending(&pend), 0);
@@ -209,7 +224,9 @@ int main(void) {
       burst_from_child();
     else
       burst(getpid(), 0);
-    nap(100);
+    wait_all4_pending(); /* sent before the waiter waits */
+    nap(100); /* not needed natively; kept until an M:N runtime bug (out-of-order
+                 sigwaitinfo right after the burst) is fixed: branch sleeps-sigqueue-order */
     atomic_store(&waiter_go, 1);
     CHECK_EQ(pthread_join(w, NULL), 0);
     print_recs(from_child ? "sigwaitinfo, sent by a child" : "sigwaitinfo, sent by self");
@@ -222,9 +239,12 @@ int main(void) {
   atomic_store(&waiter_go, 1);
   atomic_store(&waiter_done, 0);
   waiter_want = 20;
+  atomic_store(&waiter_tid, 0);
   pthread_t w;
   CHECK_EQ(pthread_create(&w, NULL, waiter, NULL), 0);
-  nap(50);
+  /* The waiter sleeps in sigwaitinfo. */
+  while (!atomic_load(&waiter_tid)) nap(1);
+  wait_tid_asleep(atomic_load(&waiter_tid), (const volatile int *)&waiter_done);
   for (int i = 0; i < 20; i++) send_q(getpid(), sigs[2 + (i & 1)], 200 + i);
   CHECK_EQ(pthread_join(w, NULL), 0);
   /* Per signal number, in sending order. */

@@ -100,9 +100,10 @@ static void stop_sender(void) {
 /* ---- 1. the sigwait family ----------------------------------------------- */
 
 static sigset_t wset;
-static atomic_int step, got_sig, got_pid, got_val, got_err;
+static atomic_int step, got_sig, got_pid, got_val, got_err, waiter_tid;
 
 static void *waiter(void *arg) {
+  atomic_store(&waiter_tid, self_tid());
   /* step 1: sigwait */
   int sig = 0;
   CHECK_EQ(sigwait(&wset, &sig), 0);
@@ -141,6 +142,13 @@ static void wait_step(int n) {
   }
 }
 
+/* Returns once the waiter sleeps in its next wait (each signal is sent
+   while it waits; natively exact). */
+static void waiter_asleep(void) {
+  while (!atomic_load(&waiter_tid)) nap(1);
+  wait_tid_asleep(atomic_load(&waiter_tid), NULL);
+}
+
 static void test_sigwait(void) {
   sigemptyset(&wset);
   sigaddset(&wset, SIGUSR1);
@@ -153,14 +161,16 @@ static void test_sigwait(void) {
   CHECK_EQ(pthread_create(&b, NULL, busy, NULL), 0);
   CHECK_EQ(pthread_create(&p, NULL, parked, NULL), 0);
   CHECK_EQ(pthread_create(&w, NULL, waiter, NULL), 0);
-  nap(30);
+  waiter_asleep();
   send_cmd("k", 1);
   wait_step(1);
   CHECK_EQ(atomic_load(&got_sig), SIGUSR1);
+  waiter_asleep();
   send_cmd("K", 1);
   wait_step(2);
   CHECK_EQ(atomic_load(&got_sig), SIGUSR2);
   CHECK_EQ(atomic_load(&got_pid), sender);
+  waiter_asleep();
   send_cmd("q\x2a", 2);
   wait_step(3);
   CHECK_EQ(atomic_load(&got_sig), SIGRTMIN + 5);
@@ -168,6 +178,7 @@ static void test_sigwait(void) {
   CHECK_EQ(atomic_load(&got_val), 42);
   wait_step(4);
   CHECK_EQ(atomic_load(&got_err), EAGAIN);
+  waiter_asleep();
   send_cmd("I", 1);
   wait_step(5);
   CHECK_EQ(atomic_load(&got_sig), SIGINT);
@@ -201,7 +212,7 @@ static void *suspender(void *arg) {
     sigaddset(&s, SIGTERM);
     CHECK_EQ(pthread_sigmask(SIG_UNBLOCK, &s, NULL), 0);
   }
-  atomic_store(&susp_ready, 1);
+  atomic_store(&susp_ready, self_tid()); /* just before the wait */
   int r;
   if (use_pause) {
     r = pause();
@@ -236,8 +247,10 @@ static void test_suspend(int use_pause) {
   CHECK_EQ(pthread_create(&b, NULL, busy, NULL), 0);
   CHECK_EQ(pthread_create(&t, NULL, suspender, use_pause ? (void *)1 : NULL), 0);
   handler_expected = t;
+  /* pause() would wait forever for a signal handled before it: send once
+     the suspender sleeps in its call. */
   while (!atomic_load(&susp_ready)) nap(1);
-  nap(30);
+  wait_tid_asleep(atomic_load(&susp_ready), NULL);
   send_cmd("T", 1);
   CHECK_EQ(pthread_join(t, NULL), 0);
   CHECK_EQ(atomic_load(&susp_ret), -1);

@@ -1,7 +1,10 @@
 /* 10,000 threads each sleep 100 ms twice, through every sleep call
  * (usleep, nanosleep, clock_nanosleep relative and absolute on
  * CLOCK_MONOTONIC and CLOCK_REALTIME, sleep(0)); every one wakes, none
- * earlier than asked (measured on the clock it slept on).
+ * earlier than asked (measured on the clock it slept on). The threads
+ * first wait at a gate until all have started, so all are alive when the
+ * kernel threads are counted; the sleeps are what is tested, nothing is
+ * ordered by one.
  *
  *   sleepers [threads=10000] [ms=100] */
 #include <errno.h>
@@ -13,7 +16,10 @@
 #include "common.h"
 
 static int nthreads, ms;
-static atomic_int asleep, woke, short_sleeps;
+static atomic_int woke, short_sleeps;
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int arrived, open_gate;
 
 static long long now_ns(clockid_t c) {
   struct timespec ts;
@@ -54,7 +60,10 @@ static void one_sleep(int id, int round) {
 static void *sleeper(void *arg) {
   int id = (int)(long)arg;
   CHECK(sleep(0) == 0, "sleep(0)");
-  atomic_fetch_add(&asleep, 1);
+  pthread_mutex_lock(&gate_mu);
+  if (++arrived == nthreads) pthread_cond_broadcast(&gate_cv);
+  while (!open_gate) pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
   one_sleep(id, 0);
   one_sleep(id, 1);
   atomic_fetch_add(&woke, 1);
@@ -70,8 +79,14 @@ int main(int argc, char **argv) {
   pthread_t *t = malloc(sizeof(pthread_t) * nthreads);
   for (int i = 0; i < nthreads; i++)
     CHECK(pthread_create(&t[i], &attr, sleeper, (void *)(long)i) == 0, "create %d", i);
-  /* Wait until all have started their first sleep; they are all alive. */
-  while (atomic_load(&asleep) < nthreads) usleep(1000);
+  /* All have started and wait at the gate: they are all alive. */
+  pthread_mutex_lock(&gate_mu);
+  while (arrived < nthreads) pthread_cond_wait(&gate_cv, &gate_mu);
+  check_kernel_threads("all waiting at the gate");
+  open_gate = 1;
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+  /* They sleep now (an upper bound holds whenever it is checked). */
   check_kernel_threads("all sleeping");
   for (int i = 0; i < nthreads; i++) pthread_join(t[i], NULL);
   CHECK(atomic_load(&woke) == nthreads, "woke %d of %d", atomic_load(&woke), nthreads);

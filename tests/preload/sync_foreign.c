@@ -22,7 +22,7 @@ static sem_t ping, pong;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_barrier_t bar;
 static int fword; /* futex word: whose turn (0 foreign, 1 goroutine) */
-static volatile int started;
+static int started[2]; /* main writes a byte here once it runs */
 
 static void futex_wait_for(int *w, int want) {
   int v;
@@ -70,7 +70,8 @@ static void play(int me) {
 
 static pthread_t foreign;
 static void *foreign_main(void *arg) {
-  while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) usleep(1000);
+  char c;
+  CHECK_EQ(read(started[0], &c, 1), 1);
   play(0);
   return arg;
 }
@@ -79,6 +80,7 @@ __attribute__((constructor)) static void early(void) {
   sem_init(&ping, 0, 0);
   sem_init(&pong, 0, 0);
   pthread_barrier_init(&bar, NULL, 2);
+  CHECK_EQ(pipe(started), 0);
   pthread_create(&foreign, NULL, foreign_main, NULL);
 }
 
@@ -105,7 +107,7 @@ int main(void) {
   pthread_t g, c;
   pthread_create(&c, NULL, contender, NULL);
   pthread_create(&g, NULL, goroutine_main, NULL);
-  __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+  CHECK_EQ(write(started[1], "s", 1), 1);
   pthread_join(g, NULL);
   pthread_join(foreign, NULL);
   __atomic_store_n(&done, 1, __ATOMIC_RELEASE);

@@ -39,28 +39,35 @@ struct waiter {
   long result;
   int err;
   pthread_t t;
+  int tid, done; /* set just before / after the wait */
 };
 
 static void *wait_thread(void *p) {
   struct waiter *w = p;
   __atomic_add_fetch(&nwaiting, 1, __ATOMIC_SEQ_CST);
   errno = 0;
+  __atomic_store_n(&w->tid, self_tid(), __ATOMIC_RELEASE);
   w->result = fx(w->addr, w->op, w->val, NULL, NULL, w->bitset);
   w->err = errno;
+  __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
   return NULL;
 }
 
-/* Starts n waiters on addr and waits until they are (very likely) blocked:
- * each announced itself, then the value check is repeated by time only. */
+/* Starts n waiters on addr and waits until they are blocked: each
+ * publishes its kernel thread id just before its wait, and that thread
+ * must sleep (state S: natively in the futex wait). A waiter whose wait
+ * returned at once shows in its result. */
 static void start_waiters(struct waiter *w, int n, int *addr, int op, int bitset_base) {
   nwaiting = 0;
   for (int i = 0; i < n; i++) {
-    w[i] = (struct waiter){addr, *addr, op, bitset_base ? (bitset_base << i) : 0, -2, 0};
+    w[i] = (struct waiter){addr, *addr, op, bitset_base ? (bitset_base << i) : 0, -2, 0, 0, 0, 0};
     pthread_create(&w[i].t, NULL, wait_thread, &w[i]);
   }
   while (__atomic_load_n(&nwaiting, __ATOMIC_SEQ_CST) < n) sched_yield();
-  for (int i = 0; i < 50; i++) sched_yield();
-  usleep(30 * 1000);
+  for (int i = 0; i < n; i++) {
+    wait_flag(&w[i].tid);
+    wait_tid_asleep(__atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE), &w[i].done);
+  }
 }
 
 static int wake_all_counting(int *addr, int op, int n) {
@@ -172,7 +179,7 @@ static void blocking(int priv) {
   for (int round = 0; round < 200; round++) {
     words[3] = 0;
     struct waiter one;
-    one = (struct waiter){&words[3], 0, FUTEX_WAIT | priv, 0, -2, 0};
+    one = (struct waiter){&words[3], 0, FUTEX_WAIT | priv, 0, -2, 0, 0, 0, 0};
     pthread_create(&one.t, NULL, wait_thread, &one);
     if (round % 2) sched_yield();
     __atomic_store_n(&words[3], 1, __ATOMIC_SEQ_CST);

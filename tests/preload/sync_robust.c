@@ -34,18 +34,21 @@ static void *hold_and_exit(void *arg) {
   pthread_exit(arg);
 }
 
-static volatile int holder_has_it;
+static volatile int holder_has_it, locker_tid, locker_done;
 static void *hold_until_told(void *arg) {
   CHECK_EQ(pthread_mutex_lock(&m[0]), 0);
   __atomic_store_n(&holder_has_it, 1, __ATOMIC_RELEASE);
-  for (int i = 0; i < 100; i++) sched_yield(); /* let the locker block */
-  usleep(20 * 1000);
+  /* The locker sleeps in pthread_mutex_lock. */
+  wait_flag(&locker_tid);
+  wait_tid_asleep(locker_tid, &locker_done);
   return arg; /* dies while the other thread is blocked in pthread_mutex_lock */
 }
 
 static int blocked_result = -1;
 static void *blocked_locker(void *arg) {
+  __atomic_store_n(&locker_tid, self_tid(), __ATOMIC_RELEASE);
   blocked_result = pthread_mutex_lock(&m[0]);
+  __atomic_store_n(&locker_done, 1, __ATOMIC_RELEASE);
   if (blocked_result == EOWNERDEAD) {
     CHECK_EQ(pthread_mutex_consistent(&m[0]), 0);
     CHECK_EQ(pthread_mutex_unlock(&m[0]), 0);
@@ -55,15 +58,18 @@ static void *blocked_locker(void *arg) {
 
 /* A kernel thread started by a constructor: before goshim initializes. */
 static pthread_t early;
-static volatile int early_go, early_locked;
+static volatile int early_locked;
+static int early_go[2]; /* main writes a byte when the early thread may go on */
 static void *early_main(void *arg) {
-  while (!__atomic_load_n(&early_go, __ATOMIC_ACQUIRE)) usleep(1000);
+  char c;
+  CHECK_EQ(read(early_go[0], &c, 1), 1);
   CHECK_EQ(pthread_mutex_lock(&m[3]), 0);
   __atomic_store_n(&early_locked, 1, __ATOMIC_RELEASE);
   return arg; /* the kernel walks this thread's robust list when it ends */
 }
 __attribute__((constructor)) static void start_early(void) {
   init_robust(&m[3], PTHREAD_MUTEX_NORMAL);
+  CHECK_EQ(pipe(early_go), 0);
   pthread_create(&early, NULL, early_main, NULL);
 }
 
@@ -136,8 +142,8 @@ int main(void) {
   printf("recursive and errorcheck robust mutexes\n");
 
   /* 5. the owner is a kernel thread created before goshim started */
-  __atomic_store_n(&early_go, 1, __ATOMIC_RELEASE);
-  while (!__atomic_load_n(&early_locked, __ATOMIC_ACQUIRE)) usleep(1000);
+  CHECK_EQ(write(early_go[1], "g", 1), 1);
+  wait_flag(&early_locked);
   CHECK_EQ(pthread_mutex_lock(&m[3]), EOWNERDEAD); /* blocks until it dies */
   CHECK_EQ(pthread_mutex_consistent(&m[3]), 0);
   CHECK_EQ(pthread_mutex_unlock(&m[3]), 0);

@@ -75,9 +75,9 @@ static void stress(int kind) {
 
 /* Preference: a reader holds the lock, a writer waits, a new reader comes. */
 static pthread_rwlock_t pr;
-static volatile int writer_waiting_started, second_reader_done;
+static volatile int writer_waiting_started, second_reader_done; /* the writer's tid */
 static void *pref_writer(void *arg) {
-  writer_waiting_started = 1;
+  writer_waiting_started = self_tid();
   CHECK_EQ(pthread_rwlock_wrlock(&pr), 0);
   CHECK_EQ(pthread_rwlock_unlock(&pr), 0);
   return arg;
@@ -108,7 +108,8 @@ static void preference(int kind, int expect_reader_blocked) {
     }
     CHECK_EQ(r, EBUSY);
   } else {
-    usleep(50 * 1000); /* let it block in wrlock: a new reader gets in either way */
+    /* The writer sleeps in wrlock: a new reader gets in all the same. */
+    wait_tid_asleep(writer_waiting_started, NULL);
     r = pthread_rwlock_tryrdlock(&pr);
     CHECK_EQ(r, 0);
     CHECK_EQ(pthread_rwlock_unlock(&pr), 0);

@@ -5,11 +5,14 @@
  * mutex waits never fail with EINTR. sem_wait and pthread_cond_timedwait
  * are cancellation points (the cleanup handler of a condvar wait runs with
  * the mutex held). Output must be identical natively and under goshim.
- * No sleep decides the output: a wait that must fail with EINTR is
- * signalled until it returns (a signal that lands before the wait starts
- * only runs the handler early); a wait that must go on gets five spaced
- * signals before it is released, and its result is the same whenever they
- * land. */
+ * No sleep decides the output. The waiter publishes its kernel thread id
+ * just before its wait (ready_to_wait) and the first signal or the cancel
+ * is sent once that thread sleeps (state S in /proc/self/task/TID/stat:
+ * natively inside the wait). A wait that must fail with EINTR is signalled
+ * until it returns (under an M:N runtime a signal may still land before
+ * the wait: it then only runs the handler early); a wait that must go on
+ * gets five signals, each once the handler of the one before has run and
+ * the waiter sleeps again, and must still be waiting after the last. */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -30,7 +33,7 @@ static int fword;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int flag;
-static volatile int ready_to_wait, returned;
+static volatile int ready_to_wait, returned; /* the waiter's tid; its wait returned */
 static long result;
 static int result_errno;
 
@@ -45,7 +48,7 @@ static void *waiter(void *arg) {
   ts.tv_sec += 30;
   struct timespec rel = {30, 0};
   errno = 0;
-  ready_to_wait = 1;
+  ready_to_wait = self_tid();
   switch (what) {
     case SEM_WAIT: result = sem_wait(&sem); break;
     case SEM_TIMEDWAIT: result = sem_timedwait(&sem, &ts); break;
@@ -66,10 +69,10 @@ static void *waiter(void *arg) {
   return NULL;
 }
 
-static void settle(void) {
-  for (int i = 0; i < 50; i++) sched_yield();
-  struct timespec ts = {0, 30 * 1000 * 1000};
-  nanosleep(&ts, NULL);
+/* Returns once the waiter sleeps (in its wait), or its wait returned. */
+static void wait_waiter_asleep(void) {
+  while (!ready_to_wait) sched_yield();
+  wait_tid_asleep(ready_to_wait, &returned);
 }
 
 static void run(int what, int restart) {
@@ -87,7 +90,7 @@ static void run(int what, int restart) {
   if (what == MUTEX_LOCK) pthread_mutex_lock(&mu);
   pthread_t t;
   pthread_create(&t, NULL, waiter, (void *)(long)what);
-  while (!ready_to_wait) sched_yield();
+  wait_waiter_asleep();
   int timed = what == SEM_TIMEDWAIT || what == FUTEX_TIMED;
   int sem_or_futex = what != COND_WAIT && what != MUTEX_LOCK;
   if (sem_or_futex && (!restart || timed)) {
@@ -100,11 +103,16 @@ static void run(int what, int restart) {
     CHECK(returned, "%s was not interrupted by 6,000 signals", names[what]);
   } else {
     for (int i = 0; i < 5; i++) {
-      settle();
+      int before = handled;
       CHECK_EQ(pthread_kill(t, SIGUSR1), 0);
+      long long t0 = mono_ns_();
+      while (handled == before) {
+        CHECK(mono_ns_() - t0 < 30000000000LL, "%s: the handler did not run", names[what]);
+        sched_yield();
+      }
+      wait_waiter_asleep(); /* waiting again */
+      CHECK(!returned, "%s returned before it was released", names[what]);
     }
-    settle();
-    CHECK(!returned, "%s returned before it was released", names[what]);
   }
   /* now release whatever it waits for */
   sem_post(&sem);
@@ -135,7 +143,7 @@ static void cleanup_cond(void *arg) {
 }
 static void *cancel_sem(void *arg) {
   pthread_cleanup_push(cleanup_sem, NULL);
-  ready_to_wait = 1;
+  ready_to_wait = self_tid();
   for (;;) sem_wait(&sem);
   pthread_cleanup_pop(0);
   return NULL;
@@ -143,7 +151,7 @@ static void *cancel_sem(void *arg) {
 static void *cancel_cond(void *arg) {
   pthread_mutex_lock(&mu);
   pthread_cleanup_push(cleanup_cond, NULL);
-  ready_to_wait = 1;
+  ready_to_wait = self_tid();
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   ts.tv_sec += 30;
@@ -158,8 +166,8 @@ static void cancel_case(void *(*fn)(void *), const char *name) {
   ready_to_wait = 0;
   pthread_t t;
   pthread_create(&t, NULL, fn, NULL);
-  while (!ready_to_wait) sched_yield();
-  settle();
+  returned = 0;
+  wait_waiter_asleep();
   pthread_cancel(t);
   void *r;
   pthread_join(t, &r);
