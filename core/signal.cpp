@@ -1159,37 +1159,122 @@ void signal_pending_set(G* gp, sigset_t* out) {
   from_bits(v & ~internal_mask(), out);
 }
 
-int signal_take(G* gp, uint64_t set, siginfo_t* info) {
-  uint64_t mine = gp->sigpending.load(std::memory_order_seq_cst) & set;
-  while (mine) {
-    int sig = __builtin_ctzll(mine) + 1;
-    uint64_t b = bit(sig);
-    if (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      bool proc = gp->sigpending_proc.fetch_and(~b) & b;
-      siginfo_t dummy;
-      if (proc && !take_held(gp, sig, info ? info : &dummy, false)) {
-        mine &= ~b;  // another G took it
-        continue;
+namespace {
+// The kernel dequeues the lowest-numbered pending signal first and, for
+// one signal, its instances in sending order. Part of a burst may be held
+// by goshim (taken from the kernel by sysmon or an M and deferred) while
+// the rest is still queued in the kernel, where sysmon takes it one
+// instance at a time while some G waits for it: taking only from what
+// goshim holds returned a higher signal held while older instances of a
+// lower one were still in the kernel (RTMIN+2 before the rest of RTMIN+1).
+// So a held process signal sig is taken only once no signal of set below
+// it is pending in the kernel (goshim's instances of sig itself are older
+// than the kernel's) and no handler is on its way to hold one
+// (deferring). Signals with a forward mark on gp's M are not counted (their
+// instance pending on this thread is a forward, not a process signal).
+// Only sysmon takes them from the kernel meanwhile, one at a time, so they
+// reach the held queue in the kernel's order.
+bool kernel_ahead(G* gp, uint64_t set, int sig) {
+  if (deferring.load(std::memory_order_seq_cst) != 0) return true;
+  uint64_t below = set & (bit(sig) - 1) & ~internal_mask();
+  if (M* mp = gp->m) below &= ~mp->fwd_bits.load(std::memory_order_seq_cst);
+  if (!below) return false;
+  uint64_t k = 0;
+  if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0) return false;
+  return (k & below) != 0;
+}
+
+// gp took goshim's instance of standard process signal sig. One the
+// kernel also has pending was sent while goshim held that one: natively
+// it would have found sig pending and been dropped, so it is dropped now
+// (a burst of kill() gave the program a second one).
+void drop_kernel_dup(G* gp, int sig) {
+  if (sig >= kSigRtMin) return;
+  uint64_t b = bit(sig);
+  if (M* mp = gp->m; !mp || (mp->fwd_bits.load(std::memory_order_seq_cst) & b)) return;
+  uint64_t k = 0;
+  if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0 || !(k & b)) return;
+  struct timespec zero = {0, 0};
+  siginfo_t si;
+  sys::raw4(SYS_rt_sigtimedwait, (long)&b, (long)&si, (long)&zero, 8);
+}
+
+// The lowest process signal of set goshim holds for gp (claimed by it or
+// held for the process), or 0.
+int lowest_held(G* gp, uint64_t set) {
+  uint64_t v = ((gp->sigpending.load(std::memory_order_acquire) &
+                 gp->sigpending_proc.load(std::memory_order_acquire)) |
+                proc_pending.load(std::memory_order_acquire)) & set;
+  return v ? __builtin_ctzll(v) + 1 : 0;
+}
+}  // namespace
+
+int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
+  // Thread-directed signals pending on gp come first, as the kernel
+  // dequeues a thread's own pending signals before the process's.
+  uint64_t thr = gp->sigpending.load(std::memory_order_seq_cst) &
+                 ~gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
+  if (!thr) {
+    if (int low = lowest_held(gp, set); low && kernel_ahead(gp, set, low)) {
+      if (!wait_kernel) return -1;
+      // sysmon, which receives what gp waits for (its set is published),
+      // takes the older ones from the kernel; bounded, in case one stays
+      // pending on this thread where no one else can take it.
+      for (int i = 0; i < 20000; i++) {
+        sysmon_wake();
+        sys::sched_yield();
+        low = lowest_held(gp, set);
+        if (!low || !kernel_ahead(gp, set, low)) break;
       }
-      if (!proc && !thread_info(gp, sig, info ? info : &dummy)) {
-        mine &= ~b;
-        continue;
-      }
-      return sig;
     }
-    mine &= ~b;
   }
-  uint64_t procs = proc_pending.load(std::memory_order_acquire) & set;
-  while (procs) {
-    int sig = __builtin_ctzll(procs) + 1;
+  siginfo_t dummy;
+  if (!info) info = &dummy;
+  for (; thr; thr &= thr - 1) {
+    int sig = __builtin_ctzll(thr) + 1;
     uint64_t b = bit(sig);
-    if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      siginfo_t dummy;
-      if (take_held(gp, sig, info ? info : &dummy, false)) return sig;
+    if (gp->sigpending_proc.load(std::memory_order_acquire) & b) continue;  // claimed meanwhile: below
+    if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
+    if (gp->sigpending_proc.fetch_and(~b) & b) {
+      if (take_held(gp, sig, info, false)) {
+        drop_kernel_dup(gp, sig);
+        return sig;
+      }
+      continue;  // another G took it
     }
-    procs &= ~b;
+    if (thread_info(gp, sig, info)) return sig;
   }
-  return 0;
+  // Process signals, the lowest first, whether sysmon already routed them
+  // to gp (claimed) or they are still held for the process.
+  for (;;) {
+    uint64_t claimed = gp->sigpending.load(std::memory_order_seq_cst) &
+                       gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
+    uint64_t procs = (claimed | proc_pending.load(std::memory_order_acquire)) & set;
+    if (!procs) return 0;
+    bool progress = false;
+    for (; procs; procs &= procs - 1) {
+      int sig = __builtin_ctzll(procs) + 1;
+      uint64_t b = bit(sig);
+      if (claimed & b) {
+        if (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
+          progress = true;
+          bool proc = gp->sigpending_proc.fetch_and(~b) & b;
+          if (proc ? take_held(gp, sig, info, false) : thread_info(gp, sig, info)) {
+            if (proc) drop_kernel_dup(gp, sig);
+            return sig;
+          }
+        }
+      }
+      if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
+        progress = true;
+        if (take_held(gp, sig, info, false)) {
+          drop_kernel_dup(gp, sig);
+          return sig;
+        }
+      }
+    }
+    if (!progress) return 0;
+  }
 }
 
 void signal_wake_waiter(G* gp) {

@@ -100,8 +100,12 @@ inline bool signal_has_pending(G* gp) {
 // sigpending for gp: what is pending on it, on its M and on the process.
 void signal_pending_set(G* gp, sigset_t* out);
 // Takes a signal of set pending on gp or on the process, if any (sigwait
-// family). Returns the signal number and fills info, or 0.
-int signal_take(G* gp, uint64_t set, siginfo_t* info);
+// family). Returns the signal number and fills info, or 0. In the
+// kernel's order: a held process signal waits while a lower one of set is
+// still pending in the kernel or on its way into goshim; then -1, unless
+// wait_kernel (gp's set is published, sysmon takes them): it waits for
+// them here (bounded).
+int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel);
 // gp is about to wait for set in the kernel (sigwait family, sigsuspend,
 // pause): route matching process signals to its M. 0 when done.
 void signal_waiting(G* gp, uint64_t set);

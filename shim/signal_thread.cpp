@@ -50,15 +50,18 @@ int wait_for(G* gp, uint64_t set, siginfo_t* info, int64_t deadline, bool eintr)
     cancel_point();
     uint32_t seq = __atomic_load_n(&gp->sigwait_word, __ATOMIC_SEQ_CST);
     uint32_t handled = gp->nhandled;
-    int sig = signal_take(gp, set, info);  // already pending: no need to publish
-    if (sig) return fold_tkill(sig, info);
+    // -1: an older one is still in the kernel; the published set lets
+    // sysmon take it, and the take after publishing waits for that.
+    int sig = signal_take(gp, set, info, false);  // already pending: no need to publish
+    if (sig > 0) return fold_tkill(sig, info);
     signal_waiting(gp, set);
-    sig = signal_take(gp, set, info);
+    sig = signal_take(gp, set, info, true);
     int r = 0;
     if (!sig) r = sema_wait(&gp->sigwait_word, seq, deadline, WaitReason::SigWait);
     signal_waiting(gp, 0);
-    if (!sig) sig = signal_take(gp, set, info);
-    if (sig) return fold_tkill(sig, info);
+    if (!sig) sig = signal_take(gp, set, info, false);
+    if (sig > 0) return fold_tkill(sig, info);
+    if (sig < 0) continue;
     if (r == ETIMEDOUT) return -EAGAIN;
     if (eintr && gp->nhandled != handled) return -EINTR;
   }

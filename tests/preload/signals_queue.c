@@ -225,8 +225,6 @@ int main(void) {
     else
       burst(getpid(), 0);
     wait_all4_pending(); /* sent before the waiter waits */
-    nap(100); /* not needed natively; kept until an M:N runtime bug (out-of-order
-                 sigwaitinfo right after the burst) is fixed: branch sleeps-sigqueue-order */
     atomic_store(&waiter_go, 1);
     CHECK_EQ(pthread_join(w, NULL), 0);
     print_recs(from_child ? "sigwaitinfo, sent by a child" : "sigwaitinfo, sent by self");
