@@ -771,12 +771,14 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
         // The forward of a process signal gp already took another way (it
         // unblocked the signal and delivered the held instance itself): its
         // plain tgkill must not run as a signal of its own with SI_TKILL.
-      } else if (!want && sig >= kSigRtMin && si && si->si_code != SI_TKILL && !held_empty(sig) &&
-                 held_push(sig, si)) {
-        // A real-time process signal the kernel gave this G while goshim
-        // holds older instances of it (sysmon took them from the kernel
-        // first): it goes behind them and this G runs the oldest, so that
-        // they arrive in sending order.
+      } else if (!want && si && si->si_code != SI_TKILL && !held_empty(sig) &&
+                 (sig < kSigRtMin || held_push(sig, si))) {
+        // A process signal the kernel gave this G while goshim holds older
+        // instances of it (sysmon took them from the kernel first): a
+        // real-time one goes behind them and this G runs the oldest, so
+        // that they arrive in sending order; a standard one was sent while
+        // one was pending, so natively it merged with it: this G runs the
+        // held one only (it had one USR1 handler too many, signals_fatal).
         siginfo_t orig;
         if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
       } else {
@@ -1019,6 +1021,10 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   return 0;
 }
 
+namespace {
+void drop_kernel_dup(G* gp, int sig);
+}  // namespace
+
 void signal_deliver(G* gp) {
   // gp->m is read afresh where it is used: a handler may park (it should
   // not, but it may), and a local live across getcontext could be
@@ -1033,6 +1039,7 @@ void signal_deliver(G* gp) {
     siginfo_t si;
     if (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b) {
       if (!take_held(gp, sig, &si, true)) continue;  // another G took it
+      drop_kernel_dup(gp, sig);  // a standard one sent while goshim held it
     } else if (!thread_info(gp, sig, &si)) {
       continue;
     }
