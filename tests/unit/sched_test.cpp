@@ -2,8 +2,7 @@
 // fake Ps and Ms (this thread plays an M on g0 holding P0), fake Gs that
 // never run. Asserts the order in which find_runnable takes work (due
 // timers, runnext, the local queue, the global queue, and first every 61st
-// tick, netpoll, stealing with its runnext rules; the network polled early
-// once a poll is due; preempted Gs last) and the deadline it
+// tick, netpoll, stealing with its runnext rules) and the deadline it
 // sleeps in netpoll with (the earliest timer of every P; a timer added
 // meanwhile wakes it). Nothing here depends on timing: every expected G
 // is already where the loop looks when it is called.
@@ -150,9 +149,6 @@ Test(sched, order_runnext_local_global_steal_netpoll) {
   cr_assert(netpoll_any_waiters());
   cr_assert_eq(sys::write(fds[1], "x", 1), 1);
 
-  // Somebody polled a moment ago: a busy P's own poll is not due
-  // (poll_if_stale; the test busy_p_polls_when_due below).
-  sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);
   bool inh;
   cr_assert_eq(find(ms[0], &inh), r, "runnext first");
   cr_assert(inh, "runnext inherits the time slice");
@@ -188,78 +184,6 @@ Test(sched, order_runnext_local_global_steal_netpoll) {
   pd_put(pd);
   close(fds[0]);
   close(fds[1]);
-}
-
-// Nobody has polled for kNetpollFairNs: a P polls at its next scheduling
-// point whatever its queues hold, and keeps what the network readied in
-// its local queue, behind what was there and ahead of the global queue.
-Test(sched, busy_p_polls_when_due) {
-  P* p0 = ps[0];
-  G* r = new_g(1);
-  G* l = new_g(2);
-  G* g = new_g(3);
-  runqput(p0, l, false);
-  runqput(p0, r, true);
-  globrunqput(g);
-  int fds[2];
-  cr_assert_eq(sys::raw2(SYS_pipe2, (long)fds, O_NONBLOCK), 0);
-  int err = 0;
-  PollDesc* pd = fd_get(fds[0], &err);
-  cr_assert_not_null(pd);
-  {
-    PdGuard gd(pd->lock);
-    cr_assert_eq(pd_register_locked(pd), 0);
-  }
-  G* n = new_g(4, GStatus::Waiting);
-  park_reader(n, pd, ms[0]);
-  cr_assert_eq(sys::write(fds[1], "x", 1), 1);
-  sched.lastpoll.store(1);  // long ago
-  cr_assert_eq(find(ms[0]), r, "runnext first");
-  cr_assert(!netpoll_any_waiters(), "polled although the P had work");
-  cr_assert_eq(n->status.load(), GStatus::Runnable);
-  cr_assert_gt(sched.lastpoll.load(), 1, "the poll is recorded");
-  cr_assert_eq(find(ms[0]), l, "then the local queue");
-  cr_assert_eq(find(ms[0]), n, "then what the network readied, on the local queue");
-  cr_assert_eq(find(ms[0]), g, "then the global queue");
-  pd_put(pd);
-  close(fds[0]);
-  close(fds[1]);
-}
-
-// A G preempted at the end of its time slice (globrunqput_used) runs after
-// the local queue and every other G of the global queue, one at a time,
-// except on the 61-tick fairness check, which takes it first.
-Test(sched, preempted_gs_after_woken_ones) {
-  P* p0 = ps[0];
-  G* u1 = new_g(1);
-  G* u2 = new_g(2);
-  G* l = new_g(3);
-  G* g1 = new_g(4);
-  G* g2 = new_g(5);
-  sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);  // no poll due
-  globrunqput_used(u1);
-  globrunqput_used(u2);
-  globrunqput(g1);
-  globrunqput(g2);
-  runqput(p0, l, false);
-  cr_assert_eq(sched.runqsize.load(), 4);
-  cr_assert_eq(find(ms[0]), l, "the local queue first");
-  cr_assert_eq(find(ms[0]), g1, "then the global queue's woken Gs");
-  cr_assert_eq(find(ms[0]), g2);
-  cr_assert_eq(find(ms[0]), u1, "then the preempted ones");
-  cr_assert(runqempty(p0), "taken one at a time, not in a batch");
-  cr_assert_eq(find(ms[0]), u2);
-  cr_assert_eq(sched.runqsize.load(), 0);
-  // The fairness tick: a preempted G before the local queue and the woken
-  // global ones.
-  globrunqput_used(u1);
-  globrunqput(g1);
-  runqput(p0, l, false);
-  p0->schedtick = 61;
-  cr_assert_eq(find(ms[0]), u1, "61st tick: the preempted G first");
-  p0->schedtick = 1;
-  cr_assert_eq(find(ms[0]), l);
-  cr_assert_eq(find(ms[0]), g1);
 }
 
 // While another M is blocked in netpoll (lastpoll == 0) the loop does not
