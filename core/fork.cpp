@@ -155,7 +155,6 @@ void fork_child_reset() {
     mine->status.store(PStatus::Running, std::memory_order_relaxed);
   }
   sched.runq = GQueue{};
-  sched.runq_used = GQueue{};
   sched.runqsize.store(0, std::memory_order_relaxed);
   sched.gfree = nullptr;
   sched.gfree_cold = nullptr;

@@ -429,10 +429,8 @@ struct Sched {
   std::atomic<int32_t> npidle{0};
   std::atomic<int32_t> nmspinning{0};
   std::atomic<uint32_t> needspinning{0};
-  // Global run queue: runq, then runq_used (Gs preempted at the end of a
-  // time slice; runq.cpp, globrunqget). runqsize counts both.
+  // Global run queue.
   GQueue runq;
-  GQueue runq_used;
   std::atomic<int32_t> runqsize{0};
   // Global free G list (lock: gflock): warm ones newest first, and cold
   // ones, whose slot stack pages went back to the kernel (proc.cpp).

@@ -325,23 +325,10 @@ void gosched_local() {
   goshim_mcall(gp, gosched_g0, mp->g0_sp, mp->g0.tp);
 }
 
-// On g0: gp, preempted, goes behind every G not preempted (runq.cpp).
-static void gosched_preempted_g0(void* arg) {
-  G* gp = (G*)arg;
-  M* mp = gp->m;
-  trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
-  cputime_out(gp);
-  gp->status.store(GStatus::Runnable, std::memory_order_release);
-  mp->curg = nullptr;
-  gp->m = nullptr;
-  globrunqput_used(gp);
-  schedule();
-}
-
-void gosched_preempted() {
+void gosched_global() {
   G* gp = getg();
   M* mp = gp->m;
-  goshim_mcall(gp, gosched_preempted_g0, mp->g0_sp, mp->g0.tp);
+  goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
 }
 
 }  // namespace goshim

@@ -102,7 +102,7 @@ void async_preempt(G* gp, ucontext_t* uc) {
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
   trace_ev(TraceEv::Preempt, gp, gp->goid);
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
-  gosched_preempted();
+  gosched_global();
   // Possibly another M now: rt_sigreturn restores the signal mask and the
   // alternate signal stack from the frame; the mask is the G's own, the
   // alternate stack must be this M's.
@@ -279,7 +279,7 @@ void preempt_at_call(G* gp, const void* caller_pc) {
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
   trace_ev(TraceEv::Preempt, gp, gp->goid);
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Preempt);
-  gosched_preempted();
+  gosched_global();
 }
 
 }  // namespace goshim

@@ -158,21 +158,14 @@ G* runqsteal(P* pp, P* p2, bool steal_runnext) {
 void globrunqput(G* gp) {
   sched.lock.lock();
   sched.runq.push_back(gp);
-  sched.runqsize.store(globrunq_size(), std::memory_order_relaxed);
+  sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
   sched.lock.unlock();
 }
 
 // Locks held: sched.lock.
 void globrunqputbatch(GQueue& q) {
   sched.runq.push_back_all(q);
-  sched.runqsize.store(globrunq_size(), std::memory_order_relaxed);
-}
-
-void globrunqput_used(G* gp) {
-  sched.lock.lock();
-  sched.runq_used.push_back(gp);
-  sched.runqsize.store(globrunq_size(), std::memory_order_relaxed);
-  sched.lock.unlock();
+  sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
 }
 
 G* runq_pick(P* pp, bool* inherit_time) {
@@ -181,7 +174,7 @@ G* runq_pick(P* pp, bool* inherit_time) {
   // respawning each other on one P cannot starve it.
   if (pp->schedtick % 61 == 0 && sched.runqsize.load(std::memory_order_relaxed) > 0) {
     sched.lock.lock();
-    G* gp = globrunqget(pp, 1, true);
+    G* gp = globrunqget(pp, 1);
     sched.lock.unlock();
     if (gp) return gp;
   }
@@ -215,22 +208,7 @@ G* runq_pick(P* pp, bool* inherit_time) {
   return nullptr;
 }
 
-// Locks held: sched.lock. The global queue's next G, and with max != 1 a
-// batch for pp's local queue. Gs preempted at the end of a time slice
-// (runq_used) come after every other G, one at a time: moved into a local
-// ring in a batch, they would sit in it ahead of whatever the network or
-// a waker readies there next (at one P, 16 computing threads all lived in
-// the ring, and a connection's thread readied by the poller waited for 16
-// slices: tests/preload/accept_beside_spinners). Go keeps preempted Gs
-// with the others. used_first (the fairness check): runq_used before
-// runq, so that a stream of woken Gs cannot starve the computing ones.
-G* globrunqget(P* pp, int32_t max, bool used_first) {
-  if (used_first || sched.runq.size == 0) {
-    if (G* gp = sched.runq_used.pop()) {
-      sched.runqsize.store(globrunq_size(), std::memory_order_relaxed);
-      return gp;
-    }
-  }
+G* globrunqget(P* pp, int32_t max) {
   int32_t size = sched.runq.size;
   if (size == 0) return nullptr;
   int32_t n = size / sched.gomaxprocs + 1;
@@ -240,7 +218,7 @@ G* globrunqget(P* pp, int32_t max, bool used_first) {
   G* gp = sched.runq.pop();
   n--;
   for (; n > 0; n--) runqput(pp, sched.runq.pop(), false);
-  sched.runqsize.store(globrunq_size(), std::memory_order_relaxed);
+  sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
   return gp;
 }
 

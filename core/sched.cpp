@@ -270,7 +270,7 @@ void handoffp(P* pp) {
     }
   }
   sched.lock.lock();
-  if (globrunq_size() != 0) {
+  if (sched.runq.size != 0) {
     sched.lock.unlock();
     startm(pp, false);
     return;
@@ -298,10 +298,8 @@ void wake_netpoller(int64_t when) {
   }
 }
 
-// Readies netpoll results without a P (sched.hpp), as Go's injectglist
-// does without a P. They no longer wait behind Gs preempted at the end of
-// a slice (those queue after them: runq.cpp, globrunqget).
-void inject_glist(GQueue& q) {
+// Readies netpoll results without a P: global queue, and an M per idle P.
+static void inject_glist(GQueue& q) {
   if (q.empty()) return;
   for (G* gp = q.head; gp; gp = gp->schedlink)
     gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
@@ -316,36 +314,6 @@ void inject_glist(GQueue& q) {
     if (!pp) break;
     startm(pp, false);
   }
-}
-
-// A P polls the network at a scheduling point once nobody has for this
-// long, whatever its queues hold.
-constexpr int64_t kNetpollFairNs = 1000 * 1000;
-
-// Poll fairness (not in Go, whose Ps poll only once their local and the
-// global queue are empty, and sysmon after 10 ms): with every P busy
-// (Gs computing, preempted to the global queue and taken back from it),
-// nobody polled but sysmon, and a G the network readied waited behind
-// every queued G. With a P, on g0: polls without blocking if nobody did
-// for kNetpollFairNs and nobody is blocked in netpoll; the readied Gs go
-// to this P's local queue (one per idle P to the global queue), ahead of
-// the global queue's. Nothing when a poll is not due (one atomic load
-// with no waiters, plus a clock read with some).
-static void poll_if_stale() {
-  if (!netpoll_any_waiters()) return;
-  int64_t last = sched.lastpoll.load(std::memory_order_relaxed);
-  if (last == 0) return;  // an M is blocked in netpoll: it sees events at once
-  int64_t now = sys::nanotime();
-  if (now - last < kNetpollFairNs) return;
-  if (sched.pollingNet.exchange(1, std::memory_order_acquire) != 0) return;
-  if (!sched.lastpoll.compare_exchange_strong(last, now, std::memory_order_seq_cst)) {
-    sched.pollingNet.store(0, std::memory_order_release);
-    return;
-  }
-  GQueue q;
-  netpoll(0, q);
-  sched.pollingNet.store(0, std::memory_order_release);
-  if (!q.empty()) ready_list(q);
 }
 
 // ---- stealing --------------------------------------------------------------
@@ -472,7 +440,6 @@ top:
   int64_t now = 0;  // read lazily: only timers need it
   int64_t poll_until = 0;
   timers_run(&pp->timers, &now, &poll_until);
-  poll_if_stale();
 
   if (G* gp = runq_pick(pp, inherit)) return gp;
 
@@ -492,9 +459,6 @@ top:
       sched.pollingNet.exchange(1, std::memory_order_acquire) == 0) {
     GQueue q;
     netpoll(0, q);
-    // Polled: poll_if_stale need not for a while.
-    int64_t last = sched.lastpoll.load(std::memory_order_relaxed);
-    if (last != 0) sched.lastpoll.compare_exchange_strong(last, sys::nanotime());
     sched.pollingNet.store(0, std::memory_order_release);
     if (!q.empty()) {
       G* gp = q.pop();
@@ -518,7 +482,7 @@ top:
 
   // Nothing to do: give up the P.
   sched.lock.lock();
-  if (globrunq_size() != 0) {
+  if (sched.runq.size != 0) {
     G* gp = globrunqget(pp, 0);
     sched.lock.unlock();
     return gp;
@@ -541,7 +505,7 @@ top:
       GOSHIM_CHECK(n >= 0, "find_runnable: negative nmspinning");
       // Re-check every source after dropping nmspinning (see the essay).
       sched.lock.lock();
-      if (globrunq_size() != 0) {
+      if (sched.runq.size != 0) {
         P* p2 = pidleget_spinning();
         if (p2) {
           acquirep(p2);

@@ -41,9 +41,8 @@ void register_wait_interrupter(WaitKind kind, bool (*fn)(G* gp));
 bool gosched();
 // On user G. Yields to the tail of the P's local queue.
 void gosched_local();
-// On user G. Yields unconditionally after a whole time slice (preemption):
-// to the global queue's second list, behind every G woken meanwhile.
-void gosched_preempted();
+// On user G. Yields to the global queue unconditionally (preemption).
+void gosched_global();
 
 // ---- scheduler (sched.cpp) --------------------------------------------------
 
@@ -78,15 +77,6 @@ P* releasep();
 // Puts gp on the global queue (locks sched.lock).
 void globrunqput(G* gp);
 void globrunqputbatch(GQueue& q);
-// Puts a G that used a whole time slice on the global queue (after every
-// G not preempted; runq.cpp). Locks sched.lock.
-void globrunqput_used(G* gp);
-// Locks held: sched.lock. Gs on the global queue (both lists).
-inline int32_t globrunq_size() { return sched.runq.size + sched.runq_used.size; }
-// Readies netpoll results without a P (the M woken from a blocking
-// netpoll that found no idle P, sysmon): the global queue, an M started
-// per idle P. Any thread.
-void inject_glist(GQueue& q);
 
 // ---- run queues (runq.cpp) --------------------------------------------------
 
@@ -112,9 +102,8 @@ uint32_t runqlen(P* pp);
 G* runq_pick(P* pp, bool* inherit_time);
 // Locks held: sched.lock. Takes up to max Gs (0: a fair share) from the
 // global queue; one is returned, the rest go to pp's local queue, which
-// must have room (max == 1, or the local queue is empty). Preempted Gs
-// (runq_used) one at a time, after the others unless used_first.
-G* globrunqget(P* pp, int32_t max, bool used_first = false);
+// must have room (max == 1, or the local queue is empty).
+G* globrunqget(P* pp, int32_t max);
 
 // ---- Ms and Ps (proc.cpp) ------------------------------------------------------
 

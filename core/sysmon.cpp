@@ -414,7 +414,7 @@ void* sysmon_main(void*) {
       GQueue q;
       netpoll(0, q);
       if (!q.empty()) {
-        inject_glist(q);  // ahead of the queued Gs (sched.cpp)
+        ready_list(q);
         idle = 0;
       }
     }
