@@ -168,6 +168,7 @@ struct G {
   std::atomic<GStatus> status{GStatus::Idle};
   uint32_t flags = 0;
   M* m = nullptr;          // the M running it (Running, Syscall)
+  M* alloc_m = nullptr;    // whose jemalloc cache it is taking or using (core/mcache.hpp)
   G* schedlink = nullptr;  // run queue and free list link
   uint64_t goid = 0;       // unique, never reused
   int64_t freed_at = 0;    // on the global free list since (coarse ns; proc.cpp)
@@ -294,6 +295,14 @@ struct M {
   bool exit_requested = false;    // sysmon retires this idle M
   bool rt = false;                // its kernel thread has a real-time policy (core/rtlock.cpp)
   bool dead = false;
+  // jemalloc cache of this M's goroutines (core/mcache.hpp): index, -1 none
+  // yet, -2 none to be had; taken for one allocation at a time.
+  // (a line of its own: other threads write the fields around)
+  alignas(64) std::atomic<int32_t> tcache{-1};
+  // The G using the cache (tagged | 1: lent to a G that left this M
+  // in the middle of an allocation, core/mcache.hpp), or nullptr.
+  std::atomic<uintptr_t> tcache_owner{0};
+  alignas(64) char tcache_pad_ = 0;
   uint64_t rand = 0;        // per-M fast random state
   // park continuation (park.cpp)
   bool (*waitunlockf)(G*, void*) = nullptr;

@@ -64,6 +64,11 @@ F libc_fn(F f, const char* name) {
 
 extern "C" {
 
+// jemalloc's compiled-in options (its malloc_conf, renamed): automatic
+// per-thread caches off, as every goroutine would get one (core/mcache.hpp).
+// MALLOC_CONF, read after this, still decides.
+__attribute__((visibility("hidden"))) const char* goshim_je_malloc_conf = "tcache:false";
+
 int goshim_je_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t*) {
   memset(m, 0, sizeof *m);  // PTHREAD_MUTEX_NORMAL, unlocked
   return 0;

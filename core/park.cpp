@@ -16,6 +16,7 @@
 #include "core/contract.hpp"
 #include "core/cputime.hpp"
 #include "core/gmp.hpp"
+#include "core/mcache.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -105,6 +106,7 @@ static void park_g0(void* arg) {
   M* mp = gp->m;
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
   cputime_out(gp);
+  mcache_lend(gp);  // before gp is published
   // [S] the G is parked once this store is visible; its registers are saved.
   gp->status.store(GStatus::Waiting, std::memory_order_release);
   mp->curg = nullptr;
@@ -152,6 +154,7 @@ static void park_switch_post(void* arg) {
   // getg()->m (ready() puts on that M's P, the lock-order checker) must
   // find this M, not the one that last ran next.
   next->m = mp;
+  mcache_lend(gp);  // before gp is published
   gp->status.store(GStatus::Waiting, std::memory_order_release);  // [S] as in park_g0
   gp->m = nullptr;
   mp->p->nparks++;
@@ -284,6 +287,7 @@ static void gosched_g0(void* arg) {
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
+  mcache_lend(gp);
   runqput(mp->p, gp, false);
   schedule();
 }
@@ -297,6 +301,7 @@ static void gosched_global_g0(void* arg) {
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
+  mcache_lend(gp);
   globrunqput(gp);
   schedule();
 }

@@ -25,6 +25,7 @@
 
 #include <new>
 
+#include "core/mcache.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
@@ -226,6 +227,7 @@ void startm(P* pp, bool spinning) {
 // On g0, without P: ends this M's kernel thread (it is a glibc thread).
 [[noreturn]] static void mexit() {
   M* mp = getg()->m;
+  mcache_destroy(mp);  // its cached objects go back to the arenas
   mp->dead = true;
   sched.lock.lock();
   sched.mcount--;

@@ -1,0 +1,96 @@
+// Allocation caches per M, not per goroutine (Go's mcache is per P).
+//
+// jemalloc gives every thread a cache of freed objects (its tcache), kept
+// in the thread's TLS: under goshim every goroutine has its own TLS block,
+// so every goroutine that ever allocated would keep a cache of its own,
+// up to hundreds of KiB each (measured: 143 KiB per idle thread that had
+// allocated, against 21 KiB natively). Instead:
+//   - goshim's jemalloc starts with its automatic caches off (malloc_conf
+//     "tcache:false", core/jemalloc_glue.cpp; MALLOC_CONF can turn them
+//     on again);
+//   - a goroutine (or g0) allocates through its M's explicit cache
+//     (jemalloc's tcache.create), made at the M's first allocation and
+//     destroyed when the M's thread ends;
+//   - a kernel thread that is no M (a foreign thread, every thread in 1:1
+//     mode, the process before goshim starts) turns its own automatic
+//     cache on at its first allocation, as it had it before.
+// A goroutine uses its M's cache alone for the length of one call
+// (alloc_enter .. alloc_leave), with plain loads and stores (a locked
+// instruction costs 20 ns here): only the M's own thread claims it. The
+// one way two goroutines could meet in it: a signal handler run on a
+// goroutine in the middle of an allocation parks it or is preempted, the
+// M runs others, and the goroutine goes on later, maybe on another M. So
+// a goroutine announces the M it is about to claim (G::alloc_m) before it
+// looks, and when it leaves its M with that set (mcache_lend, from the
+// scheduler), the cache is marked lent to it: the M's other goroutines
+// allocate without a cache (from the arena, under its lock) until it is
+// done. A handler that allocates while the goroutine it interrupted holds
+// the cache (undefined natively) gets no cache either.
+// Any thread, signal handlers included (as far as malloc itself is).
+#pragma once
+#include <atomic>
+
+#include "core/gmp.hpp"
+
+namespace goshim {
+
+// jemalloc's flags (<jemalloc/jemalloc.h>): a cache index, no cache.
+constexpr int kMallocxZero = 0x40;
+constexpr int mallocx_tcache(int ind) { return (int)(((unsigned)ind + 2) << 8); }
+constexpr int kMallocxTcacheNone = mallocx_tcache(-1);
+
+struct AllocCtx {
+  M* m;       // the M whose cache is claimed, or nullptr
+  M* prev;    // the goroutine's alloc_m before (a nested call's)
+  int flags;  // for mallocx and friends; 0: the thread's automatic cache
+};
+
+int mcache_create(M* mp);        // the M's cache index, or -1 (none to be had)
+void mcache_destroy(M* mp);      // on the M's own thread, at its end
+void thread_cache_enable();      // a kernel thread's automatic cache, once
+extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec")));
+
+inline AllocCtx alloc_enter() {
+  G* gp = tls_g;
+  if (gp == nullptr) {
+    if (__builtin_expect(!tls_thread_cache_on, 0)) thread_cache_enable();
+    return {nullptr, nullptr, 0};
+  }
+  M* mp = gp->m;
+  if (mp == nullptr) return {nullptr, nullptr, kMallocxTcacheNone};
+  int ind = mp->tcache.load(std::memory_order_acquire);
+  if (__builtin_expect(ind < 0, 0)) {
+    ind = mcache_create(mp);
+    if (ind < 0) return {nullptr, nullptr, kMallocxTcacheNone};
+  }
+  M* prev = gp->alloc_m;
+  gp->alloc_m = mp;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  uintptr_t o = mp->tcache_owner.load(std::memory_order_acquire);
+  if (o != 0 && o != ((uintptr_t)gp | 1)) {
+    gp->alloc_m = prev;
+    return {nullptr, nullptr, kMallocxTcacheNone};
+  }
+  mp->tcache_owner.store((uintptr_t)gp, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  return {mp, prev, mallocx_tcache(ind)};
+}
+
+inline void alloc_leave(AllocCtx c) {
+  if (c.m) {
+    c.m->tcache_owner.store(0, std::memory_order_release);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    tls_g->alloc_m = c.prev;
+  }
+}
+
+// The scheduler, as gp leaves its M (parks, yields, is preempted): a cache
+// gp is claiming stays gp's (see above).
+inline void mcache_lend(G* gp) {
+  M* am = gp->alloc_m;
+  if (__builtin_expect(am != nullptr, 0) &&
+      am->tcache_owner.load(std::memory_order_relaxed) == 0)
+    am->tcache_owner.store((uintptr_t)gp | 1, std::memory_order_relaxed);
+}
+
+}  // namespace goshim
