@@ -3,7 +3,10 @@
 
 #include <stddef.h>
 
-extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
+// jemalloc's (weak: the unit tests link core/ without jemalloc, and then
+// there is no cache to make).
+extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen)
+    __attribute__((weak));
 
 namespace goshim {
 
@@ -12,6 +15,7 @@ __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec"))) = f
 int mcache_create(M* mp) {
   int32_t cur = mp->tcache.load(std::memory_order_acquire);
   if (cur != -1) return cur >= 0 ? cur : -1;
+  if (!mallctl) return -1;
   unsigned ind = 0;
   size_t len = sizeof ind;
   // jemalloc has a fixed number of explicit caches (4095): past them, the
@@ -28,7 +32,7 @@ int mcache_create(M* mp) {
 
 void mcache_destroy(M* mp) {
   int32_t ind = mp->tcache.load(std::memory_order_acquire);
-  if (ind < 0) return;
+  if (ind < 0 || !mallctl) return;
   // Lent to a goroutine that went on elsewhere mid-allocation: leave it.
   if (mp->tcache_owner.load(std::memory_order_acquire) != 0) return;
   mp->tcache.store(-2, std::memory_order_release);
@@ -38,6 +42,7 @@ void mcache_destroy(M* mp) {
 
 void thread_cache_enable() {
   tls_thread_cache_on = true;
+  if (!mallctl) return;
   bool on = true;
   mallctl("thread.tcache.enabled", nullptr, nullptr, &on, sizeof on);
 }
