@@ -88,6 +88,10 @@ struct StaticModule {
 // keys_stored's offset from tp, and whether own modules are known.
 intptr_t keys_stored_off;
 bool own_known;
+// Set by libgoshim.so (own_tdata_is_allocator_state), whose own .tdata is
+// jemalloc's thread state only (the Makefile checks it at link time); not
+// in the unit tests, whose own module is the test program.
+std::atomic<bool> own_tdata_allocator{false};
 
 // A module's static TLS block in the block whose thread pointer is tp.
 inline uintptr_t module_block(uintptr_t tp, size_t l_tls_offset) {
@@ -524,7 +528,8 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero16
 static void block_reinit_static(uintptr_t tp) {
   int n = nstatic_mods.load(std::memory_order_acquire);
   // Read before the loop clears it.
-  bool stored = own_known && at<bool>(tp, keys_stored_off);
+  bool stored = !own_known || !own_tdata_allocator.load(std::memory_order_relaxed) ||
+                at<bool>(tp, keys_stored_off);
   for (int i = 0; i < n; i++) {
     const StaticModule& m = static_mods[i];
     uintptr_t dest = module_block(tp, m.offset);
@@ -677,6 +682,8 @@ int visit_module(struct dl_phdr_info* info, size_t, void*) {
 }
 
 }  // namespace
+
+void own_tdata_is_allocator_state() { own_tdata_allocator.store(true, std::memory_order_relaxed); }
 
 void after_fork() { dlopen_lock.reset(); }
 

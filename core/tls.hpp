@@ -135,6 +135,9 @@ void* specific_1stblock(uintptr_t tp);
 // together with storing its key's value, so while this is clear that
 // image is still pristine and a recycled block need not copy it again.
 extern __thread bool keys_stored __attribute__((tls_model("initial-exec")));
+// Called by libgoshim.so: its TLS module's .tdata is jemalloc's thread state
+// and nothing else, so the above applies to it.
+void own_tdata_is_allocator_state();
 
 // Writes goshim's tls_g in another block.
 void set_tls_g(uintptr_t tp, G* gp);

@@ -338,6 +338,9 @@ GOSHIM_EXPORT int pthread_key_delete(pthread_key_t key) {
   return key_delete(key, __builtin_return_address(0));
 }
 
+// libgoshim.so's own .tdata is je_tsd_tls only (the Makefile checks it).
+__attribute__((constructor)) static void note_own_tdata() { tls::own_tdata_is_allocator_state(); }
+
 GOSHIM_EXPORT void* pthread_getspecific(pthread_key_t key) {
   return key_get(key, __builtin_return_address(0));
 }
