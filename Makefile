@@ -158,6 +158,7 @@ $(SYSROOT_STAMP):
 	@set -e; SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	suite=$$(. /etc/os-release && echo $$VERSION_CODENAME); \
 	dl=$(dir $(SYSROOT))debootstrap; \
+	mkdir -p $(dir $(SYSROOT)); \
 	if ! ls $$dl/var/cache/apt/archives/libcriterion-dev_*.deb >/dev/null 2>&1; then \
 	  rm -rf $$dl; \
 	  echo "debootstrap --arch=$(DEB_ARCH) --foreign $$suite: downloading the $(DEB_ARCH) packages"; \
