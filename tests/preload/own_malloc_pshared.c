@@ -16,8 +16,11 @@
  * 2. The first process-shared wait of a process, inside the allocator: a
  *    fork child's allocation waits on semaphore s2 until the parent posts
  *    it; then the parent's allocation waits on s1 until the child posts
- *    it. Each posts once it sees the other blocked on the semaphore, in
- *    /proc/PID/task/TID/syscall (a futex call on the semaphore's address).
+ *    it. Each posts once it sees the other waiting on the semaphore
+ *    (glibc's count of waiters in it).
+ *
+ * 3. Then ROUNDS more waits on s1, each posted by a child after a byte on
+ *    a pipe.
  *
  * (In a fork child, glibc reuses the parent's thread stacks, with their
  * DTVs, for the first threads it creates, so step 1 allocates nothing
@@ -29,9 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,45 +145,31 @@ struct shm {
 };
 static struct shm *S;
 
-/* Whether a thread of process pid is blocked in a futex call on addr. */
-static int blocked_on(pid_t pid, const void *addr) {
-  char dir[64], stat[4096];
-  snprintf(dir, sizeof dir, "/proc/%d/stat", (int)pid);
-  FILE *sf = fopen(dir, "r");
-  if (!sf) return -1;
-  size_t n = fread(stat, 1, sizeof stat - 1, sf);
-  fclose(sf);
+/* Whether process pid has ended (a zombie, or reaped). */
+static int ended(pid_t pid) {
+  char path[64], stat[4096];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 1;
+  size_t n = fread(stat, 1, sizeof stat - 1, f);
+  fclose(f);
   stat[n] = 0;
   char *rp = strrchr(stat, ')');
-  if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X') return -1; /* ended */
-  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int found = 0;
-  struct dirent *e;
-  while (!found && (e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char path[400], buf[256];
-    snprintf(path, sizeof path, "%s/%s/syscall", dir, e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    long nr;
-    unsigned long a1;
-    if (fgets(buf, sizeof buf, f) && sscanf(buf, "%ld %lx", &nr, &a1) == 2 && nr == SYS_futex &&
-        a1 == (unsigned long)addr)
-      found = 1;
-    fclose(f);
-  }
-  closedir(d);
-  return found;
+  return !rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X';
 }
 
-/* Posts s once a thread of pid is blocked on it; 0, or -1 if pid is gone. */
+/* The waiters glibc counts on a semaphore: on 64-bit targets sem_t holds
+ * a 64-bit word, the value in its low half and the number of waiters in
+ * its high half (struct new_sem). */
+static unsigned sem_waiters(sem_t *s) {
+  return (unsigned)(__atomic_load_n((uint64_t *)s, __ATOMIC_ACQUIRE) >> 32);
+}
+_Static_assert(sizeof(void *) == 8, "64-bit sem_t layout");
+
+/* Posts s once another process waits on it; 0, or -1 if pid is gone. */
 static int post_when_blocked(pid_t pid, sem_t *s) {
-  for (;;) {
-    int b = blocked_on(pid, s);
-    if (b < 0) return -1;
-    if (b) break;
+  while (sem_waiters(s) == 0) {
+    if (ended(pid)) return -1;
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL); /* polling interval only */
   }
@@ -190,6 +177,8 @@ static int post_when_blocked(pid_t pid, sem_t *s) {
 }
 
 static void *noop(void *arg) { return arg; }
+
+#define ROUNDS 200
 
 int main(void) {
   CHECK_EQ(pthread_atfork(fork_prepare, fork_parent, fork_child), 0);
@@ -241,5 +230,30 @@ int main(void) {
   CHECK_EQ(pthread_create(&t, NULL, noop, NULL), 0);
   CHECK_EQ(pthread_join(t, NULL), 0);
   printf("two processes waited on a process-shared semaphore inside their allocator\n");
+
+  /* 3. Later process-shared waits (outside the allocator) still get every
+   * post: ROUNDS handshakes, the child posting s1 after each byte read. */
+  int pfd[2];
+  CHECK_EQ(pipe(pfd), 0);
+  fflush(stdout);
+  pid_t c = fork();
+  CHECK(c >= 0, "fork");
+  if (c == 0) {
+    close(pfd[1]);
+    char x;
+    for (int i = 0; i < ROUNDS; i++) {
+      if (read(pfd[0], &x, 1) != 1) _exit(9);
+      if (sem_post(&S->s1) != 0) _exit(10);
+    }
+    _exit(0);
+  }
+  close(pfd[0]);
+  for (int i = 0; i < ROUNDS; i++) {
+    CHECK_EQ(write(pfd[1], "x", 1), 1);
+    while (sem_wait(&S->s1) != 0) CHECK_EQ(errno, EINTR);
+  }
+  CHECK_EQ(waitpid(c, &st, 0), c);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the third child: status %#x", st);
+  printf("%d more waits on a process-shared semaphore\n", ROUNDS);
   return 0;
 }
