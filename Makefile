@@ -279,6 +279,8 @@ $(BUILD)/tests/preload/%: tests/preload/%.rs
 	fi
 
 # Headers shared by a test and its helper process.
+$(patsubst tests/preload/%.c,$(BUILD)/tests/preload/%,$(wildcard tests/preload/mutex_starve_*.c)): \
+  tests/preload/mutex_starve_kinds.h
 $(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: \
   tests/preload/sync_pshared.h
 
