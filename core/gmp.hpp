@@ -292,6 +292,10 @@ struct M {
   uintptr_t g0_sp = 0;      // g0 stack pointer used by every mcall
   std::atomic<int32_t> locks{0};  // >0: in a runtime critical section
   LockRankHeld lockranks;          // runtime locks held (debug build's checker)
+  // The allocator's lock (a pthread_mutex_t of core/jemalloc_glue.cpp)
+  // this M sleeps on in the kernel, or null; sysmon's check_m asks who
+  // holds it (alloc_lock_holder). Written only by this M.
+  std::atomic<void*> alloc_lock_wait{nullptr};
   std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
   int64_t preempt_sent_at = 0;            // when (sysmon only)
   bool exit_requested = false;    // sysmon retires this idle M
