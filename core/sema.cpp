@@ -15,6 +15,7 @@
 #include <new>
 
 #include "arch/arch.hpp"
+#include "core/contract.hpp"
 #include "core/rawlog.hpp"
 #include "core/rtlock.hpp"
 #include "core/runtime.hpp"
@@ -103,7 +104,9 @@ SemaWaiter** find_head(Bucket* b, const void* addr) {
 
 // front: w goes ahead of the waiters of its own priority too (a lock
 // waiter that was woken and found the lock taken again, as Go's).
+// Locks held: b's.
 void enqueue(Bucket* b, SemaWaiter* w, bool front = false) {
+  GOSHIM_LOCK_HELD(b, "the sema bucket lock");
   SemaWaiter** pp = find_head(b, w->addr);
   SemaWaiter* h = *pp;
   w->next = nullptr;
@@ -144,7 +147,9 @@ void enqueue(Bucket* b, SemaWaiter* w, bool front = false) {
   // The caller counted w in nwait when it locked (before it checked the word).
 }
 
+// Locks held: b's.
 void dequeue(Bucket* b, SemaWaiter* w) {
+  GOSHIM_LOCK_HELD(b, "the sema bucket lock");
   SemaWaiter** pp = find_head(b, w->addr);
   SemaWaiter* h = *pp;
   GOSHIM_CHECK(h != nullptr, "sema: dequeue of a waiter not queued");
@@ -170,9 +175,12 @@ void dequeue(Bucket* b, SemaWaiter* w) {
   b->add_waiters(-1);
 }
 
-// Wakes w, already dequeued. Locks held: the bucket's. G waiters are
-// collected in *q to be readied after the lock is dropped.
+// Wakes w, already dequeued (off the queue, a timeout or an interrupt
+// finds it gone, so no lock is needed: sema_wake_handoff releases after
+// unlocking, once grant ran). G waiters are collected in *q to be readied
+// after any lock is dropped.
 void release(SemaWaiter* w, int result, GQueue* q) {
+  GOSHIM_DCHECK(!w->queued.load(std::memory_order_relaxed), "sema: release of a queued waiter");
   w->result = result;
   if (w->gp) {
     q->push_back(w->gp);
@@ -205,6 +213,7 @@ bool unlock_bucket_cancellable(G* gp, void* arg) {
   return true;
 }
 
+// After the bucket lock is dropped (wake after unlock).
 void ready_all(GQueue& q) {
   if (q.size == 1)
     ready(q.pop(), true);
