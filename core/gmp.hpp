@@ -134,6 +134,9 @@ struct SemaWaiter {
   // every other waiter (a condition variable's, requeued onto a mutex
   // word, does not know the protocol and is only ever woken).
   int64_t lock_since = 0;
+  // What a hand-over stores in the lock word for this waiter (0: the word
+  // is left as it is): a tid-word mutex's word names its owner.
+  uint32_t lock_word = 0;
 };
 
 struct PollDesc;

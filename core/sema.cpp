@@ -275,6 +275,7 @@ int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32
   w.bitset = bitset;
   w.prio = rt_wait_prio();
   w.lock_since = lock ? lock->since : 0;
+  w.lock_word = lock ? lock->word : 0;
   b->lock(2);  // [S] nwait + 1 before the value check [L]: pairs with wake
   if (load_word(addr) != val) {
     b->add_waiters(-1);
@@ -484,6 +485,7 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   w->prio = 0;
   w->result = 0;
   w->lock_since = lock ? lock->since : 0;
+  w->lock_word = lock ? lock->word : 0;
   // Only gp writes parkseq: no read-modify-write needed.
   w->seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
   gp->parkseq.store(w->seq, std::memory_order_relaxed);
@@ -580,17 +582,20 @@ int sema_wake_handoff(const void* addr, void (*grant)(int n, void* arg), void* a
 }
 
 LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
-                              uint32_t wake_above) {
+                              uint32_t wake_above, LockReleaseInfo* info) {
   Bucket* b = bucket_of(word);
   if (b->nwait() == 0) {
     // Nobody queued in the bucket (a waiter on its way is ordered by
     // sema_wake: it raises nwait before it looks at the word).
-    if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above) sema_wake(word, 1);
+    uint32_t old = __atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE);
+    int n = old > wake_above ? sema_wake(word, 1) : 0;
+    if (info) *info = LockReleaseInfo{old, n > 0};
     return LockRelease::Freed;
   }
   GQueue q;
   LockRelease res = LockRelease::Freed;
   bool woke = false;
+  uint32_t old = contended;
   b->lock();
   // Under the bucket lock a waiter is either queued (seen here) or has not
   // looked at the word yet (it finds it changed).
@@ -599,15 +604,19 @@ LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unloc
       sys::nanotime() - h->lock_since >= kLockStarveNs) {
     dequeue(b, h);  // a timeout or an interrupt now finds it gone
     res = h->gp ? LockRelease::HandedToG : LockRelease::HandedToThread;
+    // A tid word names the new owner (only the owner changes a locked
+    // word's owner bits: waiters only add their flag, by compare-and-swap).
+    if (h->lock_word) __atomic_store_n(word, h->lock_word, __ATOMIC_RELEASE);
     release(h, kSemaHandoff, &q);  // a foreign h may be gone after this
     woke = true;
-  } else if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above && h) {
+  } else if ((old = __atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE)) > wake_above && h) {
     dequeue(b, h);
     release(h, 0, &q);
     woke = true;
   }
   b->unlock();
   ready_all(q);
+  if (info) *info = LockReleaseInfo{old, woke};
   if (woke) {
     G* gp = getg();
     if (gp && !gp->is_g0()) gp->woke_obj = word;  // futile waits (sema_wait)
