@@ -12,6 +12,7 @@
 
 #include "arch/arch.hpp"
 #include "core/config.hpp"
+#include "core/contract.hpp"
 #include "core/debug.hpp"
 #include "core/dump.hpp"
 #include "core/fork.hpp"
@@ -372,6 +373,7 @@ void mstarter_after_fork() {
 }
 
 void newm_start(M* mp, bool mask_known) {
+  GOSHIM_NO_LOCKS("newm_start");  // pthread_create callocs
   int err = ownthread_start(mstart, mp, 0, mask_known ? nullptr : &mp->start_sigmask);
   if (err != 0) {
     P* pp;

@@ -89,6 +89,7 @@
 #include <atomic>
 #include <new>
 
+#include "core/contract.hpp"
 #include "core/lock.hpp"
 #include "core/ownthread.hpp"
 #include "core/sema.hpp"
@@ -164,6 +165,7 @@ bool safe_read(const uint32_t* addr, uint32_t* out) {
 // in the kernel. Then it acknowledges and sleeps on a private word until
 // watch_resume.
 void quiesce(Watcher* w, FutexWaitv* v, int m, long r) {
+  GOSHIM_NO_LOCKS("sharedwatch: quiesce");
   for (int k = 0; k < m && r >= 1 && k + 1 <= r; k++)
     sys::futex_wake_shared((const void*)(uintptr_t)v[1 + k].uaddr, 1);
   const uint32_t* addrs[kSlots];
@@ -190,6 +192,7 @@ void* watcher_main(void* arg) {
   FutexWaitv v[kSlots + 1];
   int idx[kSlots];
   for (;;) {
+    GOSHIM_NO_LOCKS("sharedwatch: watcher round");
     const uint32_t* addrs[kSlots];
     uint32_t seen[kSlots];
     int n = 0;
@@ -248,6 +251,7 @@ void* watcher_main(void* arg) {
       addrs[m] = addrs[k];
       m++;
     }
+    GOSHIM_NO_LOCKS("sharedwatch: watcher sleep");
     long r = futex_waitv(v, (unsigned)m + 1);
     // r >= 1: the word of entry r was woken, and those of entries below it
     // may have been too (the kernel took their wakes from the queue but
@@ -311,6 +315,8 @@ bool watch_available() {
 }
 
 int watch_register(const void* addr, uint32_t val) {
+  GOSHIM_ON_USER_G();
+  GOSHIM_NO_LOCKS("watch_register");
   const uint32_t* a = (const uint32_t*)addr;
   if (quiescing.load(std::memory_order_seq_cst)) return -1;
   wlock.lock();
@@ -410,6 +416,13 @@ void watch_unregister(int handle) {
 }
 
 void watch_quiesce() {
+#ifdef GOSHIM_DEBUG_BUILD
+  // The watchers it waits for take wlock and sema bucket locks: a runtime
+  // lock held here would keep them from acknowledging (a second's delay
+  // at every exit). Only goshim's code holds runtime locks, so a G outside
+  // a program signal handler (where _exit is allowed anywhere) holds none.
+  if (G* g = getg(); g && g->insig == 0) GOSHIM_NO_LOCKS("watch_quiesce");
+#endif
   int n = nwatchers.load(std::memory_order_seq_cst);
   if (n == 0) return;
   quiescing.store(1, std::memory_order_seq_cst);
