@@ -158,6 +158,7 @@ $(SYSROOT_STAMP):
 	@set -e; SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	suite=$$(. /etc/os-release && echo $$VERSION_CODENAME); \
 	dl=$(dir $(SYSROOT))debootstrap; \
+	mkdir -p $(dir $(SYSROOT)); \
 	if ! ls $$dl/var/cache/apt/archives/libcriterion-dev_*.deb >/dev/null 2>&1; then \
 	  rm -rf $$dl; \
 	  echo "debootstrap --arch=$(DEB_ARCH) --foreign $$suite: downloading the $(DEB_ARCH) packages"; \
@@ -203,6 +204,13 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	  -Wl,--version-script=shim/exports.map -Wl,-Bsymbolic-functions -Wl,-z,now \
 	  -Wl,-z,noexecstack -Wl,--no-undefined \
 	  -Wl,--no-as-needed -lgcc_s $(UNWIND_LIB) -ldl -lpthread -lm -lc
+	@# core/tls.cpp skips re-copying the library's own TLS image (.tdata) into a
+	@# recycled block whose goroutine never stored a key value: that image must
+	@# be jemalloc's je_tsd_tls alone (goshim's own __thread variables zero).
+	@n=$$(readelf -SW $@ | sed -n 's/^ *\[ *\([0-9]*\)\] \.tdata .*/\1/p'); \
+	  bad=$$(readelf -sW $@ | awk -v n="$$n" '$$4=="TLS" && $$7==n && $$8!="je_tsd_tls" {print $$8}'); \
+	  if [ -n "$$bad" ]; then echo "libgoshim.so: initialized TLS besides je_tsd_tls: $$bad" >&2; \
+	    rm -f $@; exit 1; fi
 
 $(LAUNCHER): launcher/goshim.cpp core/size.hpp
 	@mkdir -p $(dir $@)
@@ -271,6 +279,8 @@ $(BUILD)/tests/preload/%: tests/preload/%.rs
 	fi
 
 # Headers shared by a test and its helper process.
+$(patsubst tests/preload/%.c,$(BUILD)/tests/preload/%,$(wildcard tests/preload/mutex_starve_*.c)): \
+  tests/preload/mutex_starve_kinds.h
 $(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: \
   tests/preload/sync_pshared.h
 

@@ -11,6 +11,8 @@
 //                           end of the scope (core/lockrank.hpp)
 //   GOSHIM_NO_LOCKS(where)  no runtime lock held (before a park, a context
 //                           switch, a call into the program, a malloc)
+//   GOSHIM_LOCK_HELD(addr, what)  Locks held: X (this M holds the ranked
+//                           lock at addr)
 #pragma once
 
 #include "core/gmp.hpp"
@@ -32,6 +34,8 @@
                "contract: the M holds no P in " __FILE__)
 #define GOSHIM_SIGNAL_SAFE() ::goshim::SignalSafeScope goshim_signal_safe_scope_
 #define GOSHIM_NO_LOCKS(where) ::goshim::lock_rank_assert_none(where)
+#define GOSHIM_LOCK_HELD(addr, what) \
+  GOSHIM_CHECK(::goshim::lock_rank_holds(addr), "contract: " what " not held in " __FILE__)
 #else
 #define GOSHIM_ON_G0() \
   do {                 \
@@ -50,5 +54,8 @@
   } while (0)
 #define GOSHIM_NO_LOCKS(where) \
   do {                         \
+  } while (0)
+#define GOSHIM_LOCK_HELD(addr, what) \
+  do {                               \
   } while (0)
 #endif

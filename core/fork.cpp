@@ -9,6 +9,7 @@
 #include "core/cputime.hpp"
 #include "core/memclass.hpp"
 #include "core/netpoll.hpp"
+#include "core/ownthread.hpp"
 #include "core/preempt.hpp"
 #include "core/privfd.hpp"
 #include "core/proc.hpp"
@@ -71,6 +72,11 @@ void forget_other_gs(G* self) {
   G* g1 = main_g();
   if (g1 != self) g1->status.store(GStatus::Idle, std::memory_order_relaxed);
 }
+
+// The calling thread is in the shim's fork wrapper (fork_wrapper_begin).
+__thread bool in_fork_wrapper __attribute__((tls_model("initial-exec")));
+// This child's threads wait for fork_wrapper_end.
+bool threads_deferred;
 
 void after_fork_child() { fork_child_reset(); }
 
@@ -179,10 +185,36 @@ void fork_child_reset() {
   for (int i = 0; i < nhooks; i++) hooks[i]();
   memclass_init();
   privfd_after_fork();
-  privfd_start();
   mstarter_after_fork();
+  // goshim's own threads. glibc runs the atfork child handlers in the
+  // order they were registered, goshim's (at start-up) first: when the
+  // process allocator is the program's own, the program's handler that
+  // releases its allocator lock (taken by its prepare handler, as every
+  // allocator does) has not run yet, and pthread_create would calloc into
+  // it. The fork wrapper then starts them once glibc's fork returns
+  // (fork_wrapper_end); a fork that does not go through it (glibc's
+  // internal ones, daemon) starts them here. Until then the child runs on
+  // its one M (privfd reads on their callers; a needed M, or a watcher,
+  // is not started: fork_child_start_threads).
+  if (own_allocator() && in_fork_wrapper) {
+    threads_deferred = true;
+    return;
+  }
+  fork_child_start_threads();
+}
+
+void fork_child_start_threads() {
+  threads_deferred = false;
+  privfd_start();
   mstarter_start();
   sysmon_start();
+}
+
+void fork_wrapper_begin() { in_fork_wrapper = true; }
+
+void fork_wrapper_end(bool child) {
+  in_fork_wrapper = false;
+  if (child && threads_deferred) fork_child_start_threads();
 }
 
 }  // namespace goshim

@@ -28,6 +28,18 @@ void register_fork_child_hook(void (*fn)());
 // (the shim's fork wrapper runs the reset itself if glibc did not).
 void fork_child_reset();
 
+// Starts goshim's own threads in a fork child (privfd, the M starter,
+// sysmon), at the end of fork_child_reset or, when deferred, by
+// fork_wrapper_end.
+void fork_child_start_threads();
+
+// Around glibc's fork in the shim's fork wrappers (calling thread): with
+// the program's own allocator, a child's threads are started by
+// fork_wrapper_end(true), after the program's atfork child handlers, not
+// in goshim's handler, which runs before them (fork.cpp).
+void fork_wrapper_begin();
+void fork_wrapper_end(bool child);
+
 // Whether this process is the child of a fork of a goshim process (its
 // runtime was reset): its open file descriptions may be shared with the
 // parent. Any thread, signal-safe.

@@ -134,6 +134,9 @@ struct SemaWaiter {
   // every other waiter (a condition variable's, requeued onto a mutex
   // word, does not know the protocol and is only ever woken).
   int64_t lock_since = 0;
+  // What a hand-over stores in the lock word for this waiter (0: the word
+  // is left as it is): a tid-word mutex's word names its owner.
+  uint32_t lock_word = 0;
 };
 
 struct PollDesc;
@@ -290,6 +293,10 @@ struct M {
   uintptr_t g0_sp = 0;      // g0 stack pointer used by every mcall
   std::atomic<int32_t> locks{0};  // >0: in a runtime critical section
   LockRankHeld lockranks;          // runtime locks held (debug build's checker)
+  // The allocator's lock (a pthread_mutex_t of core/jemalloc_glue.cpp)
+  // this M sleeps on in the kernel, or null; sysmon's check_m asks who
+  // holds it (alloc_lock_holder). Written only by this M.
+  std::atomic<void*> alloc_lock_wait{nullptr};
   std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
   int64_t preempt_sent_at = 0;            // when (sysmon only)
   bool exit_requested = false;    // sysmon retires this idle M

@@ -16,9 +16,18 @@
 //     no libc, no runtime, usable before init, on g0, on foreign threads,
 //     in a forked child and from signal handlers. A goroutine that finds
 //     one held blocks its M in the kernel, as with glibc's own internal
-//     locks; sysmon hands the P on (DESIGN.md, decision 7). The holder
-//     never parks inside the allocator (no preemption there, no call that
-//     parks), so the wait is short.
+//     locks. The holder is recorded (a user G, in the mutex's __list
+//     field, which glibc's NORMAL mutexes and condvars leave alone) and
+//     the waiting M publishes the lock it sleeps on (M::alloc_lock_wait):
+//     while the holder runs on a kernel thread (a G Running or in a
+//     blocking call, a g0, a foreign thread) the wait ends without any
+//     goroutine's help, and sysmon leaves the waiter's P alone; on an
+//     overloaded machine the holder often waits for a CPU, and a spare M
+//     for the waiter's P blocked behind the same lock in turn (one more
+//     kernel thread per sysmon look: tests/preload/alloc_contention).
+//     Only a holder that parks (a program signal handler that blocks,
+//     having interrupted the allocator) makes sysmon hand the P on, as for
+//     glibc's own locks (DESIGN.md, decision 7).
 //   - its condition variables and background threads (opt-in with
 //     MALLOC_CONF=background_thread:true) are glibc's own, on a real kernel
 //     thread: glibc's condvar releases and retakes the mutex with the same
@@ -31,6 +40,8 @@
 
 
 #include "arch/arch.hpp"
+#include "core/gmp.hpp"
+#include "core/jemalloc_glue.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "syscalls/sys.hpp"
@@ -41,7 +52,20 @@ namespace {
 // with (possible) kernel waiters, as glibc's lll_lock.
 inline int* word(pthread_mutex_t* m) { return &m->__data.__lock; }
 
-void lock_slow(int* w) {
+// The holder: the user G that took the lock, or null (see the top).
+inline std::atomic<goshim::G*>* holder(pthread_mutex_t* m) {
+  static_assert(sizeof(m->__data.__list.__prev) == sizeof(std::atomic<goshim::G*>));
+  return reinterpret_cast<std::atomic<goshim::G*>*>(&m->__data.__list.__prev);
+}
+
+// A g0 is never recorded: its M (and so the G) may be freed once it exits.
+inline goshim::G* self_holder() {
+  goshim::G* g = goshim::tls_g;  // null before the runtime and on foreign threads
+  return g && !g->is_g0() ? g : nullptr;
+}
+
+void lock_slow(pthread_mutex_t* m) {
+  int* w = word(m);
   for (int i = 0; i < 100; i++) {  // jemalloc has spun with trylock already
     int z = 0;
     if (__atomic_load_n(w, __ATOMIC_RELAXED) == 0 &&
@@ -49,7 +73,11 @@ void lock_slow(int* w) {
       return;
     goshim::arch::cpu_relax();
   }
+  goshim::G* g = goshim::tls_g;
+  goshim::M* mp = g ? g->m : nullptr;
+  if (mp) mp->alloc_lock_wait.store(m, std::memory_order_relaxed);
   while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0) goshim::sys::futex_wait(w, 2, nullptr);
+  if (mp) mp->alloc_lock_wait.store(nullptr, std::memory_order_relaxed);
 }
 
 // glibc's condvar functions (the default, GLIBC_2.3.2 versions), from the
@@ -77,19 +105,22 @@ int goshim_je_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t*) {
 int goshim_je_mutex_lock(pthread_mutex_t* m) {
   int z = 0;
   if (!__atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-    lock_slow(word(m));
+    lock_slow(m);
+  holder(m)->store(self_holder(), std::memory_order_relaxed);
   return 0;
 }
 
 int goshim_je_mutex_trylock(pthread_mutex_t* m) {
   int z = 0;
-  return __atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
-             ? 0
-             : EBUSY;
+  if (!__atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    return EBUSY;
+  holder(m)->store(self_holder(), std::memory_order_relaxed);
+  return 0;
 }
 
 int goshim_je_mutex_unlock(pthread_mutex_t* m) {
   m->__data.__owner = 0;  // glibc's condvar relock records one and checks it is clear
+  holder(m)->store(nullptr, std::memory_order_relaxed);
   if (__atomic_exchange_n(word(m), 0, __ATOMIC_RELEASE) == 2) goshim::sys::futex_wake(word(m), 1);
   return 0;
 }
@@ -121,3 +152,11 @@ int goshim_je_thread_join(pthread_t th, void** ret) {
 }
 
 }  // extern "C"
+
+namespace goshim {
+
+G* alloc_lock_holder(void* mutex) {
+  return holder(static_cast<pthread_mutex_t*>(mutex))->load(std::memory_order_relaxed);
+}
+
+}  // namespace goshim

@@ -84,6 +84,12 @@ void lock_rank_release(LockRank r, const void* addr) {
 }
 
 int lock_rank_held() { return cur().n; }
+bool lock_rank_holds(const void* addr) {
+  LockRankHeld& h = cur();
+  for (int i = 0; i < h.n; i++)
+    if (h.held[i].addr == addr) return true;
+  return false;
+}
 void lock_rank_after_fork() { cur().n = 0; }
 
 void lock_rank_assert_none(const char* where) {

@@ -72,6 +72,8 @@ void lock_rank_acquire(LockRank r, const void* addr, bool is_mutex);
 void lock_rank_release(LockRank r, const void* addr);
 // Locks held by this M now; the fork child forgets them.
 int lock_rank_held();
+// Whether this M (or foreign thread) holds the ranked lock at addr.
+bool lock_rank_holds(const void* addr);
 void lock_rank_after_fork();
 // Aborts if a runtime lock is held (before a park / context switch / call
 // into the program).
@@ -87,6 +89,7 @@ struct SignalSafeScope {
 inline void lock_rank_acquire(LockRank, const void*, bool) {}
 inline void lock_rank_release(LockRank, const void*) {}
 inline int lock_rank_held() { return 0; }
+inline bool lock_rank_holds(const void*) { return true; }
 inline void lock_rank_after_fork() {}
 inline void lock_rank_assert_none(const char*) {}
 struct SignalSafeScope {};

@@ -18,4 +18,30 @@ namespace goshim {
 int ownthread_start(void* (*fn)(void*), void* arg, size_t stack_size,
                     uint64_t* start_mask = nullptr);
 
+// Whether the process allocator is the program's own (its executable, or
+// a library loaded before libgoshim.so, defines calloc), not goshim's
+// jemalloc: glibc's pthread_create then callocs through it, so goshim must
+// not create a thread where the program may hold that allocator's lock
+// (inside any of its calls). Any thread, after real::resolve.
+bool own_allocator();
+
+// A request to the M starter (core/runtime.cpp) to start fn(arg) on a
+// kernel thread of goshim's own (ownthread_start, stack_size bytes), for
+// code that must not call pthread_create itself when own_allocator() (a
+// shared-futex watcher). failed(arg, err), if given, is called on the
+// starter if the thread cannot be created. The record must stay valid
+// until fn runs or failed is called.
+struct OwnThreadReq {
+  void* (*fn)(void*);
+  void* arg;
+  size_t stack_size;
+  void (*failed)(void* arg, int err);
+  OwnThreadReq* next;  // the starter's queue
+};
+
+// Queues req for the M starter; false (nothing queued) when the starter is
+// not running (the process allocator is goshim's, before runtime init, in
+// a fork child before its threads are started). Lock-free, Any thread.
+bool ownthread_start_async(OwnThreadReq* req);
+
 }  // namespace goshim

@@ -307,6 +307,9 @@ static void gosched_global_g0(void* arg) {
 }
 
 bool gosched() {
+  GOSHIM_ON_USER_G();
+  GOSHIM_WITH_P();
+  GOSHIM_NO_LOCKS("gosched");
   G* gp = getg();
   M* mp = gp->m;
   P* pp = mp->p;
@@ -325,12 +328,18 @@ bool gosched() {
 }
 
 void gosched_local() {
+  GOSHIM_ON_USER_G();
+  GOSHIM_WITH_P();
+  GOSHIM_NO_LOCKS("gosched_local");
   G* gp = getg();
   M* mp = gp->m;
   goshim_mcall(gp, gosched_g0, mp->g0_sp, mp->g0.tp);
 }
 
 void gosched_global() {
+  GOSHIM_ON_USER_G();
+  GOSHIM_WITH_P();
+  GOSHIM_NO_LOCKS("gosched_global");
   G* gp = getg();
   M* mp = gp->m;
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);

@@ -14,6 +14,7 @@
 #include <new>
 
 #include "core/config.hpp"
+#include "core/contract.hpp"
 #include "core/rawlog.hpp"
 #include "core/dump.hpp"
 #include "core/sched.hpp"
@@ -123,6 +124,7 @@ void async_preempt(G* gp, ucontext_t* uc) {
 }  // namespace
 
 bool async_cancel_safe(G* gp, void* uctx) {
+  GOSHIM_SIGNAL_SAFE();  // signal handlers call it
   M* mp = gp->m;
   bool safe = false;
   if (gp->insig == 0 && mp && mp->curg == gp && mp->locks.load(std::memory_order_relaxed) == 0) {

@@ -12,6 +12,7 @@
 
 #include "arch/arch.hpp"
 #include "core/config.hpp"
+#include "core/contract.hpp"
 #include "core/debug.hpp"
 #include "core/dump.hpp"
 #include "core/fork.hpp"
@@ -85,6 +86,7 @@ M* mstarting = nullptr;
 std::atomic<M*> mstart_queue{nullptr};  // newest first, linked through M::schedlink
 std::atomic<uint32_t> mstart_pushes{0};  // the starter sleeps on it
 std::atomic<bool> mstarter_up{false};    // the starter runs (cleared in a fork child)
+std::atomic<OwnThreadReq*> ownstart_queue{nullptr};  // other threads to start, newest first
 
 void mstarting_unlink_locked(M* mp) {
   for (M** pm = &mstarting; *pm; pm = &(*pm)->startlink)
@@ -287,9 +289,23 @@ void* mstarter_main(void*) {
   for (;;) {
     uint32_t seen = mstart_pushes.load(std::memory_order_acquire);
     M* list = mstart_queue.exchange(nullptr, std::memory_order_acquire);
-    if (!list) {
+    OwnThreadReq* reqs = ownstart_queue.exchange(nullptr, std::memory_order_acquire);
+    if (!list && !reqs) {
       sys::futex_wait(&mstart_pushes, seen, nullptr);
       continue;
+    }
+    OwnThreadReq* rfifo = nullptr;  // oldest first
+    while (reqs) {
+      OwnThreadReq* next = reqs->next;
+      reqs->next = rfifo;
+      rfifo = reqs;
+      reqs = next;
+    }
+    while (rfifo) {
+      OwnThreadReq* next = rfifo->next;  // rfifo may be reused once started
+      int err = ownthread_start(rfifo->fn, rfifo->arg, rfifo->stack_size);
+      if (err != 0 && rfifo->failed) rfifo->failed(rfifo->arg, err);
+      rfifo = next;
     }
     M* fifo = nullptr;  // oldest first
     while (list) {
@@ -320,12 +336,27 @@ bool mstarter_queue(M* mp) {
   return true;
 }
 
+bool own_allocator() {
+  void* (*mine)(size_t, size_t) = &::calloc;
+  return real::calloc && real::calloc != mine;
+}
+
+bool ownthread_start_async(OwnThreadReq* req) {
+  if (!mstarter_up.load(std::memory_order_acquire)) return false;
+  OwnThreadReq* head = ownstart_queue.load(std::memory_order_relaxed);
+  do req->next = head;
+  while (!ownstart_queue.compare_exchange_weak(head, req, std::memory_order_release,
+                                               std::memory_order_relaxed));
+  mstart_pushes.fetch_add(1, std::memory_order_release);
+  sys::futex_wake(&mstart_pushes, 1);
+  return true;
+}
+
 void mstarter_start() {
   // Only for a process allocator other than goshim's own jemalloc (whose
   // locks never wake a goroutine: core/jemalloc_glue.cpp): an executable
   // (or a library loaded before libgoshim.so) that defines calloc.
-  void* (*own)(size_t, size_t) = &::calloc;
-  if (!real::calloc || real::calloc == own) return;
+  if (!own_allocator()) return;
   int err = ownthread_start(mstarter_main, nullptr, 64 * 1024);  // mstarter_main sets tls_g first
   // Without it, newm starts threads itself, as it did before.
   if (err == 0) mstarter_up.store(true, std::memory_order_release);
@@ -336,11 +367,13 @@ void mstarter_after_fork() {
   // child's scheduler is rebuilt without them).
   mstarter_up.store(false, std::memory_order_relaxed);
   mstart_queue.store(nullptr, std::memory_order_relaxed);
+  ownstart_queue.store(nullptr, std::memory_order_relaxed);
   mstarting = nullptr;
   mstart_pushes.store(0, std::memory_order_relaxed);
 }
 
 void newm_start(M* mp, bool mask_known) {
+  GOSHIM_NO_LOCKS("newm_start");  // pthread_create callocs
   int err = ownthread_start(mstart, mp, 0, mask_known ? nullptr : &mp->start_sigmask);
   if (err != 0) {
     P* pp;

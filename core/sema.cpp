@@ -15,6 +15,7 @@
 #include <new>
 
 #include "arch/arch.hpp"
+#include "core/contract.hpp"
 #include "core/rawlog.hpp"
 #include "core/rtlock.hpp"
 #include "core/runtime.hpp"
@@ -103,7 +104,9 @@ SemaWaiter** find_head(Bucket* b, const void* addr) {
 
 // front: w goes ahead of the waiters of its own priority too (a lock
 // waiter that was woken and found the lock taken again, as Go's).
+// Locks held: b's.
 void enqueue(Bucket* b, SemaWaiter* w, bool front = false) {
+  GOSHIM_LOCK_HELD(b, "the sema bucket lock");
   SemaWaiter** pp = find_head(b, w->addr);
   SemaWaiter* h = *pp;
   w->next = nullptr;
@@ -144,7 +147,9 @@ void enqueue(Bucket* b, SemaWaiter* w, bool front = false) {
   // The caller counted w in nwait when it locked (before it checked the word).
 }
 
+// Locks held: b's.
 void dequeue(Bucket* b, SemaWaiter* w) {
+  GOSHIM_LOCK_HELD(b, "the sema bucket lock");
   SemaWaiter** pp = find_head(b, w->addr);
   SemaWaiter* h = *pp;
   GOSHIM_CHECK(h != nullptr, "sema: dequeue of a waiter not queued");
@@ -170,9 +175,12 @@ void dequeue(Bucket* b, SemaWaiter* w) {
   b->add_waiters(-1);
 }
 
-// Wakes w, already dequeued. Locks held: the bucket's. G waiters are
-// collected in *q to be readied after the lock is dropped.
+// Wakes w, already dequeued (off the queue, a timeout or an interrupt
+// finds it gone, so no lock is needed: sema_wake_handoff releases after
+// unlocking, once grant ran). G waiters are collected in *q to be readied
+// after any lock is dropped.
 void release(SemaWaiter* w, int result, GQueue* q) {
+  GOSHIM_DCHECK(!w->queued.load(std::memory_order_relaxed), "sema: release of a queued waiter");
   w->result = result;
   if (w->gp) {
     q->push_back(w->gp);
@@ -205,6 +213,7 @@ bool unlock_bucket_cancellable(G* gp, void* arg) {
   return true;
 }
 
+// After the bucket lock is dropped (wake after unlock).
 void ready_all(GQueue& q) {
   if (q.size == 1)
     ready(q.pop(), true);
@@ -266,6 +275,7 @@ int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32
   w.bitset = bitset;
   w.prio = rt_wait_prio();
   w.lock_since = lock ? lock->since : 0;
+  w.lock_word = lock ? lock->word : 0;
   b->lock(2);  // [S] nwait + 1 before the value check [L]: pairs with wake
   if (load_word(addr) != val) {
     b->add_waiters(-1);
@@ -426,17 +436,26 @@ int64_t deadline_from_abs(clockid_t clk, const struct timespec* ts) {
   return d;
 }
 
-// park's unlockf when the waiter asked to be told it is queued.
+// park's unlockf when the waiter asked to be told it is queued (f), or
+// when its timer needs the netpoller woken (wake_when): both after the
+// bucket lock is dropped. The wake may start a kernel thread (wakep ->
+// startm -> newm: pthread_create callocs), which must not happen under the
+// bucket lock (the debug build's newm_start check caught sync_futex's
+// timed waits doing so).
 struct UnlockThen {
   Bucket* b;
   bool cancellable;
   void (*f)(void*);
   void* arg;
+  int64_t wake_when;
 };
 static bool unlock_bucket_then(G* gp, void* arg) {
-  UnlockThen* u = (UnlockThen*)arg;
-  bool sleep = u->cancellable ? unlock_bucket_cancellable(gp, u->b) : unlock_bucket(gp, u->b);
-  u->f(u->arg);
+  // Copied first: once the bucket is unlocked, a waker may ready gp and
+  // another M run it, reusing the stack frame that holds *arg.
+  UnlockThen u = *(UnlockThen*)arg;
+  bool sleep = u.cancellable ? unlock_bucket_cancellable(gp, u.b) : unlock_bucket(gp, u.b);
+  if (u.f) u.f(u.arg);
+  if (u.wake_when) wake_netpoller(u.wake_when);
   return sleep;
 }
 
@@ -466,16 +485,18 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   w->prio = 0;
   w->result = 0;
   w->lock_since = lock ? lock->since : 0;
+  w->lock_word = lock ? lock->word : 0;
   // Only gp writes parkseq: no read-modify-write needed.
   w->seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
   gp->parkseq.store(w->seq, std::memory_order_relaxed);
   enqueue(b, w, lock && lock->front);  // keeps the nwait count raised above
   gp->wait_kind.store(WaitKind::Sema, std::memory_order_release);
+  int64_t wake_when = 0;  // the netpoller is woken after the unlock (UnlockThen)
   if (deadline) {
     gp->timer.f = sema_timeout;
     gp->timer.arg = gp;
     gp->timer.seq = w->seq;
-    timer_add(&gp->timer, deadline);
+    if (timer_add(&gp->timer, deadline, false)) wake_when = deadline;
   }
   // Futile: woken from this word, the G woke another waiter on it and
   // waits again for the value it found on waking: a herd of waiters
@@ -485,8 +506,8 @@ int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reaso
   gp->park_futile = addr == gp->sema_last_addr && addr == gp->woke_obj && val == gp->sema_resume_val;
   gp->sema_last_addr = addr;
   gp->woke_obj = nullptr;
-  if (enqueued) {
-    UnlockThen u{b, cancellable, enqueued, earg};  // on this G's stack: alive while it parks
+  if (enqueued || wake_when) {
+    UnlockThen u{b, cancellable, enqueued, earg, wake_when};  // on this G's stack (copied)
     park(unlock_bucket_then, &u, reason, addr);
   } else {
     park(cancellable ? unlock_bucket_cancellable : unlock_bucket, b, reason, addr);
@@ -561,17 +582,20 @@ int sema_wake_handoff(const void* addr, void (*grant)(int n, void* arg), void* a
 }
 
 LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
-                              uint32_t wake_above) {
+                              uint32_t wake_above, LockReleaseInfo* info) {
   Bucket* b = bucket_of(word);
   if (b->nwait() == 0) {
     // Nobody queued in the bucket (a waiter on its way is ordered by
     // sema_wake: it raises nwait before it looks at the word).
-    if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above) sema_wake(word, 1);
+    uint32_t old = __atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE);
+    int n = old > wake_above ? sema_wake(word, 1) : 0;
+    if (info) *info = LockReleaseInfo{old, n > 0};
     return LockRelease::Freed;
   }
   GQueue q;
   LockRelease res = LockRelease::Freed;
   bool woke = false;
+  uint32_t old = contended;
   b->lock();
   // Under the bucket lock a waiter is either queued (seen here) or has not
   // looked at the word yet (it finds it changed).
@@ -580,15 +604,19 @@ LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unloc
       sys::nanotime() - h->lock_since >= kLockStarveNs) {
     dequeue(b, h);  // a timeout or an interrupt now finds it gone
     res = h->gp ? LockRelease::HandedToG : LockRelease::HandedToThread;
+    // A tid word names the new owner (only the owner changes a locked
+    // word's owner bits: waiters only add their flag, by compare-and-swap).
+    if (h->lock_word) __atomic_store_n(word, h->lock_word, __ATOMIC_RELEASE);
     release(h, kSemaHandoff, &q);  // a foreign h may be gone after this
     woke = true;
-  } else if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above && h) {
+  } else if ((old = __atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE)) > wake_above && h) {
     dequeue(b, h);
     release(h, 0, &q);
     woke = true;
   }
   b->unlock();
   ready_all(q);
+  if (info) *info = LockReleaseInfo{old, woke};
   if (woke) {
     G* gp = getg();
     if (gp && !gp->is_g0()) gp->woke_obj = word;  // futile waits (sema_wait)

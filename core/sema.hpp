@@ -45,6 +45,9 @@ void sema_after_fork();
 struct SemaLockWait {
   int64_t since;  // when this attempt to take the lock began waiting (nanotime), not 0
   bool front;     // queue ahead of the waiters of its priority (woken, it found the lock taken)
+  // The lock word a hand-over to this waiter stores (a tid word's owner
+  // id and flags); 0: the word is left as it is (the 0/1/2 protocols).
+  uint32_t word = 0;
 };
 int sema_wait(const void* addr, uint32_t val, int64_t deadline, WaitReason reason,
               uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false,
@@ -90,9 +93,19 @@ inline constexpr int64_t kLockStarveNs = 1000 * 1000;
 // the caller's runnext (a goroutine caller should let it run: Go's
 // releaser yields). Without waiters this costs what the exchange and a
 // sema_wake cost. Any thread.
+// A waiter whose SemaLockWait has a `word` gets that value stored in the
+// word at the hand-over (a tid-word mutex: the new owner's id).
+// info, if given, receives the word's value before a release that freed
+// it (`contended` after a hand-over) and whether a waiter was woken or
+// handed the lock (a process-shared lock wakes the kernel's waiters when
+// none was: syncwait's sync_release_lock).
 enum class LockRelease { Freed, HandedToThread, HandedToG };
+struct LockReleaseInfo {
+  uint32_t old;
+  bool woke;
+};
 LockRelease sema_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
-                              uint32_t wake_above);
+                              uint32_t wake_above, LockReleaseInfo* info = nullptr);
 
 // Wakes the G waiters on addr that were enqueued while the word held
 // another value than cur (any, if all is true). Returns the number woken.

@@ -52,6 +52,18 @@
 // A word's slot stays while it has registered waiters; the watcher frees
 // slots without waiters at its next round.
 //
+// Thread creation. glibc's pthread_create callocs through the process
+// allocator; when that is the program's own (own_allocator: an executable
+// that defines calloc), the first shared wait may come from inside that
+// allocator with its lock held (its sem_wait or pthread_mutex_lock on a
+// shared object), and creating the watcher there would enter the
+// allocator again on the same thread. Then the M starter creates watcher
+// threads (ownthread_start_async) and, until a watcher with a free slot
+// runs, goroutines wait in the kernel on the word itself (watch_register
+// refuses): a goroutine parked on sema with no watcher running would miss
+// a wake from another process, and the watcher's creation may wait for the
+// very allocator lock the waiter holds.
+//
 // Exit and exec. A wake the watcher took from the kernel and has not yet
 // passed on dies with the process: a pool worker whose goroutine had just
 // left a semaphore wait exited (os._exit) while its watcher, not yet back
@@ -77,6 +89,7 @@
 #include <atomic>
 #include <new>
 
+#include "core/contract.hpp"
 #include "core/lock.hpp"
 #include "core/ownthread.hpp"
 #include "core/sema.hpp"
@@ -110,6 +123,11 @@ struct Watcher {
   std::atomic<uint32_t> ctl;    // private futex: bumped when the table changes
   std::atomic<uint32_t> quiet;  // private futex: 1 once quiesced (out of the kernel's queues)
   bool failed;                  // its thread could not be created: not used
+  // Queued for the M starter (own allocator, "Thread creation"), not yet
+  // running: takes no slot. Written under wlock; read without it by
+  // watch_quiesce.
+  std::atomic<bool> starting;
+  OwnThreadReq req;  // the M starter's request
 };
 
 Mutex wlock{LockRank::SharedWatch};  // leaf: guards every Watcher's slots and nwatchers
@@ -147,6 +165,7 @@ bool safe_read(const uint32_t* addr, uint32_t* out) {
 // in the kernel. Then it acknowledges and sleeps on a private word until
 // watch_resume.
 void quiesce(Watcher* w, FutexWaitv* v, int m, long r) {
+  GOSHIM_NO_LOCKS("sharedwatch: quiesce");
   for (int k = 0; k < m && r >= 1 && k + 1 <= r; k++)
     sys::futex_wake_shared((const void*)(uintptr_t)v[1 + k].uaddr, 1);
   const uint32_t* addrs[kSlots];
@@ -164,12 +183,16 @@ void quiesce(Watcher* w, FutexWaitv* v, int m, long r) {
 
 void* watcher_main(void* arg) {
   Watcher* w = (Watcher*)arg;
+  wlock.lock();
+  w->starting.store(false, std::memory_order_seq_cst);  // [S] before [L] quiescing below
+  wlock.unlock();
   // v[0] is the control word, v[1 + k] the k-th watched word: the kernel
   // reports the last woken entry of the vector, so a return with r == 0
   // means that no watched word was woken ("Attribution").
   FutexWaitv v[kSlots + 1];
   int idx[kSlots];
   for (;;) {
+    GOSHIM_NO_LOCKS("sharedwatch: watcher round");
     const uint32_t* addrs[kSlots];
     uint32_t seen[kSlots];
     int n = 0;
@@ -189,6 +212,13 @@ void* watcher_main(void* arg) {
       n++;
     }
     wlock.unlock();
+    // Started while quiescing (watch_quiesce did not wait for a watcher
+    // still starting): never sleep on a word then. cv was read before
+    // quiescing: a quiesce begun after this look bumps ctl and wakes it.
+    if (quiescing.load(std::memory_order_seq_cst)) {
+      quiesce(w, v, 0, 0);
+      continue;
+    }
     v[0].val = cv;
     v[0].uaddr = (uint64_t)(uintptr_t)&w->ctl;
     v[0].flags = kFutex32 | FUTEX_PRIVATE_FLAG;
@@ -221,6 +251,7 @@ void* watcher_main(void* arg) {
       addrs[m] = addrs[k];
       m++;
     }
+    GOSHIM_NO_LOCKS("sharedwatch: watcher sleep");
     long r = futex_waitv(v, (unsigned)m + 1);
     // r >= 1: the word of entry r was woken, and those of entries below it
     // may have been too (the kernel took their wakes from the queue but
@@ -262,6 +293,15 @@ bool start_watcher(Watcher* w) {
   return ownthread_start(watcher_main, w, 64 * 1024) == 0;
 }
 
+// The M starter could not create w's thread (it took no slot).
+void watcher_start_failed(void* arg, int) {
+  Watcher* w = (Watcher*)arg;
+  wlock.lock();
+  w->failed = true;
+  w->starting.store(false, std::memory_order_seq_cst);
+  wlock.unlock();
+}
+
 }  // namespace
 
 bool watch_available() {
@@ -275,12 +315,19 @@ bool watch_available() {
 }
 
 int watch_register(const void* addr, uint32_t val) {
+  GOSHIM_ON_USER_G();
+  GOSHIM_NO_LOCKS("watch_register");
   const uint32_t* a = (const uint32_t*)addr;
   if (quiescing.load(std::memory_order_seq_cst)) return -1;
   wlock.lock();
   int free_w = -1, free_i = -1;
+  bool starting = false;
   for (int wi = 0, nw = nwatchers.load(std::memory_order_relaxed); wi < nw; wi++) {
     Watcher* w = &watchers[wi];
+    if (w->starting.load(std::memory_order_relaxed)) {
+      starting = true;  // no slot yet
+      continue;
+    }
     for (int i = 0; i < kSlots; i++) {
       Slot& s = w->slots[i];
       if (s.addr == a) {
@@ -304,7 +351,24 @@ int watch_register(const void* addr, uint32_t val) {
     wlock.unlock();
     return free_w * kSlots + free_i;
   }
-  if (nwatchers.load(std::memory_order_relaxed) == kWatchers) {
+  if (starting || nwatchers.load(std::memory_order_relaxed) == kWatchers) {
+    wlock.unlock();
+    return -1;  // waits in the kernel until a watcher with room runs
+  }
+  if (own_allocator()) {
+    // The M starter creates the thread ("Thread creation"); this waiter
+    // waits in the kernel. In a fork child before its threads are
+    // started, nothing is created yet.
+    int wi = nwatchers.load(std::memory_order_relaxed);
+    Watcher* w = &watchers[wi];
+    w->req = OwnThreadReq{watcher_main, w, 64 * 1024, watcher_start_failed, nullptr};
+    w->starting.store(true, std::memory_order_seq_cst);
+    if (!ownthread_start_async(&w->req)) {
+      w->starting.store(false, std::memory_order_relaxed);
+      wlock.unlock();
+      return -1;
+    }
+    nwatchers.store(wi + 1, std::memory_order_seq_cst);
     wlock.unlock();
     return -1;
   }
@@ -352,6 +416,13 @@ void watch_unregister(int handle) {
 }
 
 void watch_quiesce() {
+#ifdef GOSHIM_DEBUG_BUILD
+  // The watchers it waits for take wlock and sema bucket locks: a runtime
+  // lock held here would keep them from acknowledging (a second's delay
+  // at every exit). Only goshim's code holds runtime locks, so a G outside
+  // a program signal handler (where _exit is allowed anywhere) holds none.
+  if (G* g = getg(); g && g->insig == 0) GOSHIM_NO_LOCKS("watch_quiesce");
+#endif
   int n = nwatchers.load(std::memory_order_seq_cst);
   if (n == 0) return;
   quiescing.store(1, std::memory_order_seq_cst);
@@ -366,7 +437,9 @@ void watch_quiesce() {
   int64_t end = sys::nanotime() + 1000000000;
   for (int i = 0; i < n; i++) {
     Watcher* w = &watchers[i];
-    if (w->failed) continue;
+    // A watcher still starting never slept on a word; once running it
+    // sees quiescing before it would (watcher_main).
+    if (w->failed || w->starting.load(std::memory_order_seq_cst)) continue;
     while (w->quiet.load(std::memory_order_seq_cst) == 0) {
       int64_t left = end - sys::nanotime();
       if (left <= 0) return;

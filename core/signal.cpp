@@ -1217,6 +1217,9 @@ int lowest_held(G* gp, uint64_t set) {
 }  // namespace
 
 int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
+  // It may spin on the kernel for sysmon (wait_kernel), holding its P.
+  GOSHIM_ON_USER_G();
+  GOSHIM_NO_LOCKS("signal_take");
   // Thread-directed signals pending on gp come first, as the kernel
   // dequeues a thread's own pending signals before the process's.
   uint64_t thr = gp->sigpending.load(std::memory_order_seq_cst) &

@@ -132,7 +132,7 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
       int r;
       for (;;) {
         r = sema_wait(addr, val, deadline, why, bitset, nullptr,
-                      cancellable || cancel_async_type(gp), watch_kick, (void*)(intptr_t)h);
+                      cancellable || cancel_async_type(gp), watch_kick, (void*)(intptr_t)h, lock);
         if (r != EINTR) break;
         if (cancel_async_pending(gp)) {
           watch_unregister(h);
@@ -182,6 +182,21 @@ int sync_wake(const void* addr, int n, bool shared, uint32_t bitset) {
                          : sys::futex(addr, FUTEX_WAKE_BITSET, (uint32_t)(n - k), nullptr,
                                       nullptr, bitset);
   return k + (r > 0 ? (int)r : 0);
+}
+
+LockRelease sync_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
+                              uint32_t wake_above, bool shared) {
+  if (!shared) return sema_release_lock(word, contended, unlocked, wake_above);
+  if (!watch_available()) {
+    if (__atomic_exchange_n(word, unlocked, __ATOMIC_RELEASE) > wake_above)
+      sys::futex_wake_shared(word, 1);
+    return LockRelease::Freed;
+  }
+  LockReleaseInfo info;
+  LockRelease r = sema_release_lock(word, contended, unlocked, wake_above, &info);
+  if (r == LockRelease::Freed && info.old > wake_above && !info.woke)
+    sys::futex_wake_shared(word, 1);
+  return r;
 }
 
 bool sync_can_spin(int iter, int32_t owner) {

@@ -37,9 +37,11 @@ struct SyncDeadline {
 // SA_RESTART). endaddr (in-process waits only): see sema_wait. Any thread.
 // cancellable: a cancellation point (see sema_wait): EINTR when the
 // calling goroutine is canceled; the caller acts on it.
-// lock (private waits only; ignored for shared ones): the caller waits
-// to take a lock and understands a hand-over (sema_wait, sema_release_lock:
-// the wait may return kSemaHandoff, and the caller then holds the lock).
+// lock: the caller waits to take a lock and understands a hand-over
+// (sema_wait, sema_release_lock: the wait may return kSemaHandoff, and the
+// caller then holds the lock). For a shared word only a goroutine parked
+// on sema (watched word) can be handed the lock, by a releaser of this
+// process (sync_release_lock); a kernel waiter never is.
 int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason why, bool shared,
               uint32_t bitset = ~0u, const void** endaddr = nullptr, bool cancellable = false,
               const SemaLockWait* lock = nullptr);
@@ -47,6 +49,14 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
 // Wakes up to n waiters of addr whose bitset intersects bitset. Returns the
 // number woken (for shared words: as the kernel reports it). Any thread.
 int sync_wake(const void* addr, int n, bool shared, uint32_t bitset = ~0u);
+
+// A lock's release by its owner (sema_release_lock), process-shared words
+// included: a hand-over goes only to a waiter of this process parked on
+// sema; when the word is freed with waiters (above wake_above) and no such
+// waiter was woken, the kernel's waiters get the wake (other processes,
+// kernel threads here). Any thread.
+LockRelease sync_release_lock(uint32_t* word, uint32_t contended, uint32_t unlocked,
+                              uint32_t wake_above, bool shared);
 
 // Whether a lock waiter should spin once more before blocking (Go's
 // sync_runtime_canSpin): only a few rounds, only on a multicore machine,

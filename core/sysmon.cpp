@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/jemalloc_glue.hpp"
 #include "core/netpoll.hpp"
 #include "core/ownthread.hpp"
 #include "core/preempt.hpp"
@@ -194,6 +195,18 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   // that allocates an fd meanwhile waits on the same resize, so a spare M
   // would only block behind it. The P moves once the G has held it for a
   // whole blocking-call period, as for a long visible call.
+  // Asleep on one of the allocator's own locks (core/jemalloc_glue.cpp):
+  // while its holder runs on a kernel thread the wait ends without any
+  // goroutine's help, and a spare M would most often block behind the
+  // same lock (on an overloaded machine, where the holder waits for a CPU,
+  // that gave one more kernel thread per look: alloc_contention). The P
+  // moves only if the holder parked or waits for a P.
+  if (void* lk = mp->alloc_lock_wait.load(std::memory_order_relaxed)) {
+    G* h = alloc_lock_holder(lk);
+    if (!h) return false;
+    GStatus hs = h->status.load(std::memory_order_relaxed);
+    if (hs == GStatus::Running || hs == GStatus::Syscall) return false;
+  }
   char s = kernel_state(mp);
   return s == 'S' || (s == 'D' && now - pp->sm_schedwhen >= kSyscallRetakeNs);
 }

@@ -79,7 +79,7 @@ void timers_init(TimerHeap* h) {
   h->cap = kHeapCap;
 }
 
-void timer_add(Timer* t, int64_t when) {
+bool timer_add(Timer* t, int64_t when, bool wake) {
   M* mp = acquirem();
   P* pp = mp->p;
   GOSHIM_CHECK(pp != nullptr, "timer_add without a P");
@@ -96,7 +96,8 @@ void timer_add(Timer* t, int64_t when) {
   publish(h);
   h->lock.unlock();
   releasem(mp);
-  if (earliest) wake_netpoller(when);
+  if (earliest && wake) wake_netpoller(when);
+  return earliest && !wake;
 }
 
 bool timer_del(Timer* t) {

@@ -52,8 +52,12 @@ struct TimerHeap {
 void timers_init(TimerHeap* h);
 
 // Adds t to the current P's heap, firing at when (monotonic ns). Any P.
-// Wakes the netpoller if this is now the earliest deadline anywhere.
-void timer_add(Timer* t, int64_t when);
+// Wakes the netpoller if this is now the earliest deadline of the P
+// (which may start a kernel thread: no runtime lock may be held), unless
+// !wake: then it returns whether the caller must call
+// wake_netpoller(when) once it holds no lock (sema_wait adds the timer
+// under its bucket lock).
+bool timer_add(Timer* t, int64_t when, bool wake = true);
 // Removes t if still pending. Any P, any thread.
 bool timer_del(Timer* t);
 

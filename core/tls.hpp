@@ -129,6 +129,16 @@ int32_t get_tid(uintptr_t tp);
 void set_tid(uintptr_t tp, int32_t tid);
 void** specific_slot(uintptr_t tp, unsigned idx1st);  // &specific[idx1st]
 void* specific_1stblock(uintptr_t tp);
+// Set in a block once anything was stored with pthread_setspecific there
+// (shim/pthread_key.cpp key_set). jemalloc initializes its thread state
+// (je_tsd_tls, the .tdata of goshim's own TLS module, 2.6 KB) only
+// together with storing its key's value, so while this is clear that
+// image is still pristine and a recycled block need not copy it again.
+extern __thread bool keys_stored __attribute__((tls_model("initial-exec")));
+// Called by libgoshim.so: its TLS module's .tdata is jemalloc's thread state
+// and nothing else, so the above applies to it.
+void own_tdata_is_allocator_state();
+
 // Writes goshim's tls_g in another block.
 void set_tls_g(uintptr_t tp, G* gp);
 

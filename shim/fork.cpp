@@ -15,20 +15,26 @@
 
 using namespace goshim;
 
+// goshim's threads in the child are started after the program's atfork
+// child handlers when the allocator is the program's (fork_wrapper_end).
 GOSHIM_EXPORT pid_t fork(void) {
+  fork_wrapper_begin();
   pid_t pid = real::lazy::fork()();
   if (pid == 0 && mn_active()) {
     fork_child_reset();
     rt_after_fork();
   }
+  fork_wrapper_end(pid == 0 && mn_active());
   return pid;
 }
 
 GOSHIM_EXPORT pid_t _Fork(void) {
+  fork_wrapper_begin();
   pid_t pid = real::lazy::_Fork()();
   if (pid == 0 && mn_active()) {
     fork_child_reset();
     rt_after_fork();
   }
+  fork_wrapper_end(pid == 0 && mn_active());
   return pid;
 }

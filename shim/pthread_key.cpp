@@ -26,6 +26,7 @@
 #include "arch/arch.hpp"
 #include "core/tcb.hpp"
 #include "core/proc.hpp"
+#include "core/tls.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "shim/shim.hpp"
@@ -304,6 +305,9 @@ void* key_get(pthread_key_t key, const void* ra) {
 }
 
 int key_set(pthread_key_t key, uintptr_t value, const void* ra) {
+  // First: the allocator's thread state is written before its key is set,
+  // and stays written if storing the value fails (tls::keys_stored).
+  tls::keys_stored = true;
   get_layout();
   if (!key_valid(key, ra)) return EINVAL;
   uintptr_t seq = keys[key].seq.load(std::memory_order_relaxed);
@@ -333,6 +337,9 @@ GOSHIM_EXPORT int pthread_key_create(pthread_key_t* key, void (*destr)(void*)) {
 GOSHIM_EXPORT int pthread_key_delete(pthread_key_t key) {
   return key_delete(key, __builtin_return_address(0));
 }
+
+// libgoshim.so's own .tdata is je_tsd_tls only (the Makefile checks it).
+__attribute__((constructor)) static void note_own_tdata() { tls::own_tdata_is_allocator_state(); }
 
 GOSHIM_EXPORT void* pthread_getspecific(pthread_key_t key) {
   return key_get(key, __builtin_return_address(0));

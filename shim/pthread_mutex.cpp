@@ -109,11 +109,13 @@ __attribute__((noinline)) int simple_acquire(MutexObj* m, int kind, const SyncDe
     }
   }
   const SyncDeadline& d = dl ? *dl : kForever;
-  // A private mutex's waiter takes a hand-over (simple_release): once its
-  // attempt has waited kLockStarveNs, the owner leaving gives it the lock
-  // instead of freeing the word, where the owner, spinning goroutines or
-  // a kernel thread coming back first would take it again (barging). Woken
-  // and beaten to the word, it waits again at the front of the queue.
+  // A waiter takes a hand-over (simple_release): once its attempt has
+  // waited kLockStarveNs, the owner leaving gives it the lock instead of
+  // freeing the word, where the owner, spinning goroutines or a kernel
+  // thread coming back first would take it again (barging). Woken and
+  // beaten to the word, it waits again at the front of the queue. (A
+  // process-shared mutex: only between goroutines of one process, see
+  // sync_release_lock.)
   SemaLockWait lw{0, false};
   while (__atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE) != 0) {
     if (d.abs && !valid_nsec(d.abs)) return EINVAL;  // checked only once it must block
@@ -121,8 +123,7 @@ __attribute__((noinline)) int simple_acquire(MutexObj* m, int kind, const SyncDe
       lw.since = sys::nanotime();
     else
       lw.front = true;
-    int r = sync_wait(&m->lock, 2, d, WaitReason::Mutex, shared, ~0u, nullptr, false,
-                      shared ? nullptr : &lw);
+    int r = sync_wait(&m->lock, 2, d, WaitReason::Mutex, shared, ~0u, nullptr, false, &lw);
     if (r == kSemaHandoff) return 0;  // ours: the word stays 2 (locked, maybe waiters)
     if (r == ETIMEDOUT) return ETIMEDOUT;
   }
@@ -138,14 +139,16 @@ __attribute__((noinline, cold)) void yield_to_new_owner() {
 }
 
 // The lock word: 0 unlocked, 1 locked, 2 locked and maybe waiters (only the
-// owner takes it from 2). Contended and private: sema_release_lock frees
-// the word and wakes the first waiter, or hands the lock to it when it has
-// waited too long; the word then stays 2, which every locker, glibc's code
-// on a foreign thread included, reads as taken. yield: the caller is
-// pthread_mutex_unlock (not a condition variable's wait).
+// owner takes it from 2). Contended: sync_release_lock frees the word and
+// wakes the first waiter, or hands the lock to it when it has waited too
+// long; the word then stays 2, which every locker, glibc's code on a
+// foreign thread or in another process included, reads as taken. yield:
+// the caller is pthread_mutex_unlock (not a condition variable's wait).
 inline void simple_release(MutexObj* m, int kind, bool yield) {
-  if (!(kind & kMutexPshared) && ld(&m->lock) == 2) {
-    if (sema_release_lock((uint32_t*)&m->lock, 2, 0, 1) == LockRelease::HandedToG && yield)
+  if (ld(&m->lock) == 2) {
+    if (sync_release_lock((uint32_t*)&m->lock, 2, 0, 1, kind & kMutexPshared) ==
+            LockRelease::HandedToG &&
+        yield)
       yield_to_new_owner();
     return;
   }
@@ -223,6 +226,9 @@ __attribute__((noinline)) int tidword_lock(MutexObj* m, int kind, const SyncDead
   // Set once we may share kWaiters with other waiters, so that we keep it
   // when we take the lock (else a wake-up would be lost).
   int assume = cond ? kWaiters : 0;
+  // A waiter takes a hand-over as simple_acquire's do (tidword_unlock):
+  // the word then names it, flagged kWaiters, as after its own CAS.
+  SemaLockWait lw{0, false, (uint32_t)(id | kWaiters)};
   int oldval = ld(&m->lock);
   for (;;) {
     if (oldval == 0) {
@@ -266,15 +272,22 @@ __attribute__((noinline)) int tidword_lock(MutexObj* m, int kind, const SyncDead
       set_pending(head, nullptr);
       return EINVAL;
     }
+    if (!lw.since)
+      lw.since = sys::nanotime();
+    else
+      lw.front = true;
     int r;
     if (robust && !shared && !is_virtual_tid(oldval & kTidMask)) {
       PollDeadline pd;
       poll_deadline(user, &pd);
-      r = sync_wait(&m->lock, (uint32_t)oldval, pd.dl, WaitReason::Mutex, false);
+      r = sync_wait(&m->lock, (uint32_t)oldval, pd.dl, WaitReason::Mutex, false, ~0u, nullptr,
+                    false, &lw);
       if (r == ETIMEDOUT && pd.capped) r = 0;
     } else {
-      r = sync_wait(&m->lock, (uint32_t)oldval, user, WaitReason::Mutex, shared);
+      r = sync_wait(&m->lock, (uint32_t)oldval, user, WaitReason::Mutex, shared, ~0u, nullptr,
+                    false, &lw);
     }
+    if (r == kSemaHandoff) break;  // ours: the word holds id | kWaiters
     if (r == ETIMEDOUT) {
       set_pending(head, nullptr);
       return ETIMEDOUT;
@@ -326,11 +339,20 @@ __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
   }
   st(&m->owner, newowner);
   if (decr) m->nusers--;
-  // The exchange is the last access to the mutex (it may be destroyed
-  // right after); the wake uses its address only.
-  if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) & kWaiters)
+  // The exchange (or the hand-over) is the last access to the mutex (it
+  // may be destroyed right after); the wake uses its address only.
+  // With waiters, a waiter that has waited kLockStarveNs is handed the
+  // lock (sync_release_lock stores its id | kWaiters), as for the simple
+  // protocol; not a mutex made unrecoverable (every waiter must see it).
+  LockRelease rel = LockRelease::Freed;
+  if (ld(&m->lock) == (id | kWaiters) && newowner != kNotRecoverable) {
+    rel = sync_release_lock((uint32_t*)&m->lock, (uint32_t)(id | kWaiters), 0,
+                            (uint32_t)INT_MAX, shared);
+  } else if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) & kWaiters) {
     sync_wake(&m->lock, 1, shared);
+  }
   set_pending(head, nullptr);
+  if (rel == LockRelease::HandedToG && decr) yield_to_new_owner();
   return 0;
 }
 

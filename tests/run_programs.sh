@@ -71,14 +71,38 @@ mn=1
 [ "${mode_line%% *}" = 1:1 ] && mn=0
 
 # Every background process (servers) is recorded here and killed on exit.
+# Only processes not yet reaped are signalled: a pid that was reaped (by
+# stop_bg's wait, or by timeout for its program) may already belong to
+# another process of the machine. (Killing every recorded pid at the end,
+# and a program's pid after the program had ended, sent SIGKILL to
+# unrelated processes on a busy machine, whose pids wrap within minutes:
+# test programs of other runs died at once with status 137.)
 bg_pids=()
 cleanup() {
   local p
   for p in "${bg_pids[@]}"; do
-    pkill -KILL -P "$p" 2>/dev/null
+    [ -n "$p" ] || continue
+    # p (timeout) is this shell's child, alive or a zombie: its pid is
+    # still its own; its program is killed only while it is p's child.
+    kill_child_of "$p"
     kill -KILL "$p" 2>/dev/null
   done
   wait 2>/dev/null
+}
+
+# The parent pid of process $1 (empty if it is gone).
+ppid_of() {
+  sed -nE 's/^[0-9]+ \(.*\) [A-Za-z] ([0-9]+) .*/\1/p' "/proc/$1/stat" 2>/dev/null
+}
+
+# kill_child_of PARENT: SIGKILL to PARENT's children (the program under a
+# timeout), each checked to be PARENT's child just before: once a program
+# ended, timeout reaped it and its pid is free for any new process.
+kill_child_of() {
+  local c
+  for c in $(pgrep -P "$1" 2>/dev/null); do
+    [ "$(ppid_of "$c")" = "$1" ] && kill -KILL "$c" 2>/dev/null
+  done
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -167,11 +191,17 @@ start_bg() {
   return 1
 }
 
-# stop_bg: kills the last background program (SIGKILL) and reaps it.
+# stop_bg: kills the last background program (SIGKILL) and reaps it. The
+# program (bgchild) is killed only while it is still timeout's child (see
+# cleanup); timeout ($bg) is this shell's child until the wait.
 stop_bg() {
-  [ -n "$bgchild" ] && kill -KILL "$bgchild" 2>/dev/null
+  [ -n "$bgchild" ] && [ "$(ppid_of "$bgchild")" = "$bg" ] && kill -KILL "$bgchild" 2>/dev/null
   kill -KILL "$bg" 2>/dev/null
   wait "$bg" 2>/dev/null
+  local i
+  for i in "${!bg_pids[@]}"; do
+    [ "${bg_pids[$i]}" = "$bg" ] && unset "bg_pids[$i]"
+  done
   bgchild=""
 }
 

@@ -1,7 +1,13 @@
 // C++ thread_local objects with destructors, and exceptions, in threads
 // that yield (and migrate) between construction, use and destruction.
+// Each thread also counts how often its kernel thread (gettid) changed:
+// with REQUIRE_MIGRATION set (the runner sets it under goshim with 2 or
+// more processors) at least one change must have been seen, so the
+// thread_local checks ran across migrations.
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
@@ -21,14 +27,18 @@ struct Tracker {
 };
 
 static thread_local Tracker tracker;
+static std::atomic<long> moves{0};
 
 static void* worker(void* arg) {
   int id = (int)(long)arg;
   tracker.id = id;
   tracker.text = "thread " + std::to_string(id);
-  long caught = 0;
+  Tracker* const mine = &tracker;
+  long caught = 0, tid = syscall(SYS_gettid);
   for (int i = 0; i < 200; i++) {
     sched_yield();
+    long now = syscall(SYS_gettid);
+    if (now != tid) moves++, tid = now;
     try {
       if (i % 3 == 0) throw std::runtime_error("x" + std::to_string(i));
     } catch (const std::runtime_error& e) {
@@ -36,6 +46,7 @@ static void* worker(void* arg) {
       if (e.what() == "x" + std::to_string(i)) caught++;
     }
     CHECK(tracker.id == id, "thread_local changed: %d != %d", tracker.id, id);
+    CHECK(&tracker == mine, "thread_local moved: %p != %p", (void*)&tracker, (void*)mine);
   }
   return (void*)caught;
 }
@@ -53,6 +64,8 @@ int main() {
   CHECK_EQ(caught, (long)n * 67);
   CHECK_EQ(constructed.load(), n);
   CHECK_EQ(destroyed.load(), n);
+  if (getenv("REQUIRE_MIGRATION")) CHECK(moves.load() > 0, "no thread ever changed kernel thread");
+  fprintf(stderr, "kernel-thread changes observed: %ld\n", moves.load());
   printf("thread_local constructed and destroyed %d times, %ld exceptions caught\n", n, caught);
   return 0;
 }

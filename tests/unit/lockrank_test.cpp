@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <signal.h>
 
+#include "core/contract.hpp"
 #include "core/lock.hpp"
 #include "core/lockrank.hpp"
 
@@ -64,5 +65,21 @@ Test(lockrank, checker_aborts_on_mutex_in_signal_safe_section, .signal = SIGABRT
   Mutex s{LockRank::Sched};
   SignalSafeScope scope;
   s.lock();
+}
+
+// GOSHIM_LOCK_HELD ("Locks held: X") sees exactly the locks this thread holds.
+Test(lockrank, lock_held_contract) {
+  Mutex s{LockRank::Sched}, t{LockRank::Timers};
+  s.lock();
+  cr_expect(lock_rank_holds(&s));
+  cr_expect(!lock_rank_holds(&t));
+  GOSHIM_LOCK_HELD(&s, "s");
+  s.unlock();
+  cr_expect(!lock_rank_holds(&s));
+}
+
+Test(lockrank, lock_held_contract_aborts, .signal = SIGABRT) {
+  Mutex s{LockRank::Sched};
+  GOSHIM_LOCK_HELD(&s, "s");  // fatal: not held
 }
 #endif

@@ -503,3 +503,58 @@ Test(sema, requeue_wake_timeout_race) {
   cr_assert_eq(sema_nwaiters(&rq.a), 0);
   cr_assert_eq(sema_nwaiters(&rq.b), 0);
 }
+
+// A tid-word lock (robust, PI): a hand-over stores the waiter's word (its
+// id | FUTEX_WAITERS, SemaLockWait::word) instead of leaving the word; the
+// release reports the old value and whether a waiter was woken (a
+// process-shared release wakes the kernel's waiters when none was).
+namespace {
+constexpr uint32_t kW = 0x80000000u;
+struct TidArg {
+  std::atomic<uint32_t>* word;
+  SemaLockWait lw;
+  int result;
+};
+void* tid_waiter(void* p) {
+  TidArg* a = (TidArg*)p;
+  a->result = sema_wait(a->word, kW | 111, 0, WaitReason::Mutex, ~0u, nullptr, false, nullptr,
+                        nullptr, &a->lw);
+  return nullptr;
+}
+}  // namespace
+
+Test(sema, release_lock_tid_word) {
+  std::atomic<uint32_t> w{kW | 111};
+  LockReleaseInfo info{};
+  // No waiter at all: freed, nobody woken.
+  cr_assert(sema_release_lock((uint32_t*)&w, kW | 111, 0, 0x7fffffffu, &info) == LockRelease::Freed);
+  cr_assert_eq(info.old, kW | 111);
+  cr_assert(!info.woke);
+  cr_assert_eq(w.load(), 0u);
+
+  // A waiter that has not waited long: woken, the word freed.
+  w.store(kW | 111);
+  TidArg fresh{&w, {sys::nanotime() + 3600LL * 1000000000, false, kW | 222}, -1};
+  pthread_t t;
+  pthread_create(&t, nullptr, tid_waiter, &fresh);
+  wait_until_waiters(&w, 1);
+  cr_assert(sema_release_lock((uint32_t*)&w, kW | 111, 0, 0x7fffffffu, &info) == LockRelease::Freed);
+  pthread_join(t, nullptr);
+  cr_assert_eq(fresh.result, 0);
+  cr_assert_eq(info.old, kW | 111);
+  cr_assert(info.woke);
+  cr_assert_eq(w.load(), 0u);
+
+  // A starved waiter: handed over, the word names it.
+  w.store(kW | 111);
+  TidArg starved{&w, {sys::nanotime() - 2 * kLockStarveNs, false, kW | 222}, -1};
+  pthread_create(&t, nullptr, tid_waiter, &starved);
+  wait_until_waiters(&w, 1);
+  cr_assert(sema_release_lock((uint32_t*)&w, kW | 111, 0, 0x7fffffffu, &info) ==
+            LockRelease::HandedToThread);
+  pthread_join(t, nullptr);
+  cr_assert_eq(starved.result, kSemaHandoff);
+  cr_assert(info.woke);
+  cr_assert_eq(w.load(), kW | 222, "the word names the new owner");
+  cr_assert_eq(sema_nwaiters(&w), 0);
+}
