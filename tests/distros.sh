@@ -238,9 +238,24 @@ make_base() {         # the pristine root of suite $1, made once
   rm -rf --one-file-system "$tmp"
   run=$tmp; root=$tmp
   local t0=$SECONDS
-  waitfor debootstrap --variant=minbase "$s" "$tmp" "$mirror" >"$outdir/$s.debootstrap.log" 2>&1 ||
+  # A network error of the mirror fails debootstrap; it is tried 3 times
+  # (a timeout is not retried), each time from an empty directory.
+  local try rc
+  for try in 1 2 3; do
+    rc=0
+    waitfor debootstrap --variant=minbase "$s" "$tmp" "$mirror" >"$outdir/$s.debootstrap.log" 2>&1 || rc=$?
+    [ $rc -eq 0 ] && break
+    unmount_under "$tmp"
+    [ $rc -eq 124 ] || [ $rc -eq 137 ] || [ $try -eq 3 ] && break
+    echo "== $s: debootstrap failed (exit $rc, attempt $try of 3); trying again"
+    tail -n 5 "$outdir/$s.debootstrap.log"
+    rm -rf --one-file-system "$tmp"
+  done
+  [ $rc -eq 0 ] ||
     { tail -n 20 "$outdir/$s.debootstrap.log"; die "$s: debootstrap failed (log: $outdir/$s.debootstrap.log)"; }
   unmount_under "$tmp"
+  # apt-get in the root (here and in make deps) retries a failed download.
+  echo 'Acquire::Retries "5";' >"$tmp/etc/apt/apt.conf.d/80goshim-retries"
   install_deps "$s" "$tmp"
   echo "$want" >"$tmp/.goshim-ready"
   mv "$tmp" "$base"
