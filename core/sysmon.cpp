@@ -200,12 +200,18 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   // goroutine's help, and a spare M would most often block behind the
   // same lock (on an overloaded machine, where the holder waits for a CPU,
   // that gave one more kernel thread per look: alloc_contention). The P
-  // moves only if the holder parked or waits for a P.
+  // moves if the holder is anything but a goroutine running on a kernel
+  // thread the kernel can run: parked, waiting for a P, in a blocking call
+  // or asleep in the kernel (a program signal handler that interrupted the
+  // allocator and waits for another goroutine, which needs a P:
+  // malloc_signal_park).
   if (void* lk = mp->alloc_lock_wait.load(std::memory_order_relaxed)) {
     G* h = alloc_lock_holder(lk);
-    if (!h) return false;
-    GStatus hs = h->status.load(std::memory_order_relaxed);
-    if (hs == GStatus::Running || hs == GStatus::Syscall) return false;
+    if (!h) return false;  // a g0 or a foreign thread: never parks in there
+    if (h->status.load(std::memory_order_relaxed) == GStatus::Running) {
+      M* hm = h->m;
+      if (hm && hm != mp && kernel_state(hm) == 'R') return false;
+    }
   }
   char s = kernel_state(mp);
   return s == 'S' || (s == 'D' && now - pp->sm_schedwhen >= kSyscallRetakeNs);
