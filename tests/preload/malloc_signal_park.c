@@ -85,10 +85,8 @@ int main(void) {
   check_kernel_threads("while the workers allocate");
   stop = 1;
   for (int i = 0; i < NWORKERS; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
-  long total = 0;
   for (int i = 0; i < NWORKERS; i++) {
     CHECK(iters[i] > 0, "worker %d never allocated", i);
-    total += iters[i];
   }
   CHECK(bad == 0, "%d blocks lost their contents or failed", bad);
   printf("%d handlers blocked while %d threads allocated; every block intact\n", ROUNDS, NWORKERS);
