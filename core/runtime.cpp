@@ -281,6 +281,30 @@ P* mstart_reclaim_locked() {
 
 namespace {
 
+// The starter's queues: lock-free LIFO stacks of requests, linked through
+// their member `link`, pushed by anyone and taken whole by the starter.
+template <typename T>
+void starter_push(std::atomic<T*>& q, T* item, T* T::*link) {
+  T* head = q.load(std::memory_order_relaxed);
+  do item->*link = head;
+  while (!q.compare_exchange_weak(head, item, std::memory_order_release,
+                                  std::memory_order_relaxed));
+  mstart_pushes.fetch_add(1, std::memory_order_release);
+  sys::futex_wake(&mstart_pushes, 1);
+}
+
+// A taken stack, oldest first.
+template <typename T>
+T* oldest_first(T* list, T* T::*link) {
+  T* fifo = nullptr;
+  while (list) {
+    T* next = list->*link;
+    list->*link = fifo;
+    fifo = list;
+    list = next;
+  }
+  return fifo;
+}
 
 void* mstarter_main(void*) {
   // Keeps the mask it started with (signal_create_begin): every signal
@@ -294,26 +318,14 @@ void* mstarter_main(void*) {
       sys::futex_wait(&mstart_pushes, seen, nullptr);
       continue;
     }
-    OwnThreadReq* rfifo = nullptr;  // oldest first
-    while (reqs) {
-      OwnThreadReq* next = reqs->next;
-      reqs->next = rfifo;
-      rfifo = reqs;
-      reqs = next;
-    }
+    OwnThreadReq* rfifo = oldest_first(reqs, &OwnThreadReq::next);
     while (rfifo) {
       OwnThreadReq* next = rfifo->next;  // rfifo may be reused once started
       int err = ownthread_start(rfifo->fn, rfifo->arg, rfifo->stack_size);
       if (err != 0 && rfifo->failed) rfifo->failed(rfifo->arg, err);
       rfifo = next;
     }
-    M* fifo = nullptr;  // oldest first
-    while (list) {
-      M* next = list->schedlink;
-      list->schedlink = fifo;
-      fifo = list;
-      list = next;
-    }
+    M* fifo = oldest_first(list, &M::schedlink);
     while (fifo) {
       M* next = fifo->schedlink;
       fifo->schedlink = nullptr;
@@ -327,12 +339,7 @@ void* mstarter_main(void*) {
 
 bool mstarter_queue(M* mp) {
   if (!mstarter_up.load(std::memory_order_acquire)) return false;
-  M* head = mstart_queue.load(std::memory_order_relaxed);
-  do mp->schedlink = head;
-  while (!mstart_queue.compare_exchange_weak(head, mp, std::memory_order_release,
-                                             std::memory_order_relaxed));
-  mstart_pushes.fetch_add(1, std::memory_order_release);
-  sys::futex_wake(&mstart_pushes, 1);
+  starter_push(mstart_queue, mp, &M::schedlink);
   return true;
 }
 
@@ -343,12 +350,7 @@ bool own_allocator() {
 
 bool ownthread_start_async(OwnThreadReq* req) {
   if (!mstarter_up.load(std::memory_order_acquire)) return false;
-  OwnThreadReq* head = ownstart_queue.load(std::memory_order_relaxed);
-  do req->next = head;
-  while (!ownstart_queue.compare_exchange_weak(head, req, std::memory_order_release,
-                                               std::memory_order_relaxed));
-  mstart_pushes.fetch_add(1, std::memory_order_release);
-  sys::futex_wake(&mstart_pushes, 1);
+  starter_push(ownstart_queue, req, &OwnThreadReq::next);
   return true;
 }
 

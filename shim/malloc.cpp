@@ -30,8 +30,9 @@ using goshim::alloc_enter;
 using goshim::alloc_leave;
 
 GOSHIM_EXPORT void* malloc(size_t size) {
+  if (size == 0) return goshim_je_malloc(0);  // mallocx needs a size
   AllocCtx c = alloc_enter();
-  if (c.flags == 0 || size == 0) {  // mallocx needs a size
+  if (c.flags == 0) {
     alloc_leave(c);
     return goshim_je_malloc(size);
   }
@@ -57,8 +58,9 @@ GOSHIM_EXPORT void* calloc(size_t n, size_t size) {
     errno = ENOMEM;
     return nullptr;
   }
+  if (total == 0) return goshim_je_calloc(n, size);
   AllocCtx c = alloc_enter();
-  if (c.flags == 0 || total == 0) {
+  if (c.flags == 0) {
     alloc_leave(c);
     return goshim_je_calloc(n, size);
   }
@@ -70,8 +72,9 @@ GOSHIM_EXPORT void* calloc(size_t n, size_t size) {
 
 GOSHIM_EXPORT void* realloc(void* p, size_t size) {
   if (p == nullptr) return malloc(size);
+  if (size == 0) return goshim_je_realloc(p, 0);  // realloc(p, 0): jemalloc's own rule
   AllocCtx c = alloc_enter();
-  if (c.flags == 0 || size == 0) {  // realloc(p, 0): jemalloc's own rule
+  if (c.flags == 0) {
     alloc_leave(c);
     return goshim_je_realloc(p, size);
   }
