@@ -206,10 +206,17 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	  -Wl,--no-as-needed -lgcc_s $(UNWIND_LIB) -ldl -lpthread -lm -lc
 	@# core/tls.cpp skips re-copying the library's own TLS image (.tdata) into a
 	@# recycled block whose goroutine never stored a key value: that image must
-	@# be jemalloc's je_tsd_tls alone (goshim's own __thread variables zero).
+	@# be jemalloc's je_tsd_tls alone (goshim's own __thread variables zero):
+	@# no other TLS symbol with a size in .tdata, and .tdata no larger than
+	@# je_tsd_tls. (Size-0 symbols name no storage: aarch64's mapping symbol
+	@# $$d and the linker's _TLS_MODULE_BASE_ sit in .tdata there.)
 	@n=$$(readelf -SW $@ | sed -n 's/^ *\[ *\([0-9]*\)\] \.tdata .*/\1/p'); \
-	  bad=$$(readelf -sW $@ | awk -v n="$$n" '$$4=="TLS" && $$7==n && $$8!="je_tsd_tls" {print $$8}'); \
-	  if [ -n "$$bad" ]; then echo "libgoshim.so: initialized TLS besides je_tsd_tls: $$bad" >&2; \
+	  secsz=$$(readelf -SW $@ | sed -n 's/^ *\[ *[0-9]*\] \.tdata  *[A-Z]*  *[0-9a-f]*  *[0-9a-f]*  *\([0-9a-f]*\) .*/\1/p'); \
+	  secsz=$$((0x$${secsz:-0})); \
+	  bad=$$(readelf -sW $@ | awk -v n="$$n" '$$4=="TLS" && $$7==n && $$3!=0 && $$8!="je_tsd_tls" {print $$8}'); \
+	  jesz=$$(readelf -sW $@ | awk -v n="$$n" '$$4=="TLS" && $$7==n && $$8=="je_tsd_tls" && $$2~/^0+$$/ {print $$3}'); \
+	  if [ -n "$$bad" ] || [ "$$secsz" -gt "$${jesz:-0}" ]; then \
+	    echo "libgoshim.so: initialized TLS besides je_tsd_tls: $${bad:-.tdata is $$secsz bytes, je_tsd_tls $${jesz:-0}}" >&2; \
 	    rm -f $@; exit 1; fi
 
 $(LAUNCHER): launcher/goshim.cpp core/size.hpp
