@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc;
-use std::sync::{Arc, Barrier, Condvar, Mutex, Once, OnceLock, RwLock};
+use std::sync::{Arc, Barrier, Condvar, Mutex, Once, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -200,11 +200,16 @@ fn park_ring() {
     let n = 16;
     let laps = 300;
     let turn = Arc::new(AtomicUsize::new(usize::MAX));
-    let threads: Arc<OnceLock<Vec<thread::Thread>>> = Arc::new(OnceLock::new());
+    // Every thread gets the ring's handles over a channel before its first
+    // turn (std::sync::OnceLock needs rustc 1.70; Debian 12 has 1.63).
+    let mut handles_tx = Vec::new();
     let hs: Vec<_> = (0..n)
         .map(|i| {
-            let (turn, threads) = (Arc::clone(&turn), Arc::clone(&threads));
+            let turn = Arc::clone(&turn);
+            let (tx, rx) = mpsc::channel::<Vec<thread::Thread>>();
+            handles_tx.push(tx);
             thread::spawn(move || {
+                let threads = rx.recv().unwrap();
                 let mut passes = 0;
                 for _ in 0..laps {
                     while turn.load(SeqCst) != i {
@@ -213,13 +218,16 @@ fn park_ring() {
                     passes += 1;
                     let next = (i + 1) % n;
                     turn.store(next, SeqCst);
-                    threads.get().unwrap()[next].unpark();
+                    threads[next].unpark();
                 }
                 passes
             })
         })
         .collect();
-    threads.set(hs.iter().map(|h| h.thread().clone()).collect()).ok().unwrap();
+    let ring: Vec<thread::Thread> = hs.iter().map(|h| h.thread().clone()).collect();
+    for tx in &handles_tx {
+        tx.send(ring.clone()).unwrap();
+    }
     turn.store(0, SeqCst);
     hs[0].thread().unpark();
     let total: usize = hs.into_iter().map(|h| h.join().unwrap()).sum();
@@ -227,7 +235,7 @@ fn park_ring() {
     println!("park/unpark: ring of {} threads, {} passes", n, total);
 }
 
-// 5. RwLock, Once, OnceLock, thread_local! with a destructor, panics
+// 5. RwLock, Once, thread_local! with a destructor, panics
 // caught by join.
 struct Counted;
 static DROPPED: AtomicUsize = AtomicUsize::new(0);
