@@ -45,6 +45,16 @@ struct Class {
   int32_t n = 0;  // warm + cold
 };
 
+Mutex pool_lock{LockRank::StackPool};
+Class classes[kClasses];
+// The mapped bytes of the stacks in the classes. Like glibc's stack cache
+// (40 MiB, __nptl_stack_cache_maxsize), the pool is bounded: a stack freed
+// while it holds kPoolMaxBytes is unmapped (a cold one first), so that
+// thousands of exited threads leave no memory behind (each pooled stack
+// keeps a few resident pages: stack_release_unused's, or the top one).
+constexpr size_t kPoolMaxBytes = (size_t)40 << 20;
+size_t pool_bytes = 0;
+
 // Locks held: pool_lock. Pops a stack of class c (warm first).
 FreeStack* class_pop(Class* c) {
   FreeStack* f = c->head;
@@ -53,11 +63,12 @@ FreeStack* class_pop(Class* c) {
   } else if ((f = c->cold)) {
     c->cold = f->next;
   }
-  if (f) c->n--;
+  if (f) {
+    c->n--;
+    pool_bytes -= f->s.map_size;
+  }
   return f;
 }
-Mutex pool_lock{LockRank::StackPool};
-Class classes[kClasses];
 
 // Pooled stacks idle for kScavengeAfterNs give their pages back (all but
 // the top one, which holds the pool's descriptor); sysmon looks every
@@ -156,6 +167,7 @@ size_t page_size() { return g_page; }
 void stack_after_fork() {
   pool_lock.reset();
   for (Class& c : classes) c = Class{};
+  pool_bytes = 0;
 }
 size_t default_stack_size() { return g_default_size.load(std::memory_order_relaxed); }
 void set_default_stack_size(size_t size) {
@@ -163,6 +175,17 @@ void set_default_stack_size(size_t size) {
 }
 size_t default_guard_size() { return g_page; }
 bool stack_guard_is_madvise() { return g_guard_madvise.load(std::memory_order_relaxed); }
+
+void stack_release_unused(const Stack& s, uintptr_t sp) {
+  uintptr_t pm = g_page - 1;
+  if (sp <= s.lo || sp > s.hi) return;  // not on this stack
+  uintptr_t lo = (s.lo + pm) & ~pm;
+  uintptr_t end = sp & ~pm;
+  if (end <= lo || end - lo <= arch::kGlibcStackMin) return;
+  end -= arch::kGlibcStackMin;
+  // Fails only where glibc's does too (an mlock'ed stack: EINVAL).
+  sys::madvise((void*)lo, end - lo, MADV_DONTNEED);
+}
 
 // Locks held: pool_lock. The class for (size, guard), or null.
 static Class* find_class(size_t size, size_t guard) {
@@ -241,6 +264,20 @@ static void pool_put_locked(const Stack& s) {
     slot->size = size;
     slot->guard = s.guard;
   }
+  if (slot && slot->size == size && slot->guard == s.guard &&
+      pool_bytes + s.map_size > kPoolMaxBytes) {
+    // Full: make room by unmapping cold stacks (of any class) first.
+    for (Class& c : classes) {
+      while (c.cold && pool_bytes + s.map_size > kPoolMaxBytes) {
+        FreeStack* f = c.cold;
+        c.cold = f->next;
+        c.n--;
+        pool_bytes -= f->s.map_size;
+        sys::munmap((void*)f->s.map_lo, f->s.map_size);
+      }
+    }
+    if (pool_bytes + s.map_size > kPoolMaxBytes) slot = nullptr;  // unmapped below
+  }
   if (slot && slot->size == size && slot->guard == s.guard) {
     FreeStack* f = node_of(s);
     f->s = s;
@@ -248,9 +285,10 @@ static void pool_put_locked(const Stack& s) {
     f->next = slot->head;
     slot->head = f;
     slot->n++;
+    pool_bytes += s.map_size;
     return;
   }
-  // No class free for this size: give the memory back.
+  // No class free for this size, or the pool is full: give the memory back.
   sys::munmap((void*)s.map_lo, s.map_size);
 }
 
@@ -268,6 +306,7 @@ void stack_scavenge(int64_t now) {
     // enough, so have all the others.
     while (n < kBatch && c->head && now - c->head->freed_at >= kScavengeAfterNs) {
       batch[n++] = c->head;
+      pool_bytes -= c->head->s.map_size;
       c->head = c->head->next;
       c->n--;
     }
@@ -281,14 +320,17 @@ void stack_scavenge(int64_t now) {
     }
     pool_lock.lock();
     for (int i = 0; i < n; i++) {
-      if (c->size != batch[i]->s.hi - batch[i]->s.lo || c->guard != batch[i]->s.guard) {
-        // The class was emptied and reused for another size meanwhile.
+      if (c->size != batch[i]->s.hi - batch[i]->s.lo || c->guard != batch[i]->s.guard ||
+          pool_bytes + batch[i]->s.map_size > kPoolMaxBytes) {
+        // The class was emptied and reused for another size meanwhile, or
+        // the pool filled up.
         sys::munmap((void*)batch[i]->s.map_lo, batch[i]->s.map_size);
         continue;
       }
       batch[i]->next = c->cold;
       c->cold = batch[i];
       c->n++;
+      pool_bytes += batch[i]->s.map_size;
     }
     pool_lock.unlock();
   }
