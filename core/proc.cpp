@@ -25,9 +25,11 @@
 //
 // pthread_t == tp + tls::L.pd, so pthread_t -> G is arithmetic plus a range check, and
 // a pointer into the arena is always readable (slots are never unmapped).
-// Slots are recycled through per-P free lists and a global one; the pages
-// of a slot stack that sat on the global list for a while go back to the
-// kernel (gfree_scavenge).
+// Slots are recycled through per-P free lists and a global one. A G's end
+// gives back its stack's pages below the exit frames, less glibc's
+// PTHREAD_STACK_MIN (stack_release_unused, as glibc's start_thread), and
+// the rest of a slot stack that sat on the global list for a while goes
+// back too (gfree_scavenge).
 #include "core/proc.hpp"
 #include "core/rtlock.hpp"
 
