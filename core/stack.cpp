@@ -47,13 +47,15 @@ struct Class {
 
 Mutex pool_lock{LockRank::StackPool};
 Class classes[kClasses];
-// The mapped bytes of the stacks in the classes. Like glibc's stack cache
-// (40 MiB, __nptl_stack_cache_maxsize), the pool is bounded: a stack freed
-// while it holds kPoolMaxBytes is unmapped (a cold one first), so that
-// thousands of exited threads leave no memory behind (each pooled stack
-// keeps a few resident pages: stack_release_unused's, or the top one).
-constexpr size_t kPoolMaxBytes = (size_t)40 << 20;
-size_t pool_bytes = 0;
+// The stacks in the classes. Like glibc's stack cache (40 MiB of stacks,
+// __nptl_stack_cache_maxsize), the pool is bounded, so that thousands of
+// exited threads leave no memory behind: a stack freed while it holds
+// kPoolMaxStacks is unmapped (a cold one first). Bounded by count, not
+// size: what a pooled stack costs is the few pages it keeps resident
+// (stack_release_unused's, or the top one once cold), at most ~5 MiB for
+// the pool, whatever the stack size (glibc's 40 MiB is 5 default stacks).
+constexpr int32_t kPoolMaxStacks = 256;
+int32_t pool_n = 0;
 
 // Locks held: pool_lock. Pops a stack of class c (warm first).
 FreeStack* class_pop(Class* c) {
@@ -65,7 +67,7 @@ FreeStack* class_pop(Class* c) {
   }
   if (f) {
     c->n--;
-    pool_bytes -= f->s.map_size;
+    pool_n--;
   }
   return f;
 }
@@ -167,7 +169,7 @@ size_t page_size() { return g_page; }
 void stack_after_fork() {
   pool_lock.reset();
   for (Class& c : classes) c = Class{};
-  pool_bytes = 0;
+  pool_n = 0;
 }
 size_t default_stack_size() { return g_default_size.load(std::memory_order_relaxed); }
 void set_default_stack_size(size_t size) {
@@ -265,18 +267,18 @@ static void pool_put_locked(const Stack& s) {
     slot->guard = s.guard;
   }
   if (slot && slot->size == size && slot->guard == s.guard &&
-      pool_bytes + s.map_size > kPoolMaxBytes) {
+      pool_n >= kPoolMaxStacks) {
     // Full: make room by unmapping cold stacks (of any class) first.
     for (Class& c : classes) {
-      while (c.cold && pool_bytes + s.map_size > kPoolMaxBytes) {
+      while (c.cold && pool_n >= kPoolMaxStacks) {
         FreeStack* f = c.cold;
         c.cold = f->next;
         c.n--;
-        pool_bytes -= f->s.map_size;
+        pool_n--;
         sys::munmap((void*)f->s.map_lo, f->s.map_size);
       }
     }
-    if (pool_bytes + s.map_size > kPoolMaxBytes) slot = nullptr;  // unmapped below
+    if (pool_n >= kPoolMaxStacks) slot = nullptr;  // unmapped below
   }
   if (slot && slot->size == size && slot->guard == s.guard) {
     FreeStack* f = node_of(s);
@@ -285,7 +287,7 @@ static void pool_put_locked(const Stack& s) {
     f->next = slot->head;
     slot->head = f;
     slot->n++;
-    pool_bytes += s.map_size;
+    pool_n++;
     return;
   }
   // No class free for this size, or the pool is full: give the memory back.
@@ -306,7 +308,7 @@ void stack_scavenge(int64_t now) {
     // enough, so have all the others.
     while (n < kBatch && c->head && now - c->head->freed_at >= kScavengeAfterNs) {
       batch[n++] = c->head;
-      pool_bytes -= c->head->s.map_size;
+      pool_n--;
       c->head = c->head->next;
       c->n--;
     }
@@ -321,7 +323,7 @@ void stack_scavenge(int64_t now) {
     pool_lock.lock();
     for (int i = 0; i < n; i++) {
       if (c->size != batch[i]->s.hi - batch[i]->s.lo || c->guard != batch[i]->s.guard ||
-          pool_bytes + batch[i]->s.map_size > kPoolMaxBytes) {
+          pool_n >= kPoolMaxStacks) {
         // The class was emptied and reused for another size meanwhile, or
         // the pool filled up.
         sys::munmap((void*)batch[i]->s.map_lo, batch[i]->s.map_size);
@@ -330,7 +332,7 @@ void stack_scavenge(int64_t now) {
       batch[i]->next = c->cold;
       c->cold = batch[i];
       c->n++;
-      pool_bytes += batch[i]->s.map_size;
+      pool_n++;
     }
     pool_lock.unlock();
   }

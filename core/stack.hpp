@@ -5,9 +5,9 @@
 // (Linux 6.13+: no VMA split, so vm.max_map_count does not cap the number of
 // goroutines) or by mprotect(PROT_NONE) on older kernels. Freed stacks are
 // recycled: a small per-P cache for the default size, global lists per
-// (size, guard) class otherwise, holding at most 40 MiB (glibc's stack
-// cache limit). A thread's end gives its stack's unused pages back
-// (stack_release_unused), as glibc does.
+// (size, guard) class otherwise, holding at most 256 stacks (glibc's
+// cache holds 40 MiB of them). A thread's end gives its stack's unused
+// pages back (stack_release_unused), as glibc does.
 #pragma once
 
 #include <stddef.h>
