@@ -246,7 +246,8 @@ void goexit_g0(void* arg) {
   // glibc's PTHREAD_STACK_MIN) go back to the kernel before the stack waits
   // on a free list or in a pool (a slot stack stays with its G). Not a
   // program's own stack.
-  if (!gp->is_main() && !(gp->flags & kGFlagUserStack)) stack_release_unused(gp->stack, gp->sched_sp);
+  if (!gp->is_main() && !(gp->flags & kGFlagUserStack))
+    stack_release_unused(gp->stack, gp->sched_sp);
   // The block is dead and hot in this CPU's cache: reset it here rather
   // than at the next create, which may run on another CPU.
   if (!gp->is_main()) gp->block_clean = tls::block_clean_at_exit(gp->tp);
