@@ -282,3 +282,26 @@ Test(stack, release_unused_keeps_the_frames_and_glibcs_minimum) {
   cr_expect_eq(resident_pages(a.hi - kept * pg, a.hi), kept, "the top ones stay");
   stack_free(nullptr, a);
 }
+
+// A goroutine that never went below the kept window wrote nothing in the
+// page just under it: no system call, and its pages stay as they are.
+Test(stack, release_unused_skips_a_shallow_stack) {
+  size_t pg = page_size();
+  Stack a;
+  cr_assert(stack_alloc(nullptr, 1 << 20, pg, &a));
+  long keep = 3 + (long)(arch::kGlibcStackMin / pg);
+  memset((void*)(a.hi - keep * pg), 1, keep * pg);
+  memset((void*)(a.lo + pg), 1, pg);  // far below: left for the scavenger
+  uintptr_t sp = a.hi - 3 * pg + 8;
+  stack_release_unused(a, sp);
+  // (The look maps the shared zero page under the window: mincore counts
+  // it, RSS does not.)
+  cr_expect_eq(resident_pages(a.lo + pg, a.lo + 2 * pg), 1, "the far page was given back");
+  cr_expect_eq(resident_pages(a.hi - keep * pg, a.hi), keep, "the top ones stay");
+  // Once it went deeper (the page under the window written), all below goes.
+  memset((void*)(a.hi - (keep + 1) * pg), 1, pg);
+  stack_release_unused(a, sp);
+  cr_expect_eq(resident_pages(a.lo, a.hi), keep, "%ld resident, %ld expected",
+               resident_pages(a.lo, a.hi), keep);
+  stack_free(nullptr, a);
+}
