@@ -54,6 +54,11 @@ inline void cpu_relax() { __asm__ volatile("yield" ::: "memory"); }
 // a signal frame (with the FP/SIMD record) is larger than a 4 KiB page.
 inline constexpr unsigned long kMinStackGuard = 64 * 1024;
 
+// glibc's own PTHREAD_STACK_MIN for this architecture (128 KiB; not the
+// dynamic one of <pthread.h>): what a thread's end keeps of its stack below
+// the exiting frame (core/stack.cpp stack_release_unused).
+inline constexpr unsigned long kGlibcStackMin = 128 * 1024;
+
 // Current stack pointer.
 inline uintptr_t get_sp() {
   uintptr_t sp;

@@ -49,6 +49,11 @@ inline void full_barrier() { __asm__ volatile("lock orq $0, (%%rsp)" ::: "memory
 // the guard the program asks for, unchanged.
 inline constexpr unsigned long kMinStackGuard = 0;
 
+// glibc's own PTHREAD_STACK_MIN for this architecture (16 KiB; not the
+// dynamic one of <pthread.h>): what a thread's end keeps of its stack below
+// the exiting frame (core/stack.cpp stack_release_unused).
+inline constexpr unsigned long kGlibcStackMin = 16 * 1024;
+
 // Current stack pointer.
 inline uintptr_t get_sp() {
   uintptr_t sp;
