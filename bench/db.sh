@@ -74,6 +74,9 @@ trap 'exit 143' TERM
 start_server() {
   local mode=$1 env=()
   [ "$mode" = goshim ] && env=(LD_PRELOAD="$lib")
+  # DB_ENV_NATIVE / DB_ENV_GOSHIM: extra VAR=VALUE words for one side's
+  # server (an experiment, e.g. MALLOC_CONF=...); empty in `make bench-db`.
+  if [ "$mode" = goshim ]; then env+=(${DB_ENV_GOSHIM:-}); else env+=(${DB_ENV_NATIVE:-}); fi
   rm -f "$sock"
   env "${env[@]}" mariadbd "${OPTS[@]}" --datadir="$data" --socket="$sock" \
     --pid-file="$dir/pid" --log-error="$dir/error-$mode.log" </dev/null >/dev/null 2>&1 &
@@ -126,17 +129,44 @@ point() {
   "${SB[@]}" --threads="$c" --time="$SECS" --report-interval=0 \
     --histogram=on --percentile=95 --rand-type=uniform run >"$out" 2>&1 &
   sb_pid=$!
+  # The steady state: a snapshot of the server's memory near the end of the
+  # run, every connection open (smaps_rollup, status, and with DB_SMAPS=1
+  # the whole smaps for a per-mapping look).
+  local snap=$dir/snap-$mode-$c-$r
+  rm -f "$snap".*
+  ( for i in $(seq 600); do grep -q "Threads started" "$out" 2>/dev/null && break; sleep 0.5; done
+    sleep $((SECS / 2))
+    cat "/proc/$server_pid/smaps_rollup" >"$snap.rollup" 2>/dev/null
+    cat "/proc/$server_pid/status" >"$snap.status" 2>/dev/null
+    [ "${DB_SMAPS:-0}" = 1 ] && cat "/proc/$server_pid/smaps" >"$snap.smaps" 2>/dev/null
+    # DB_JESTATS=1: the goshim server's jemalloc statistics (gdb calls
+    # malloc_stats_print in the stopped server; they go to its error log).
+    [ "${DB_JESTATS:-0}" = 1 ] && [ "$mode" = goshim ] &&
+      timeout 120 gdb -p "$server_pid" -batch -nx \
+        -ex 'call (void)malloc_stats_print((void*)0, (void*)0, "a")' >"$snap.gdb" 2>&1 ) &
+  local snap_pid=$!
   wait "$sb_pid"
   local st=$?
   sb_pid=""
   local hwm
   hwm=$(awk '/^VmHWM:/{print $2}' "/proc/$server_pid/status" 2>/dev/null)
+  # The idle server after the load (every connection closed): its RSS
+  # DB_IDLE seconds later (10 by default; 0: not measured).
+  local idle=0
+  if [ "${DB_IDLE:-10}" -gt 0 ]; then
+    sleep "${DB_IDLE:-10}"
+    idle=$(awk '/^VmRSS:/{print $2}' "/proc/$server_pid/status" 2>/dev/null)
+  fi
   kill "$sampler_pid" 2>/dev/null
   wait "$sampler_pid" 2>/dev/null
+  kill "$snap_pid" 2>/dev/null
+  wait "$snap_pid" 2>/dev/null
+  local rss
+  rss=$(awk '/^Rss:/{print $2}' "$snap.rollup" 2>/dev/null)
   sampler_pid=""
   stop_server
   # p95/p99 from the histogram (value  *** count lines).
-  awk -v mode="$mode" -v c="$c" -v st="$st" -v thr="$(cat "$dir/threads")" -v hwm="${hwm:-0}" '
+  awk -v mode="$mode" -v c="$c" -v st="$st" -v thr="$(cat "$dir/threads")" -v hwm="${hwm:-0}" -v rss="${rss:-0}" -v idle="${idle:-0}" '
     /transactions:/ { gsub(/[()]/, "", $3); tps = $3 }
     /ignored errors:/ { err += $3 }
     /reconnects:/ { err += $2 }
@@ -148,17 +178,17 @@ point() {
         if (!p95 && s >= 0.95 * tot) p95 = hv[i];
         if (!p99 && s >= 0.99 * tot) p99 = hv[i] }
       if (st != 0 || tps == "") tps = "failed"
-      printf "%s %s %s %s %s %d %d %d\n", mode, c, tps, p95, p99, err, thr, hwm / 1024
+      printf "%s %s %s %s %s %d %d %d %d %d\n", mode, c, tps, p95, p99, err, thr, hwm / 1024, rss / 1024, idle / 1024
     }' "$out" >>"$dir/results"
   tail -n 1 "$dir/results"
 }
 
 : >"$dir/results"
 echo "mariadbd $(mariadbd --version | awk '{print $3}'), sysbench $(sysbench --version | awk '{print $2}'), $(nproc) CPUs; $SECS s per point"
+MODES=${DB_MODES:-native goshim}  # DB_MODES=goshim: one side only (an experiment)
 for c in $CONNS; do
   for r in $(seq "$ROUNDS"); do
-    point native "$c" "$r"
-    point goshim "$c" "$r"
+    for m in $MODES; do point "$m" "$c" "$r"; done
   done
 done
 

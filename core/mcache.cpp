@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "syscalls/sys.hpp"
+
 // jemalloc's (weak: the unit tests link core/ without jemalloc, and then
 // there is no cache to make).
 extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen)
@@ -38,6 +40,45 @@ void mcache_destroy(M* mp) {
   mp->tcache.store(-2, std::memory_order_release);
   unsigned u = (unsigned)ind;
   mallctl("tcache.destroy", nullptr, nullptr, &u, sizeof u);
+}
+
+namespace {
+constexpr int64_t kPurgePeriodNs = 1000 * 1000 * 1000;
+std::atomic<int64_t> purge_next{0};       // nanotime of the next ask
+std::atomic<bool> purge_pending{false};  // free pages remained at the last ask
+}  // namespace
+
+int64_t mcache_idle_purge() {
+  if (!mallctl) return 0;
+  int64_t now = sys::nanotime();
+  int64_t next = purge_next.load(std::memory_order_relaxed);
+  if (now < next || !purge_next.compare_exchange_strong(next, now + kPurgePeriodNs,
+                                                        std::memory_order_relaxed)) {
+    // Another M asks, or asked less than a period ago.
+    return purge_pending.load(std::memory_order_relaxed)
+               ? purge_next.load(std::memory_order_relaxed)
+               : 0;
+  }
+  // jemalloc's background threads (MALLOC_CONF=background_thread:true)
+  // purge by themselves, and then it ignores this.
+  bool bg = false;
+  size_t blen = sizeof bg;
+  if (mallctl("background_thread", &bg, &blen, nullptr, 0) == 0 && bg) {
+    purge_pending.store(false, std::memory_order_relaxed);
+    return 0;
+  }
+  // Every arena (4096: MALLCTL_ARENAS_ALL): purge what the decay curve
+  // says is due now.
+  mallctl("arena.4096.decay", nullptr, nullptr, nullptr, 0);
+  // What remains: the statistics are refreshed by writing "epoch".
+  uint64_t epoch = 1;
+  size_t len = sizeof epoch;
+  size_t pdirty = 0, plen = sizeof pdirty;
+  bool pending = mallctl("epoch", &epoch, &len, &epoch, len) == 0 &&
+                 mallctl("stats.arenas.4096.pdirty", &pdirty, &plen, nullptr, 0) == 0 &&
+                 pdirty != 0;
+  purge_pending.store(pending, std::memory_order_relaxed);
+  return pending ? now + kPurgePeriodNs : 0;
 }
 
 void thread_cache_enable() {

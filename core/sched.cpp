@@ -526,6 +526,10 @@ top:
       poll_until = check_timers_noP(poll_until);
     }
 
+    // Free pages back to the kernel while idle; wake up to go on with it.
+    int64_t purge_at = mcache_idle_purge();
+    if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
+
     // Sleep in netpoll until the earliest timer (or an fd event).
     if ((netpoll_any_waiters() || poll_until != 0) &&
         sched.lastpoll.exchange(0, std::memory_order_seq_cst) != 0) {
