@@ -12,12 +12,22 @@
 # the native and the goshim server run one after the other (alternating,
 # DB_ROUNDS times). Every server it started is shut down on exit, also
 # when interrupted. Environment: DB_CONNS ("16 256 1000 3000"),
-# DB_SECONDS (20 per point), DB_ROUNDS (1), DB_LIB (the library).
+# DB_SECONDS (20 per point), DB_ROUNDS (1), DB_LIB (the library),
+# DB_IDLE (10: seconds the server idles after the load before its idle
+# RSS is read; 0: not read). For experiments: DB_MODES ("native goshim"),
+# DB_ENV_NATIVE / DB_ENV_GOSHIM (VAR=VALUE words for one side's server;
+# e.g. DB_ENV_GOSHIM=MALLOC_CONF=stats_interval:4000000000,stats_interval_opts:a
+# makes jemalloc print its statistics into error-goshim.log as the server
+# runs), DB_SMAPS=1 (keep the server's whole smaps at the steady point),
+# DB_SB_OPTS (more sysbench run options, e.g. --db-ps-mode=disable: no
+# server-side prepared statements, ~18 per connection otherwise).
 #
 # Per point: transactions/s, p95 and p99 latency (from sysbench's
 # histogram), errors (sysbench's ignored errors + reconnects), the
 # server's peak kernel threads (/proc/PID/status Threads, sampled every
-# 0.5 s) and peak RSS (VmHWM).
+# 0.5 s), peak RSS (VmHWM), steady RSS (smaps_rollup's Rss DB_SECONDS/2
+# after sysbench's "Threads started!": every connection open) and idle
+# RSS (VmRSS DB_IDLE s after sysbench ended: every connection closed).
 set -u
 build=${1:?usage: bench/db.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
@@ -126,7 +136,7 @@ point() {
   echo 0 >"$dir/threads"
   sample "$server_pid" "$dir/threads" &
   sampler_pid=$!
-  "${SB[@]}" --threads="$c" --time="$SECS" --report-interval=0 \
+  "${SB[@]}" ${DB_SB_OPTS:-} --threads="$c" --time="$SECS" --report-interval=0 \
     --histogram=on --percentile=95 --rand-type=uniform run >"$out" 2>&1 &
   sb_pid=$!
   # The steady state: a snapshot of the server's memory near the end of the
@@ -138,12 +148,7 @@ point() {
     sleep $((SECS / 2))
     cat "/proc/$server_pid/smaps_rollup" >"$snap.rollup" 2>/dev/null
     cat "/proc/$server_pid/status" >"$snap.status" 2>/dev/null
-    [ "${DB_SMAPS:-0}" = 1 ] && cat "/proc/$server_pid/smaps" >"$snap.smaps" 2>/dev/null
-    # DB_JESTATS=1: the goshim server's jemalloc statistics (gdb calls
-    # malloc_stats_print in the stopped server; they go to its error log).
-    [ "${DB_JESTATS:-0}" = 1 ] && [ "$mode" = goshim ] &&
-      timeout 120 gdb -p "$server_pid" -batch -nx \
-        -ex 'call (void)malloc_stats_print((void*)0, (void*)0, "a")' >"$snap.gdb" 2>&1 ) &
+    [ "${DB_SMAPS:-0}" = 1 ] && cat "/proc/$server_pid/smaps" >"$snap.smaps" 2>/dev/null ) &
   local snap_pid=$!
   wait "$sb_pid"
   local st=$?
@@ -194,18 +199,18 @@ done
 
 # The table: medians would need more rounds; the best of the rounds is shown.
 echo
-echo "| connections | tps native | tps goshim | ratio | p95 ms native / goshim | p99 ms native / goshim | errors native / goshim | kernel threads native / goshim | peak RSS MiB native / goshim | RSS ratio |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| connections | tps native | tps goshim | ratio | p95 ms native / goshim | p99 ms native / goshim | errors native / goshim | kernel threads native / goshim | peak RSS MiB native / goshim | RSS ratio | steady RSS MiB native / goshim | idle RSS MiB native / goshim |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for c in $CONNS; do
   awk -v c="$c" '
     $2 == c && $3 != "failed" { m = $1
-      if (!(m in tps) || $3 + 0 > tps[m]) { tps[m] = $3; p95[m] = $4; p99[m] = $5; err[m] = $6; thr[m] = $7; rss[m] = $8 } }
+      if (!(m in tps) || $3 + 0 > tps[m]) { tps[m] = $3; p95[m] = $4; p99[m] = $5; err[m] = $6; thr[m] = $7; rss[m] = $8; st[m] = $9; idl[m] = $10 } }
     $2 == c && $3 == "failed" && !($1 in tps) { failed[$1] = 1 }
     END {
       n = "native"; g = "goshim"
-      if (!(n in tps) || !(g in tps)) { printf "| %s | %s | %s | - | - | - | - | - | - | - |\n", c, (n in tps) ? tps[n] : "failed", (g in tps) ? tps[g] : "failed"; exit }
-      printf "| %s | %.0f | %.0f | %.2fx | %.1f / %.1f | %.1f / %.1f | %d / %d | %d / %d | %d / %d | %.2fx |\n",
+      if (!(n in tps) || !(g in tps)) { printf "| %s | %s | %s | - | - | - | - | - | - | - | - | - |\n", c, (n in tps) ? tps[n] : "failed", (g in tps) ? tps[g] : "failed"; exit }
+      printf "| %s | %.0f | %.0f | %.2fx | %.1f / %.1f | %.1f / %.1f | %d / %d | %d / %d | %d / %d | %.2fx | %d / %d | %d / %d |\n",
         c, tps[n], tps[g], tps[g] / tps[n], p95[n], p95[g], p99[n], p99[g], err[n], err[g],
-        thr[n], thr[g], rss[n], rss[g], rss[g] / rss[n]
+        thr[n], thr[g], rss[n], rss[g], rss[g] / rss[n], st[n], st[g], idl[n], idl[g]
     }' "$dir/results"
 done
