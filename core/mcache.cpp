@@ -45,7 +45,6 @@ void mcache_destroy(M* mp) {
 namespace {
 constexpr int64_t kPurgePeriodNs = 1000 * 1000 * 1000;
 std::atomic<int64_t> purge_next{0};       // nanotime of the next ask
-std::atomic<bool> purge_pending{false};  // free pages remained at the last ask
 }  // namespace
 
 int64_t mcache_idle_purge() {
@@ -54,19 +53,16 @@ int64_t mcache_idle_purge() {
   int64_t next = purge_next.load(std::memory_order_relaxed);
   if (now < next || !purge_next.compare_exchange_strong(next, now + kPurgePeriodNs,
                                                         std::memory_order_relaxed)) {
-    // Another M asks, or asked less than a period ago.
-    return purge_pending.load(std::memory_order_relaxed)
-               ? purge_next.load(std::memory_order_relaxed)
-               : 0;
+    // Another M asks, or asked less than a period ago: pages may have been
+    // freed since, so ask again then (one wake-up more per burst at most:
+    // that ask finds nothing left and returns 0).
+    return purge_next.load(std::memory_order_relaxed);
   }
   // jemalloc's background threads (MALLOC_CONF=background_thread:true)
   // purge by themselves, and then it ignores this.
   bool bg = false;
   size_t blen = sizeof bg;
-  if (mallctl("background_thread", &bg, &blen, nullptr, 0) == 0 && bg) {
-    purge_pending.store(false, std::memory_order_relaxed);
-    return 0;
-  }
+  if (mallctl("background_thread", &bg, &blen, nullptr, 0) == 0 && bg) return 0;
   // Every arena (4096: MALLCTL_ARENAS_ALL): purge what the decay curve
   // says is due now.
   mallctl("arena.4096.decay", nullptr, nullptr, nullptr, 0);
@@ -77,8 +73,11 @@ int64_t mcache_idle_purge() {
   bool pending = mallctl("epoch", &epoch, &len, &epoch, len) == 0 &&
                  mallctl("stats.arenas.4096.pdirty", &pdirty, &plen, nullptr, 0) == 0 &&
                  pdirty != 0;
-  purge_pending.store(pending, std::memory_order_relaxed);
   return pending ? now + kPurgePeriodNs : 0;
+}
+
+bool mcache_purge_due() {
+  return mallctl && sys::nanotime() >= purge_next.load(std::memory_order_relaxed);
 }
 
 void thread_cache_enable() {

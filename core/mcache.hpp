@@ -58,9 +58,13 @@ struct AllocCtx {
 // again: the M sleeps in netpoll until then at the latest. No allocator
 // lock is taken on sysmon (a holder parked by a program signal handler
 // would stop it) and no kernel thread is added.
+// An M woken for that which finds no P asks anyway (its P's goroutine may
+// sit in a long blocking call, e.g. waitpid).
 // On g0, Without P, no runtime locks. Returns 0 or the next asking time
 // (nanotime).
 int64_t mcache_idle_purge();
+// Whether an ask is due now. Any thread.
+bool mcache_purge_due();
 
 int mcache_create(M* mp);        // the M's cache index, or -1 (none to be had)
 void mcache_destroy(M* mp);      // on the M's own thread, at its end

@@ -526,6 +526,7 @@ top:
       poll_until = check_timers_noP(poll_until);
     }
 
+  idle_nop:
     // Free pages back to the kernel while idle; wake up to go on with it.
     int64_t purge_at = mcache_idle_purge();
     if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
@@ -551,7 +552,14 @@ top:
       P* p2 = pidleget();
       sched.lock.unlock();
       if (!p2) {
+        bool none = q.empty();
         inject_glist(q);
+        // Woken to return free pages and no P to be had (every P's
+        // goroutine runs or sits in a blocking call): do it without one.
+        if (none && mcache_purge_due()) {
+          poll_until = check_timers_noP(0);
+          goto idle_nop;
+        }
       } else {
         acquirep(p2);
         if (!q.empty()) {
