@@ -54,15 +54,16 @@ struct AllocCtx {
 // (MariaDB after 3,000 connections closed: 2.6 GiB; glibc munmaps a large
 // block at free). So an M about to sleep (find_runnable, without its P)
 // asks jemalloc to decay, at most once per kPurgePeriodNs for the whole
-// process, and while free pages remain it returns the time it should ask
-// again: the M sleeps in netpoll until then at the latest. No allocator
+// process, and until a decay period (plus 2 s) has passed since an M last
+// came here after running goroutines (`active`) it returns the time it
+// should ask again: the M sleeps in netpoll until then at the latest. No allocator
 // lock is taken on sysmon (a holder parked by a program signal handler
 // would stop it) and no kernel thread is added.
 // An M woken for that which finds no P asks anyway (its P's goroutine may
 // sit in a long blocking call, e.g. waitpid).
 // On g0, Without P, no runtime locks. Returns 0 or the next asking time
 // (nanotime).
-int64_t mcache_idle_purge();
+int64_t mcache_idle_purge(bool active);
 // Whether an ask is due now. Any thread.
 bool mcache_purge_due();
 

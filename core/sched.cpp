@@ -436,6 +436,7 @@ G* find_runnable(bool* inherit) {
   GOSHIM_ON_G0();
   GOSHIM_WITH_P();
   M* mp = getg()->m;
+  bool ran_g = true;  // called after a G ran (or the M started): see mcache_idle_purge
 top:
   P* pp = mp->p;
   *inherit = false;
@@ -528,7 +529,8 @@ top:
 
   idle_nop:
     // Free pages back to the kernel while idle; wake up to go on with it.
-    int64_t purge_at = mcache_idle_purge();
+    int64_t purge_at = mcache_idle_purge(ran_g);
+    ran_g = false;
     if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
 
     // Sleep in netpoll until the earliest timer (or an fd event).
