@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <new>
 
 #include "arch/arch.hpp"
