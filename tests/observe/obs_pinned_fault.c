@@ -4,7 +4,7 @@
  * (a saved frame pointer a little higher on the same stack, then a
  * "return address") whose return address points into a page that cannot
  * be read (PROT_NONE): a program's stack holds any values. Main ends the block after
- * about 400 ms. For GOSHIM_DEBUG=pinned=MS: the report's backtrace reads
+ * about a second. For GOSHIM_DEBUG=pinned=MS: the report's backtrace reads
  * this stack while the thread is blocked, and reading it must never crash
  * the program. */
 #include <pthread.h>
@@ -47,7 +47,7 @@ int main(void) {
   if (inline_syscall3(SYS_pipe2, (long)pfd, 0, 0) != 0) return 1;
   pthread_t t;
   pthread_create(&t, NULL, stuck_with_odd_stack, NULL);
-  struct timespec ts = {0, 400 * 1000 * 1000};
+  struct timespec ts = {1, 0};
   nanosleep(&ts, NULL);
   printf("main ran\n");
   fflush(stdout);

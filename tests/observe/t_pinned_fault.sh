@@ -11,7 +11,7 @@
 
 for procs in 1 2; do
   timeout -s KILL 20 env LD_PRELOAD="$LIB" GOSHIM_MAXPROCS=$procs \
-    GOSHIM_DEBUG=pinned=100 "$BIN/obs_pinned_fault" >"$T/out" 2>"$T/err"
+    GOSHIM_DEBUG=pinned=300 "$BIN/obs_pinned_fault" >"$T/out" 2>"$T/err"
   rc=$?
   [ $rc = 0 ] || fail "p$procs: exit status $rc"
   contains "$T/out" '^joined ok$' "p$procs: the blocked thread got its byte"
