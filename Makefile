@@ -315,7 +315,7 @@ preload: deps all $(PRE_BIN) $(UNIT_DEPS)
 	  OBJDUMP=$(CROSS)objdump \
 	  tests/run_preload.sh $(BUILD)
 
-observe: deps all $(OBS_BIN)
+observe: deps all $(OBS_BIN) $(BUILD)/tests/preload/pshared_sem_exit
 	@tests/run_observe.sh $(BUILD)
 
 # Real programs (Debian's and tests/programs/src): tests/run_programs.sh.
