@@ -57,6 +57,16 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old);
 // Applies gp's mask (and alternate signal stack) to the current M if they
 // differ from what it has. On g0, before running gp.
 void signal_apply(M* mp, G* gp);
+// Signal context, on mp: whether this code runs on mp's alternate signal
+// stack (a G's sigaltstack, applied to mp).
+bool signal_on_altstack(M* mp);
+// Signal context: blocks every signal on mp's kernel thread (recorded, so
+// that the next signal_apply or signal_m_sleep sets the mask again).
+void signal_block_all(M* mp);
+// On g0: mp keeps no G's alternate signal stack. The last G's may hold a
+// live frame (a G preempted inside a signal handler running there, resumed
+// later on any M), and a signal taken on g0 must not be pushed over it.
+void signal_leave_altstack(M* mp);
 
 // The kernel mask a new M starts with, given the mask it inherited from
 // the thread that created it (the G that started it, or sysmon): that mask
