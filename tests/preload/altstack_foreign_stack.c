@@ -23,7 +23,7 @@
 #include <string.h>
 
 #define NT 4
-#define ITERS 60000000ul
+#define ITERS 20000000ul
 #define BUF (256 * 1024)
 #define FSTACK (16 * 1024)
 #define MARGIN 2048
