@@ -23,13 +23,17 @@
 #             (build/.../db_kill), restarts; error log as native's
 #   cxx       tests/programs/src/threads_cxx.cpp (C++20 threads/sync)
 #   rust      tests/programs/src/threads_rust.rs (std::thread/sync)
-#   scripts   Python threading/concurrent.futures and Perl ithreads
-#             (tests/programs/src/threads_py.py, threads_perl.pl)
+#   scripts   Python threading/concurrent.futures, Perl ithreads and Ruby
+#             threads (tests/programs/src/threads_py.py, threads_perl.pl,
+#             threads_ruby.rb)
 #   procpool  Python's ProcessPoolExecutor: forked workers on shared
 #             semaphores (tests/programs/src/procpool_py.py)
 #   sort      GNU sort --parallel=8, in memory and with temporary files
 #   memcached memcached -t 4 on a unix socket, 40 client threads
 #             (tests/programs/src/mc_client.py, native)
+#   erlang    beam.smp with 8 schedulers, dirty CPU and 10 dirty I/O
+#             schedulers (tests/programs/src/threads_erl.erl): 2,000
+#             processes, ETS, parallel file reads, timers
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -624,12 +628,14 @@ case_cxx() { case_own "$1" threads_cxx; }
 case_rust() { case_own "$1" threads_rust; }
 
 # ---- scripts ---------------------------------------------------------------
-# Interpreters' thread libraries: Python's threading/queue/concurrent.futures
-# and Perl's ithreads (tests/programs/src/threads_py.py, threads_perl.pl).
+# Interpreters' thread libraries: Python's threading/queue/concurrent.futures,
+# Perl's ithreads and Ruby's threads (tests/programs/src/threads_py.py,
+# threads_perl.pl, threads_ruby.rb).
 case_scripts() {
   local mode=$1 rc=0 r s
   need "$PY" perl || return 1
-  for s in "$PY threads_py.py" "perl threads_perl.pl"; do
+  need ruby || return 1
+  for s in "$PY threads_py.py" "perl threads_perl.pl" "ruby threads_ruby.rb"; do
     # shellcheck disable=SC2086
     run "$mode" 120 ${s% *} "$src/${s#* }" >"$D/r" 2>"$D/err" </dev/null
     r=$?
@@ -719,8 +725,42 @@ case_memcached() {
   return $rc
 }
 
+# ---- erlang ------------------------------------------------------------------
+# Erlang/OTP's runtime: its own scheduler threads, its JIT running Erlang
+# code with the stack pointer in the process heap (every thread has a
+# sigaltstack; a signal frame pushed anywhere else corrupts the heap).
+setup_erlang() {
+  mkdir -p "$work/erl" "$work/erl_files"
+  erlc -o "$work/erl" "$src/threads_erl.erl" || return 1
+  "$PY" - "$work/erl_files" <<'PYEOF'
+import random, sys
+r = random.Random(17)
+for i in range(100):
+    with open(f"{sys.argv[1]}/f{i:03}", "wb") as f:
+        f.write(r.randbytes(r.randint(1, 200000)))
+PYEOF
+}
+case_erlang() {
+  local mode=$1 r
+  need erl || return 1
+  run "$mode" 120 erl -noshell +S 8:8 +SDio 10 -pa "$work/erl" -run threads_erl main "$work/erl_files" \
+    >"$D/out" 2>"$D/err" </dev/null
+  r=$?
+  goshim_err "$mode" "$D/err" "erl" || return 1
+  [ $r = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
+  if grep -v '^TASKS ' "$D/err" | grep -q .; then
+    why "erl wrote on stderr: $(grep -v '^TASKS ' "$D/err" | head -n 3)"
+    return 1
+  fi
+  local line
+  line=$(grep '^TASKS ' "$D/err" | head -n 1)
+  # shellcheck disable=SC2086
+  set -- $line
+  check_tasks "$mode" "${2:-}" "${4:-0}"
+}
+
 # ---- driver ----------------------------------------------------------------
-CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached)
+CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
