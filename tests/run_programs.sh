@@ -34,6 +34,9 @@
 #   erlang    beam.smp with 8 schedulers, dirty CPU and 10 dirty I/O
 #             schedulers (tests/programs/src/threads_erl.erl): 2,000
 #             processes, ETS, parallel file reads, timers
+#   nginx     nginx's worker serving files through its thread pool (aio
+#             threads) to 400 connections held open, then 1,200 more
+#             requests, every byte checked (build/.../http_client)
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -759,8 +762,89 @@ case_erlang() {
   check_tasks "$mode" "${2:-}" "${4:-0}"
 }
 
+# ---- nginx -------------------------------------------------------------------
+# nginx (master + one worker process) serving files through its thread pool
+# (aio threads, 16 threads) to 400 connections held open at once, then 1,200
+# more requests (build/.../http_client, every byte checked); a graceful stop.
+NGX_THREADS=16
+setup_nginx() {
+  "$bin/http_client" gen "$work/ngx_files" "$HTTP_FILES"
+}
+case_nginx() {
+  local mode=$1 rc=0 port i
+  need nginx "$bin/http_client" || return 1
+  mkdir -p "$D/ngx/logs" "$D/ngx/tmp"
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  cat >"$D/ngx/nginx.conf" <<NGXEOF
+worker_processes 1;
+error_log $D/ngx/logs/error.log warn;
+pid $D/ngx/nginx.pid;
+thread_pool iopool threads=$NGX_THREADS max_queue=65536;
+events { worker_connections 2048; }
+http {
+  access_log off;
+  client_body_temp_path $D/ngx/tmp/body;
+  proxy_temp_path $D/ngx/tmp/proxy;
+  fastcgi_temp_path $D/ngx/tmp/fcgi;
+  uwsgi_temp_path $D/ngx/tmp/uwsgi;
+  scgi_temp_path $D/ngx/tmp/scgi;
+  sendfile off;
+  aio threads=iopool;
+  output_buffers 2 32k;
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:$port;
+    root $work/ngx_files;
+  }
+}
+NGXEOF
+  if ! start_bg "$mode" 180 "$D/server.out" "$D/server.err" nginx -p "$D/ngx" -c "$D/ngx/nginx.conf" \
+    -g 'daemon off;'; then
+    why "nginx did not start"
+    return 1
+  fi
+  local worker=""
+  for i in $(seq 400); do
+    worker=$(pgrep -P "$bgchild" | head -n 1)
+    [ -n "$worker" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    kill -0 "$bgchild" 2>/dev/null || break
+    worker=""
+    sleep 0.05
+  done
+  if [ -z "$worker" ]; then
+    why "nginx is not answering: $(head -n 3 "$D/server.err" "$D/ngx/logs/error.log" 2>/dev/null)"
+    stop_bg
+    return 1
+  fi
+  timeout -s KILL 150 "$bin/http_client" run "$port" "$worker" "$work/ngx_files" \
+    "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
+  [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+  kill -0 "$worker" 2>/dev/null || { why "the nginx worker died before the end"; rc=1; }
+  cpu_note "$worker" "the nginx worker"
+  # A graceful stop (SIGQUIT): the master waits for its worker, exits 0.
+  kill -QUIT "$bgchild" 2>/dev/null
+  local st=0
+  wait "$bg" || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "nginx exit status $st after SIGQUIT"; rc=1; }
+  goshim_err "$mode" "$D/server.err" nginx || rc=1
+  if [ -s "$D/server.err" ]; then
+    why "nginx wrote on stderr: $(head -n 3 "$D/server.err")"
+    rc=1
+  fi
+  if grep -E '\[(emerg|alert|crit|error)\]' "$D/ngx/logs/error.log" >/dev/null 2>&1; then
+    why "nginx logged errors: $(grep -E '\[(emerg|alert|crit|error)\]' "$D/ngx/logs/error.log" | head -n 3)"
+    rc=1
+  fi
+  # The worker's kernel threads with HTTP_HELD connections open and its
+  # pool's threads alive.
+  check_tasks "$mode" "$(sed -n 's/^TASKS //p' "$D/client.err")" "$NGX_THREADS" || rc=1
+  rm -rf "$D/ngx/tmp"
+  return $rc
+}
+
 # ---- driver ----------------------------------------------------------------
-CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang)
+CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
