@@ -37,6 +37,9 @@
 #   nginx     nginx's worker serving files through its thread pool (aio
 #             threads) to 400 connections held open, then 1,200 more
 #             requests, every byte checked (build/.../http_client)
+#   apache    Apache httpd's event MPM, one child of 500 worker threads: 400
+#             connections held open, then 1,200 more requests, every byte
+#             checked (build/.../http_client)
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -843,8 +846,90 @@ NGXEOF
   return $rc
 }
 
+# ---- apache ------------------------------------------------------------------
+# Apache httpd's event MPM: the parent forks one child of 500 worker threads
+# (and its listener); 400 connections held open at once, each on a worker
+# thread of its own, then 1,200 more requests (build/.../http_client, every
+# byte checked); a graceful stop.
+AP_THREADS=500
+case_apache() {
+  local mode=$1 rc=0 port i mods=/usr/lib/apache2/modules
+  need apache2 "$bin/http_client" || return 1
+  [ -f "$mods/mod_mpm_event.so" ] || { why "$mods/mod_mpm_event.so is missing (make deps)"; return 1; }
+  mkdir -p "$D/ap/logs"
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  local user=""
+  [ "$(id -u)" = 0 ] && user="User nobody
+Group $(id -gn nobody)"
+  cat >"$D/ap/httpd.conf" <<APEOF
+ServerRoot $D/ap
+ServerName localhost
+LoadModule mpm_event_module $mods/mod_mpm_event.so
+LoadModule authz_core_module $mods/mod_authz_core.so
+Listen 127.0.0.1:$port
+PidFile $D/ap/httpd.pid
+ErrorLog $D/ap/logs/error.log
+LogLevel warn
+$user
+StartServers 1
+ServerLimit 1
+ThreadLimit $AP_THREADS
+ThreadsPerChild $AP_THREADS
+MaxRequestWorkers $AP_THREADS
+MinSpareThreads 1
+MaxSpareThreads $AP_THREADS
+EnableSendfile off
+EnableMMAP off
+DocumentRoot $work/ngx_files
+<Directory $work/ngx_files>
+  Require all granted
+</Directory>
+APEOF
+  if ! APACHE_RUN_DIR=$D/ap APACHE_LOCK_DIR=$D/ap start_bg "$mode" 180 "$D/server.out" "$D/server.err" \
+    apache2 -d "$D/ap" -f "$D/ap/httpd.conf" -DFOREGROUND; then
+    why "apache2 did not start"
+    return 1
+  fi
+  local child=""
+  for i in $(seq 400); do
+    child=$(pgrep -P "$bgchild" | head -n 1)
+    [ -n "$child" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    kill -0 "$bgchild" 2>/dev/null || break
+    child=""
+    sleep 0.05
+  done
+  if [ -z "$child" ]; then
+    why "apache2 is not answering: $(head -n 3 "$D/server.err" "$D/ap/logs/error.log" 2>/dev/null)"
+    stop_bg
+    return 1
+  fi
+  timeout -s KILL 150 "$bin/http_client" run "$port" "$child" "$work/ngx_files" \
+    "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
+  [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+  kill -0 "$child" 2>/dev/null || { why "the apache2 child died before the end"; rc=1; }
+  cpu_note "$child" "the apache2 child"
+  # A graceful stop (SIGWINCH): the parent waits for its child, exits 0.
+  kill -WINCH "$bgchild" 2>/dev/null
+  local st=0
+  wait "$bg" || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "apache2 exit status $st after SIGWINCH"; rc=1; }
+  goshim_err "$mode" "$D/server.err" apache2 || rc=1
+  if [ -s "$D/server.err" ]; then
+    why "apache2 wrote on stderr: $(head -n 3 "$D/server.err")"
+    rc=1
+  fi
+  if grep -vE '\[[a-z_]+:notice\]' "$D/ap/logs/error.log" | grep -q .; then
+    why "apache2 logged more than notices: $(grep -vE '\[[a-z_]+:notice\]' "$D/ap/logs/error.log" | head -n 3)"
+    rc=1
+  fi
+  # The child's kernel threads with HTTP_HELD connections on worker threads.
+  check_tasks "$mode" "$(sed -n 's/^TASKS //p' "$D/client.err")" "$HTTP_HELD" || rc=1
+  return $rc
+}
+
 # ---- driver ----------------------------------------------------------------
-CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx)
+CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx apache)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
