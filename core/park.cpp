@@ -104,6 +104,7 @@ static void park_g0(void* arg) {
   GOSHIM_ON_G0();
   G* gp = (G*)arg;
   M* mp = gp->m;
+  signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
   cputime_out(gp);
   mcache_lend(gp);  // before gp is published
@@ -149,6 +150,7 @@ static void park_switch_post(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   G* next = getg();
+  signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   cputime_out(gp);  // before gp is published: a waker may run it elsewhere at once
   // This stack is next's: whatever unlockf calls that looks at
   // getg()->m (ready() puts on that M's P, the lock-order checker) must
@@ -292,6 +294,7 @@ void ready_list(GQueue& q) {
 static void gosched_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);
   cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
@@ -306,6 +309,7 @@ static void gosched_g0(void* arg) {
 static void gosched_global_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
   cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);

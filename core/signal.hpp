@@ -63,9 +63,12 @@ bool signal_on_altstack(M* mp);
 // Signal context: blocks every signal on mp's kernel thread (recorded, so
 // that the next signal_apply or signal_m_sleep sets the mask again).
 void signal_block_all(M* mp);
-// On g0: mp keeps no G's alternate signal stack. The last G's may hold a
-// live frame (a G preempted inside a signal handler running there, resumed
-// later on any M), and a signal taken on g0 must not be pushed over it.
+// On g0 (or on the next G's stack in a direct switch), before the G that
+// ran is published (parked, queued or exited): mp keeps no G's alternate
+// signal stack. Once published, that G may run on another M at once, even
+// on its alternate stack (a handler, or a frame it was preempted in), or
+// exit and have the stack freed; a signal mp takes (the preemption signal
+// is SA_ONSTACK) must not be pushed there.
 void signal_leave_altstack(M* mp);
 
 // The kernel mask a new M starts with, given the mask it inherited from
