@@ -92,7 +92,7 @@ static inline void chain_link(P* pp) {
     chain_link(mp->p);
   }
   trace_ev(TraceEv::GStart, gp);
-  signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
+  signal_apply_resume(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
 }
 

@@ -978,6 +978,26 @@ void signal_apply(M* mp, G* gp) {
   }
 }
 
+void signal_apply_resume(M* mp, G* gp) {
+  uintptr_t lo = (uintptr_t)gp->altstack.ss_sp;
+  if (__builtin_expect(!(gp->altstack.ss_flags & SS_DISABLE), 0) && gp->sched_sp > lo &&
+      gp->sched_sp <= lo + gp->altstack.ss_size) {
+    // gp resumes on its alternate stack, inside a handler: once that stack
+    // is installed, a signal taken here on g0 would be pushed at its top,
+    // over gp's live frames. Every signal stays blocked until gp's own
+    // rt_sigreturn (async_preempt set the mask in its frame) or its next
+    // signal_apply sets the mask.
+    signal_block_all(mp);
+    stack_t ss = gp->altstack;
+    if (mp->cur_altstack.ss_sp != ss.ss_sp || mp->cur_altstack.ss_size != ss.ss_size ||
+        (mp->cur_altstack.ss_flags & SS_DISABLE)) {
+      if (sys::raw2(SYS_sigaltstack, (long)&ss, 0) == 0) mp->cur_altstack = gp->altstack;
+    }
+    return;
+  }
+  signal_apply(mp, gp);
+}
+
 bool signal_on_altstack(M* mp) {
   if (mp->cur_altstack.ss_flags & SS_DISABLE) return false;
   uintptr_t sp = arch::get_sp(), lo = (uintptr_t)mp->cur_altstack.ss_sp;

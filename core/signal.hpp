@@ -57,6 +57,10 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old);
 // Applies gp's mask (and alternate signal stack) to the current M if they
 // differ from what it has. On g0, before running gp.
 void signal_apply(M* mp, G* gp);
+// On g0, about to run gp (execute): signal_apply, except that when gp
+// resumes on its own alternate stack every signal stays blocked (the
+// caller's g0 would otherwise take a signal at that stack's top).
+void signal_apply_resume(M* mp, G* gp);
 // Signal context, on mp: whether this code runs on mp's alternate signal
 // stack (a G's sigaltstack, applied to mp).
 bool signal_on_altstack(M* mp);
