@@ -111,7 +111,7 @@ all: $(LIB) $(LAUNCHER)
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
             procps time man-db util-linux stress-ng \
             git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev \
-            memcached perl
+            memcached perl ruby erlang-base nginx-light apache2
 # Packages only the benchmarks need (make deps-bench; make bench-db).
 BENCH_DEB_PKGS := sysbench golang-go
 deps:
@@ -315,7 +315,7 @@ preload: deps all $(PRE_BIN) $(UNIT_DEPS)
 	  OBJDUMP=$(CROSS)objdump \
 	  tests/run_preload.sh $(BUILD)
 
-observe: deps all $(OBS_BIN)
+observe: deps all $(OBS_BIN) $(BUILD)/tests/preload/pshared_sem_exit
 	@tests/run_observe.sh $(BUILD)
 
 # Real programs (Debian's and tests/programs/src): tests/run_programs.sh.

@@ -195,6 +195,9 @@ void parse_debug(const char* s) {
     } else if (strcmp(tok, "pinned") == 0) {
       ok = parse_int(val, 1, 3600000, &v);
       if (ok) config.pinned_ms = (int)v;
+    } else if (strcmp(tok, "quiesce") == 0) {
+      ok = parse_int(val, 0, 3600000, &v);
+      if (ok) config.quiesce_ms = (int)v;
     } else if (strcmp(tok, "dumpsignal") == 0) {
       int sig = parse_signal(val);
       ok = sig > 0;

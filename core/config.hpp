@@ -28,6 +28,9 @@ struct Config {
   int deadlock = 1;        // 0 off, 1 report once and keep waiting, 2 report and exit(2)
   int pinned_ms = 0;
   int dump_signal = 0;
+  // How long the end of the process waits for the shared-word watchers to
+  // pass on what they hold before it does it itself (sharedwatch.cpp).
+  int quiesce_ms = 1000;
 };
 
 extern Config config;

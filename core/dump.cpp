@@ -18,6 +18,8 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ucontext.h>
+#include <sys/uio.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 
 #include <initializer_list>
@@ -42,10 +44,15 @@ std::atomic<bool> requested{false};
 sigjmp_buf guard_buf;
 std::atomic<long> guard_tid{0};
 
-// Backtrace of a running G, written by its M in a signal handler.
+// Backtrace of a running G, written by its M in a signal handler. The
+// handler claims the request (running_target: gp -> kClaimed) before it
+// writes running_buf; the dumper withdraws an unanswered one the same way
+// (gp -> nullptr), so an answer arriving late (the M was descheduled) never
+// writes into the buffer, nor runs, while the dumper has moved on.
 char running_buf[4096];
 std::atomic<G*> running_target{nullptr};
 std::atomic<int> running_done{0};
+G* const kClaimed = (G*)1;
 
 constexpr int kMaxFrames = 48;
 
@@ -144,15 +151,26 @@ bool in_syscall(pid_t tid, uintptr_t* sp, uintptr_t* pc, long* nr) {
   return *sp && *pc;
 }
 
+// Reads n bytes at addr of this process without faulting
+// (process_vm_readv: an unmapped or unreadable address is an error, not a
+// signal). The words a stack scan looks at are whatever the program left
+// on its stack.
+bool read_quiet(uintptr_t addr, void* out, size_t n) {
+  struct iovec local = {out, n};
+  struct iovec remote = {(void*)addr, n};
+  return sys::raw6(SYS_process_vm_readv, sys::getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
+         (long)n;
+}
+
 // Whether ra looks like a return address: the bytes before it are a call
-// (call rel32, or call through a register or memory operand). May fault:
-// callers hold the dump's fault guard.
+// (call rel32, or call through a register or memory operand).
 bool after_call(uintptr_t ra) {
   if (ra < 4096) return false;
-  const uint8_t* p = (const uint8_t*)ra;
-  if (p[-5] == 0xE8) return true;
+  uint8_t p[7];  // the 7 bytes before ra: p[7 - len] is ra - len
+  if (!read_quiet(ra - 7, p, sizeof p)) return false;
+  if (p[7 - 5] == 0xE8) return true;
   for (int len : {2, 3, 4, 6, 7})
-    if (p[-len] == 0xFF && ((p[-len + 1] >> 3) & 7) == 2) return true;
+    if (p[7 - len] == 0xFF && ((p[7 - len + 1] >> 3) & 7) == 2) return true;
   return false;
 }
 
@@ -160,12 +178,16 @@ bool after_call(uintptr_t ra) {
 // /proc/self/task/TID/syscall does not give: the innermost frame record
 // (saved frame pointer above it on the stack, then a return address) at or
 // above sp. Frames whose unwind rules use the frame pointer (-O0 code)
-// need it; others ignore it. 0 if none is found below hi.
+// need it; others ignore it. 0 if none is found below hi. Never faults:
+// every word is read with read_quiet (the stack holds the program's
+// values; a pair that looked like a frame record with a "return address"
+// in an unmapped page crashed the dump: the fault guard is not a design).
 uintptr_t guess_frame_pointer(uintptr_t sp, uintptr_t hi) {
   for (uintptr_t a = sp; a + 16 <= hi && a < sp + 64 * 1024; a += 8) {
-    uintptr_t saved = *(const uintptr_t*)a;
-    if (saved > a && saved < hi && (saved & 7) == 0 && after_call(*(const uintptr_t*)(a + 8)))
-      return a;
+    uintptr_t rec[2];
+    if (!read_quiet(a, rec, sizeof rec)) return 0;
+    uintptr_t saved = rec[0];
+    if (saved > a && saved < hi && (saved & 7) == 0 && after_call(rec[1])) return a;
   }
   return 0;
 }
@@ -261,8 +283,14 @@ void dump_one(int fd, G* gp) {
         struct timespec ts = {0, 250000};
         sys::nanosleep(&ts, nullptr);
       }
-      running_target.store(nullptr, std::memory_order_release);
-      if (running_done.load())
+      G* want = gp;
+      if (!running_target.compare_exchange_strong(want, nullptr, std::memory_order_acq_rel)) {
+        // Claimed by its M: the answer is being written; it finishes
+        // (a bounded unwind on a running thread).
+        while (!running_done.load(std::memory_order_acquire)) sys::sched_yield();
+        running_target.store(nullptr, std::memory_order_release);
+      }
+      if (running_done.load(std::memory_order_acquire))
         len += rawfmt(buf + len, sizeof buf - len, "%s", running_buf);
       else
         len += rawfmt(buf + len, sizeof buf - len, "  (no backtrace: its thread did not answer)\n");
@@ -327,8 +355,12 @@ bool dump_fault_guard() {
 }
 
 void dump_capture_running(G* gp, void* ucontext) {
-  if (running_target.load(std::memory_order_acquire) != gp) return;
-  guard_tid.store(0, std::memory_order_relaxed);
+  // Only the request for gp still outstanding. (The fault guard belongs to
+  // the dumping thread: this handler used to clear it, so that a late
+  // answer disarmed the guard of the dumper's next stack read, which then
+  // crashed the program on a fault.)
+  G* want = gp;
+  if (!running_target.compare_exchange_strong(want, kClaimed, std::memory_order_acq_rel)) return;
   unw_cursor_t c;
   size_t len = 0;
   if (unw_init_local2(&c, (unw_context_t*)ucontext, UNW_INIT_SIGNAL_FRAME) == 0)

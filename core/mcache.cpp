@@ -2,6 +2,9 @@
 #include "core/mcache.hpp"
 
 #include <stddef.h>
+#include <sys/types.h>
+
+#include "syscalls/sys.hpp"
 
 // jemalloc's (weak: the unit tests link core/ without jemalloc, and then
 // there is no cache to make).
@@ -38,6 +41,57 @@ void mcache_destroy(M* mp) {
   mp->tcache.store(-2, std::memory_order_release);
   unsigned u = (unsigned)ind;
   mallctl("tcache.destroy", nullptr, nullptr, &u, sizeof u);
+}
+
+namespace {
+constexpr int64_t kPurgePeriodNs = 1000 * 1000 * 1000;
+std::atomic<int64_t> purge_next{0};   // nanotime of the next ask
+std::atomic<int64_t> purge_until{0};  // asks stop then: nothing freed before is left
+std::atomic<int64_t> purge_window{-2};  // dirty_decay_ms + 2 s in ns; -1: never; -2: unread
+}  // namespace
+
+int64_t mcache_idle_purge(bool active) {
+  if (!mallctl) return 0;
+  int64_t win = purge_window.load(std::memory_order_relaxed);
+  if (win == -2) {
+    ssize_t ms = -1;
+    size_t len = sizeof ms;
+    bool bg = false;
+    size_t blen = sizeof bg;
+    // jemalloc's background threads (MALLOC_CONF=background_thread:true)
+    // purge by themselves, and then it ignores this.
+    if (mallctl("arenas.dirty_decay_ms", &ms, &len, nullptr, 0) != 0 || ms < 0 ||
+        (mallctl("background_thread", &bg, &blen, nullptr, 0) == 0 && bg))
+      win = -1;
+    else
+      win = (int64_t)ms * 1000 * 1000 + 2 * kPurgePeriodNs;
+    purge_window.store(win, std::memory_order_relaxed);
+  }
+  if (win < 0) return 0;
+  int64_t now = sys::nanotime();
+  int64_t until = purge_until.load(std::memory_order_relaxed);
+  // Goroutines ran since this M last looked: what they freed is all
+  // returned by a decay period from now.
+  while (active && until < now + win &&
+         !purge_until.compare_exchange_weak(until, now + win, std::memory_order_relaxed)) {
+  }
+  if (active && until < now + win) until = now + win;
+  if (now >= until) return 0;
+  int64_t next = purge_next.load(std::memory_order_relaxed);
+  if (now < next || !purge_next.compare_exchange_strong(next, now + kPurgePeriodNs,
+                                                        std::memory_order_relaxed)) {
+    // Another M asks, or asked less than a period ago.
+    return purge_next.load(std::memory_order_relaxed);
+  }
+  // Every arena (4096: MALLCTL_ARENAS_ALL): purge what the decay curve
+  // says is due now. (No statistics: refreshing them walks every thread
+  // cache of every arena.)
+  mallctl("arena.4096.decay", nullptr, nullptr, nullptr, 0);
+  return now + kPurgePeriodNs;
+}
+
+bool mcache_purge_due() {
+  return mallctl && sys::nanotime() >= purge_next.load(std::memory_order_relaxed);
 }
 
 void thread_cache_enable() {

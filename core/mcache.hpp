@@ -45,6 +45,28 @@ struct AllocCtx {
   int flags;  // for mallocx and friends; 0: the thread's automatic cache
 };
 
+// Free pages go back to the kernel while the process idles (Go's
+// scavenger): jemalloc returns a freed extent's pages (its dirty pages)
+// along a decay curve (dirty_decay_ms, 10 s), but only when asked, which
+// it does every 1,000 allocations a thread makes. A goroutine counts its
+// own (jemalloc's thread state is per goroutine), so a server that goes
+// idle after a burst kept every page its connections had freed, for good
+// (MariaDB after 3,000 connections closed: 2.6 GiB; glibc munmaps a large
+// block at free). So an M about to sleep (find_runnable, without its P)
+// asks jemalloc to decay, at most once per kPurgePeriodNs for the whole
+// process, and until a decay period (plus 2 s) has passed since an M last
+// came here after running goroutines (`active`) it returns the time it
+// should ask again: the M sleeps in netpoll until then at the latest. No allocator
+// lock is taken on sysmon (a holder parked by a program signal handler
+// would stop it) and no kernel thread is added.
+// An M woken for that which finds no P asks anyway (its P's goroutine may
+// sit in a long blocking call, e.g. waitpid).
+// On g0, Without P, no runtime locks. Returns 0 or the next asking time
+// (nanotime).
+int64_t mcache_idle_purge(bool active);
+// Whether an ask is due now. Any thread.
+bool mcache_purge_due();
+
 int mcache_create(M* mp);        // the M's cache index, or -1 (none to be had)
 void mcache_destroy(M* mp);      // on the M's own thread, at its end
 void thread_cache_enable();      // a kernel thread's automatic cache, once

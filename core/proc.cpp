@@ -25,9 +25,11 @@
 //
 // pthread_t == tp + tls::L.pd, so pthread_t -> G is arithmetic plus a range check, and
 // a pointer into the arena is always readable (slots are never unmapped).
-// Slots are recycled through per-P free lists and a global one; the pages
-// of a slot stack that sat on the global list for a while go back to the
-// kernel (gfree_scavenge).
+// Slots are recycled through per-P free lists and a global one. A G's end
+// gives back its stack's pages below the exit frames, less glibc's
+// PTHREAD_STACK_MIN (stack_release_unused, as glibc's start_thread), and
+// the rest of a slot stack that sat on the global list for a while goes
+// back too (gfree_scavenge).
 #include "core/proc.hpp"
 #include "core/rtlock.hpp"
 
@@ -235,11 +237,18 @@ void goexit_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   P* pp = mp->p;
+  signal_leave_altstack(mp);  // the exited G's stack may be freed at once (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Exit);
   cputime_out(gp);
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->rt_locked = false;
+  // As glibc's start_thread: the stack's pages below the exit frames (less
+  // glibc's PTHREAD_STACK_MIN) go back to the kernel before the stack waits
+  // on a free list or in a pool (a slot stack stays with its G). Not a
+  // program's own stack.
+  if (!gp->is_main() && !(gp->flags & kGFlagUserStack))
+    stack_release_unused(gp->stack, gp->sched_sp);
   // The block is dead and hot in this CPU's cache: reset it here rather
   // than at the next create, which may run on another CPU.
   if (!gp->is_main()) gp->block_clean = tls::block_clean_at_exit(gp->tp);

@@ -288,6 +288,10 @@ namespace goshim::real {
   X(_thread_db_pthread_cancelhandling, const uint32_t*, Any, "GLIBC_PRIVATE", 234)                 \
   X(_thread_db_pthread_report_events, const uint32_t*, Any, "GLIBC_PRIVATE", 234)                  \
   X(_thread_db_link_map_l_tls_offset, const uint32_t*, Any, "GLIBC_PRIVATE", 234)                  \
+  X(_thread_db_rtld_global__dl_stack_used, const uint32_t*, Any, "GLIBC_PRIVATE", 234)             \
+  X(_thread_db_rtld_global__dl_stack_user, const uint32_t*, Any, "GLIBC_PRIVATE", 234)             \
+  X(_thread_db_list_t_next, const uint32_t*, Any, "GLIBC_PRIVATE", 234)                            \
+  X(_rtld_global, char*, Any, "GLIBC_PRIVATE", 0)                                                  \
   /* public data and functions found wherever they are defined */                                  \
   /* the process allocator: goshim's jemalloc, unless the executable (or a  \
      library before libgoshim.so) defines its own; glibc allocates with it */ \

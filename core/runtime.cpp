@@ -218,7 +218,9 @@ bool newm_retry_due() {
   return sys::nanotime() >= newm_retry_at.load(std::memory_order_relaxed);
 }
 
-// Without a P, not on g0 necessarily; takes sched.lock to give pp back.
+// pp is an idle P handed to the new M (never the caller's own: the caller
+// may hold a P of its own or none, and may or may not be on g0); on
+// failure takes sched.lock to give pp back.
 void newm(P* pp, bool spinning) {
   if (!newm_context_ok()) {
     newm_release(pp, spinning, nullptr);

@@ -436,6 +436,7 @@ G* find_runnable(bool* inherit) {
   GOSHIM_ON_G0();
   GOSHIM_WITH_P();
   M* mp = getg()->m;
+  bool ran_g = true;  // called after a G ran (or the M started): see mcache_idle_purge
 top:
   P* pp = mp->p;
   *inherit = false;
@@ -526,6 +527,12 @@ top:
       poll_until = check_timers_noP(poll_until);
     }
 
+  idle_nop:
+    // Free pages back to the kernel while idle; wake up to go on with it.
+    int64_t purge_at = mcache_idle_purge(ran_g);
+    ran_g = false;
+    if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
+
     // Sleep in netpoll until the earliest timer (or an fd event).
     if ((netpoll_any_waiters() || poll_until != 0) &&
         sched.lastpoll.exchange(0, std::memory_order_seq_cst) != 0) {
@@ -547,7 +554,14 @@ top:
       P* p2 = pidleget();
       sched.lock.unlock();
       if (!p2) {
+        bool none = q.empty();
         inject_glist(q);
+        // Woken to return free pages and no P to be had (every P's
+        // goroutine runs or sits in a blocking call): do it without one.
+        if (none && mcache_purge_due()) {
+          poll_until = check_timers_noP(0);
+          goto idle_nop;
+        }
       } else {
         acquirep(p2);
         if (!q.empty()) {
@@ -573,6 +587,7 @@ void schedule() {
   GOSHIM_CHECK(getg()->is_g0(), "schedule: not on g0");
   GOSHIM_CHECK(mp->locks.load(std::memory_order_relaxed) == 0, "schedule: holding locks");
   GOSHIM_NO_LOCKS("schedule");
+  signal_leave_altstack(mp);
   if (__builtin_expect(mp->p->retired.load(std::memory_order_acquire), 0)) {
     // Sysmon gave this P's work to a replacement while this M was stuck in
     // the kernel. Retire it and find another P (or stop).

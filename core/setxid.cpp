@@ -8,16 +8,22 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <new>
 
 #include "arch/arch.hpp"
 #include "core/lock.hpp"
 #include "core/privfd.hpp"
 #include "core/rawlog.hpp"
+#include "core/real.hpp"
+#include "core/tls.hpp"
 #include "syscalls/sys.hpp"
+
+#include <sys/uio.h>
 
 namespace goshim {
 
@@ -26,14 +32,34 @@ namespace {
 constexpr int kSigSetxid = 33;  // glibc's SIGSETXID: programs cannot install it
 constexpr unsigned long kSaRestorer = 0x04000000;
 
+constexpr long kTidLimit = 1L << 22;  // PID_MAX_LIMIT on 64-bit
+
 struct Cmd {
   long nr, a0, a1, a2;
   long expect;                   // the caller's result
-  std::atomic<int32_t> pending;  // handlers still to run (futex word)
+  std::atomic<int32_t> pending;  // signalled threads not yet accounted for (futex word)
   std::atomic<int32_t> failed;   // a handler's result differed
+  // Bitmaps over every possible tid (kTidLimit bits each, touched only
+  // where tids are): signalled by this broadcast; accounted for (its
+  // handler ran, or it was found gone or out of reach; set by whoever
+  // accounts for it first, so that pending drops once per thread).
+  std::atomic<uint64_t>* sent;
+  std::atomic<uint64_t>* acked;
 };
 
+// Claims tid's bit in map; true if this call set it.
+bool claim(std::atomic<uint64_t>* map, long tid) {
+  uint64_t b = 1ull << (tid % 64);
+  return !(map[tid / 64].fetch_or(b, std::memory_order_acq_rel) & b);
+}
+bool has(std::atomic<uint64_t>* map, long tid) {
+  return map[tid / 64].load(std::memory_order_acquire) >> (tid % 64) & 1;
+}
+
 Cmd* volatile current;  // the broadcast in progress
+// Handlers between their load of current and their last use of it: the
+// broadcaster's Cmd lives on its stack, so it waits for them to leave.
+std::atomic<int32_t> inside{0};
 Mutex setxid_lock{LockRank::Setxid};  // serializes broadcasts
 // Readers-writer gate between M creation (shared) and broadcasts
 // (exclusive): a thread created during a broadcast would miss it. A
@@ -52,15 +78,98 @@ struct KernelSigaction {
   uint64_t mask;
 };
 
+// Makes no libc call and touches no TLS: it may run on a thread of the
+// process that libc never set up (one made with a raw clone).
 void handler(int, siginfo_t*, void*) {
-  int saved = errno;
+  inside.fetch_add(1, std::memory_order_seq_cst);
   Cmd* c = current;
   if (c) {
     long r = sys::raw3(c->nr, c->a0, c->a1, c->a2);
     if (r != c->expect) c->failed.store(1, std::memory_order_relaxed);
-    if (c->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) sys::futex_wake(&c->pending, 1);
+    long tid = sys::gettid();
+    // A signal of an earlier broadcast handled only now (the thread had
+    // it blocked) applies this one's change too, but only this one's own
+    // signal accounts for the thread.
+    if (tid > 0 && tid < kTidLimit && has(c->sent, tid) && claim(c->acked, tid) &&
+        c->pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      sys::futex_wake(&c->pending, 1);
   }
-  errno = saved;
+  inside.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+// ---- the threads glibc's own broadcast signals ------------------------------
+//
+// glibc's setuid & co. (nptl/nptl_setxid.c) signal exactly the threads on
+// its two thread lists (GL(dl_stack_used), GL(dl_stack_user): every thread
+// pthread_create made, and the main thread) and wait for each of them
+// without bound. A kernel thread of the process that glibc did not create
+// (a raw clone: a JIT's or a static runtime's thread, qemu-user's own
+// threads under emulation) is neither signalled nor waited for. The lists
+// are read here through libthread_db's descriptors (the offsets a debugger
+// uses: _thread_db_rtld_global__dl_stack_used/_user, list_t's next,
+// struct pthread's list and tid), every word with process_vm_readv: they
+// are read without glibc's lock, so a list changing under the walk ends
+// it early at worst (the walk is bounded), never faults.
+
+bool read_word(uintptr_t addr, uintptr_t* out) {
+  struct iovec local = {out, sizeof *out};
+  struct iovec remote = {(void*)addr, sizeof *out};
+  return sys::raw6(SYS_process_vm_readv, sys::getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
+         (long)sizeof *out;
+}
+
+// Marks in map the tid of every thread on glibc's lists. False if the
+// descriptors are missing or a list could not be walked to its end.
+bool glibc_threads(std::atomic<uint64_t>* map) {
+  const uint32_t* used = real::lazy::_thread_db_rtld_global__dl_stack_used();
+  const uint32_t* user = real::lazy::_thread_db_rtld_global__dl_stack_user();
+  const uint32_t* next = real::lazy::_thread_db_list_t_next();
+  char* rg = real::lazy::_rtld_global();
+  if (!used || !user || !next || !rg) return false;
+  bool complete = true;
+  for (const uint32_t* d : {used, user}) {
+    uintptr_t head = (uintptr_t)rg + d[2];  // {bits, count, offset}
+    uintptr_t e = head;
+    int steps = 0;
+    for (;;) {
+      uintptr_t n;
+      if (!read_word(e + next[2], &n) || ++steps > 100000) {
+        complete = false;
+        break;
+      }
+      if (n == head) break;
+      e = n;
+      // e is the list member of a struct pthread: tp is e - L.list.
+      uintptr_t w;
+      if (!read_word(e - tls::L.list + tls::L.tid, &w)) {
+        complete = false;
+        break;
+      }
+      long tid = (long)(int32_t)(uint32_t)w;
+      if (tid > 0 && tid < kTidLimit) map[tid / 64].fetch_or(1ull << (tid % 64));
+    }
+  }
+  return complete;
+}
+
+// What /proc/self/task/TID/status says of a signalled thread that has not
+// run the handler yet.
+enum class Reach { Gone, Blocked, Stopped, Other };
+
+Reach reach_of(long tid) {
+  char path[64], buf[2048];
+  rawfmt(path, sizeof path, "/proc/self/task/%ld/status", tid);
+  long n = privfd_read(path, buf, sizeof buf);
+  if (n <= 0) return Reach::Gone;
+  const char* st = strstr(buf, "\nState:\t");
+  if (st && (st[8] == 'T' || st[8] == 't')) return Reach::Stopped;
+  if (st && (st[8] == 'Z' || st[8] == 'X')) return Reach::Gone;
+  const char* blk = strstr(buf, "\nSigBlk:\t");
+  if (blk) {
+    uint64_t m = strtoull(blk + 9, nullptr, 16);
+    if (m >> (kSigSetxid - 1) & 1) return Reach::Blocked;
+  }
+  return Reach::Other;
 }
 
 struct linux_dirent64 {
@@ -157,40 +266,94 @@ long setxid_all(long nr, long a0, long a1, long a2) {
   c.a2 = a2;
   c.expect = r;
   c.failed.store(0);
-  current = &c;
-  // Signal every thread; list again until no new thread shows up (one
-  // created by a foreign thread meanwhile would otherwise be missed). The
-  // threads done so far: a bitmap over every possible tid (PID_MAX_LIMIT,
-  // 2^22 on 64-bit: 512 KiB of address space, touched only where tids
+  c.pending.store(0);
+  // Three bitmaps over every possible tid: sent, acked, and the threads
+  // glibc knows (512 KiB of address space each, touched only where tids
   // are).
-  constexpr long kTidLimit = 1L << 22;
-  uint64_t* done = (uint64_t*)sys::mmap(nullptr, kTidLimit / 8, PROT_READ | PROT_WRITE,
-                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (done == MAP_FAILED) {
+  constexpr size_t kMap = kTidLimit / 8;
+  void* maps = sys::mmap(nullptr, 3 * kMap, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (maps == MAP_FAILED) {
     broadcasting.store(false, std::memory_order_release);
     fatal("a credential change succeeded in one thread and cannot reach the others (no memory)");
   }
+  c.sent = (std::atomic<uint64_t>*)maps;
+  c.acked = (std::atomic<uint64_t>*)((char*)maps + kMap);
+  std::atomic<uint64_t>* glibc = (std::atomic<uint64_t>*)((char*)maps + 2 * kMap);
+  bool glibc_known = false;  // the lists were read (else every thread counts as glibc's)
+  current = &c;
+  // Signal every thread; list again until no new thread shows up (one
+  // created by a foreign thread meanwhile would otherwise be missed).
+  // Every thread glibc would signal is waited for, as glibc does (a
+  // thread that blocks SIGSETXID there stays a hang, as natively). A
+  // thread glibc does not know (raw clone) is changed too when it can run
+  // the handler, but never waited for where glibc would not wait: gone,
+  // stopped, or blocking SIGSETXID (qemu-user's RCU thread, a runtime's
+  // signal-masked helper), it is left as glibc leaves it. Whether the
+  // signalled threads are in one of these states is looked at whenever
+  // the wait makes no progress for a while (a poll: a thread accounted
+  // for by it was out of reach when looked at, whatever the timing).
   bool more = true;
   long pid = sys::getpid();
   while (more) {
     more = false;
-    c.pending.store(0);
+    long listed_tids[256];
+    int nlisted = 0;
+    bool overflow = false;
     bool listed = for_each_thread([&](long tid) {
-      if (tid <= 0 || tid >= kTidLimit || (done[tid / 64] >> (tid % 64) & 1)) return;
+      if (tid <= 0 || tid >= kTidLimit || has(c.sent, tid)) return;
       c.pending.fetch_add(1);
+      claim(c.sent, tid);  // before the signal: its handler looks for it
       if (sys::tgkill(pid, tid, kSigSetxid) != 0) {
-        c.pending.fetch_sub(1);  // it exited meanwhile
+        if (claim(c.acked, tid)) c.pending.fetch_sub(1);  // it exited meanwhile
         return;
       }
-      done[tid / 64] |= 1ull << (tid % 64);
+      if (nlisted < 256)
+        listed_tids[nlisted++] = tid;
+      else
+        overflow = true;
       more = true;
     });
     if (!listed) fatal("setxid: cannot list /proc/self/task");
+    int64_t poll_ns = 10 * 1000000;
     int32_t p;
-    while ((p = c.pending.load(std::memory_order_acquire)) != 0) sys::futex_wait(&c.pending, (uint32_t)p, nullptr);
+    while ((p = c.pending.load(std::memory_order_acquire)) != 0) {
+      struct timespec ts = {0, (long)poll_ns};
+      long w = sys::futex_wait(&c.pending, (uint32_t)p, &ts);
+      if (w != -ETIMEDOUT || c.pending.load(std::memory_order_acquire) != p) continue;
+      // No progress: look at the threads of this pass that have not run
+      // the handler (a pass with more than 256 new threads looks at all
+      // of /proc/self/task).
+      if (!glibc_known) glibc_known = glibc_threads(glibc);
+      auto look = [&](long tid) {
+        if (tid <= 0 || tid >= kTidLimit || !has(c.sent, tid) || has(c.acked, tid)) return;
+        Reach how = reach_of(tid);
+        bool account = how == Reach::Gone ||
+                       (glibc_known && !has(glibc, tid) && how != Reach::Other);
+        if (account && claim(c.acked, tid) &&
+            c.pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
+          sys::futex_wake(&c.pending, 1);
+      };
+      if (overflow) {
+        // More than 256 new threads in this pass: look at all of
+        // /proc/self/task (reach_of reads through the privfd thread, so
+        // not from inside for_each_thread's function, which runs there).
+        static long all[4096];  // under setxid_lock
+        int nall = 0;
+        if (!for_each_thread([&](long tid) {
+              if (nall < 4096) all[nall++] = tid;
+            }))
+          fatal("setxid: cannot list /proc/self/task");
+        for (int i = 0; i < nall; i++) look(all[i]);
+      } else {
+        for (int i = 0; i < nlisted; i++) look(listed_tids[i]);
+      }
+      if (poll_ns < 200 * 1000000) poll_ns *= 2;
+    }
   }
-  sys::munmap(done, kTidLimit / 8);
   current = nullptr;
+  while (inside.load(std::memory_order_seq_cst) != 0) sys::sched_yield();
+  sys::munmap(maps, 3 * kMap);
   broadcasting.store(false, std::memory_order_release);
   if (c.failed.load()) fatal("a credential change succeeded in one thread and failed in another");
   return r;

@@ -89,6 +89,7 @@
 #include <atomic>
 #include <new>
 
+#include "core/config.hpp"
 #include "core/contract.hpp"
 #include "core/lock.hpp"
 #include "core/ownthread.hpp"
@@ -432,9 +433,20 @@ void watch_quiesce() {
     sys::futex_wake(&w->ctl, 1);
   }
   // Each watcher acknowledges within one round. A watcher that is not
-  // scheduled (the machine is loaded, or it is stopped) is waited for at
-  // most about a second in all: the process ends regardless.
-  int64_t end = sys::nanotime() + 1000000000;
+  // scheduled within about a second in all (GOSHIM_DEBUG=quiesce=MS; the
+  // machine is loaded, or it
+  // is stopped) may hold a wake it took from the kernel and not passed on
+  // yet, and it may still be queued on its words. Its words then get
+  // every waiter woken from here (FUTEX_WAKE of all, in every process):
+  // that takes the watcher off each word's queue (it cannot take a later
+  // wake: quiescing keeps it from sleeping on a word again), and every
+  // other process's waiter, woken, looks at the word again, so whatever
+  // wake the watcher held reaches its waiter (a spurious wake-up for the
+  // others, which futex users allow). No wake is lost, and the process
+  // ends without waiting longer. The slot list is read without wlock
+  // (this may run in a signal handler that interrupted its holder): a
+  // stale address gets a harmless wake, an unmapped one EFAULT.
+  int64_t end = sys::nanotime() + (int64_t)config.quiesce_ms * 1000000;
   for (int i = 0; i < n; i++) {
     Watcher* w = &watchers[i];
     // A watcher still starting never slept on a word; once running it
@@ -442,7 +454,13 @@ void watch_quiesce() {
     if (w->failed || w->starting.load(std::memory_order_seq_cst)) continue;
     while (w->quiet.load(std::memory_order_seq_cst) == 0) {
       int64_t left = end - sys::nanotime();
-      if (left <= 0) return;
+      if (left <= 0) {
+        for (int k = 0; k < kSlots; k++) {
+          const uint32_t* a = __atomic_load_n(&w->slots[k].addr, __ATOMIC_ACQUIRE);
+          if (a) sys::futex_wake_shared(a, INT_MAX);
+        }
+        break;
+      }
       struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
       sys::futex_wait(&w->quiet, 0, &ts);
     }

@@ -45,6 +45,18 @@ struct Class {
   int32_t n = 0;  // warm + cold
 };
 
+Mutex pool_lock{LockRank::StackPool};
+Class classes[kClasses];
+// The stacks in the classes. Like glibc's stack cache (40 MiB of stacks,
+// __nptl_stack_cache_maxsize), the pool is bounded, so that thousands of
+// exited threads leave no memory behind: a stack freed while it holds
+// kPoolMaxStacks is unmapped (a cold one first). Bounded by count, not
+// size: what a pooled stack costs is the few pages it keeps resident
+// (stack_release_unused's, or the top one once cold), at most ~5 MiB for
+// the pool, whatever the stack size (glibc's 40 MiB is 5 default stacks).
+constexpr int32_t kPoolMaxStacks = 256;
+int32_t pool_n = 0;
+
 // Locks held: pool_lock. Pops a stack of class c (warm first).
 FreeStack* class_pop(Class* c) {
   FreeStack* f = c->head;
@@ -53,11 +65,12 @@ FreeStack* class_pop(Class* c) {
   } else if ((f = c->cold)) {
     c->cold = f->next;
   }
-  if (f) c->n--;
+  if (f) {
+    c->n--;
+    pool_n--;
+  }
   return f;
 }
-Mutex pool_lock{LockRank::StackPool};
-Class classes[kClasses];
 
 // Pooled stacks idle for kScavengeAfterNs give their pages back (all but
 // the top one, which holds the pool's descriptor); sysmon looks every
@@ -156,6 +169,7 @@ size_t page_size() { return g_page; }
 void stack_after_fork() {
   pool_lock.reset();
   for (Class& c : classes) c = Class{};
+  pool_n = 0;
 }
 size_t default_stack_size() { return g_default_size.load(std::memory_order_relaxed); }
 void set_default_stack_size(size_t size) {
@@ -163,6 +177,39 @@ void set_default_stack_size(size_t size) {
 }
 size_t default_guard_size() { return g_page; }
 bool stack_guard_is_madvise() { return g_guard_madvise.load(std::memory_order_relaxed); }
+
+// Whether the page at p (page aligned, readable) holds only zeros.
+static bool page_is_zero(uintptr_t p) {
+  const uint64_t* w = (const uint64_t*)p;
+  size_t n = g_page / sizeof(uint64_t);
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t x = w[i] | w[i + 1] | w[i + 2] | w[i + 3] | w[i + 4] | w[i + 5] | w[i + 6] | w[i + 7];
+    if (x) return false;
+  }
+  return true;
+}
+
+void stack_release_unused(const Stack& s, uintptr_t sp) {
+  uintptr_t pm = g_page - 1;
+  if (sp <= s.lo || sp > s.hi) return;  // not on this stack
+  uintptr_t lo = (s.lo + pm) & ~pm;
+  uintptr_t end = sp & ~pm;
+  if (end <= lo || end - lo <= arch::kGlibcStackMin) return;
+  end -= arch::kGlibcStackMin;
+  // Most threads never reach below the kept window, and the system call
+  // costs about as much as the rest of a goroutine's create and exit
+  // (bench/create_join: 243 -> 595 ms CPU for 200,000 threads in waves of
+  // 1,000). A stack grows down page by page, so a goroutine that went
+  // deeper wrote the page just below the window: when that page holds
+  // only zeros (the first look maps the kernel's shared zero page, which
+  // costs no memory and stays mapped for the next goroutine on this
+  // stack), nothing below it is given back. What this misses, a deep
+  // stack whose page there holds only zeros (a zeroed buffer, stack-clash
+  // probes), stays until the stack is reused or scavenged as before.
+  if (page_is_zero(end - g_page)) return;
+  // Fails only where glibc's does too (an mlock'ed stack: EINVAL).
+  sys::madvise((void*)lo, end - lo, MADV_DONTNEED);
+}
 
 // Locks held: pool_lock. The class for (size, guard), or null.
 static Class* find_class(size_t size, size_t guard) {
@@ -241,6 +288,20 @@ static void pool_put_locked(const Stack& s) {
     slot->size = size;
     slot->guard = s.guard;
   }
+  if (slot && slot->size == size && slot->guard == s.guard &&
+      pool_n >= kPoolMaxStacks) {
+    // Full: make room by unmapping cold stacks (of any class) first.
+    for (Class& c : classes) {
+      while (c.cold && pool_n >= kPoolMaxStacks) {
+        FreeStack* f = c.cold;
+        c.cold = f->next;
+        c.n--;
+        pool_n--;
+        sys::munmap((void*)f->s.map_lo, f->s.map_size);
+      }
+    }
+    if (pool_n >= kPoolMaxStacks) slot = nullptr;  // unmapped below
+  }
   if (slot && slot->size == size && slot->guard == s.guard) {
     FreeStack* f = node_of(s);
     f->s = s;
@@ -248,9 +309,10 @@ static void pool_put_locked(const Stack& s) {
     f->next = slot->head;
     slot->head = f;
     slot->n++;
+    pool_n++;
     return;
   }
-  // No class free for this size: give the memory back.
+  // No class free for this size, or the pool is full: give the memory back.
   sys::munmap((void*)s.map_lo, s.map_size);
 }
 
@@ -268,6 +330,7 @@ void stack_scavenge(int64_t now) {
     // enough, so have all the others.
     while (n < kBatch && c->head && now - c->head->freed_at >= kScavengeAfterNs) {
       batch[n++] = c->head;
+      pool_n--;
       c->head = c->head->next;
       c->n--;
     }
@@ -281,14 +344,17 @@ void stack_scavenge(int64_t now) {
     }
     pool_lock.lock();
     for (int i = 0; i < n; i++) {
-      if (c->size != batch[i]->s.hi - batch[i]->s.lo || c->guard != batch[i]->s.guard) {
-        // The class was emptied and reused for another size meanwhile.
+      if (c->size != batch[i]->s.hi - batch[i]->s.lo || c->guard != batch[i]->s.guard ||
+          pool_n >= kPoolMaxStacks) {
+        // The class was emptied and reused for another size meanwhile, or
+        // the pool filled up.
         sys::munmap((void*)batch[i]->s.map_lo, batch[i]->s.map_size);
         continue;
       }
       batch[i]->next = c->cold;
       c->cold = batch[i];
       c->n++;
+      pool_n++;
     }
     pool_lock.unlock();
   }

@@ -5,7 +5,9 @@
 // (Linux 6.13+: no VMA split, so vm.max_map_count does not cap the number of
 // goroutines) or by mprotect(PROT_NONE) on older kernels. Freed stacks are
 // recycled: a small per-P cache for the default size, global lists per
-// (size, guard) class otherwise.
+// (size, guard) class otherwise, holding at most 256 stacks (glibc's
+// cache holds 40 MiB of them). A thread's end gives its stack's unused
+// pages back (stack_release_unused), as glibc does.
 #pragma once
 
 #include <stddef.h>
@@ -29,6 +31,15 @@ size_t default_guard_size();
 bool stack_alloc(P* pp, size_t size, size_t guard, Stack* out);
 // Returns a stack to the pools. pp as above.
 void stack_free(P* pp, const Stack& s);
+
+// At a thread's end, as glibc's start_thread (advise_stack_range): the
+// pages of s below the exiting frame sp, less arch::kGlibcStackMin kept
+// warm below it, go back to the kernel, so that an exited goroutine costs
+// no more resident memory than an exited kernel thread (a deep recursion's
+// pages stayed resident on the free lists and pools: issue 12). Not for a
+// program's own stack (pthread_attr_setstack: glibc leaves it alone). Any
+// thread; s must not be in use.
+void stack_release_unused(const Stack& s, uintptr_t sp);
 
 // In a fork child: forget the pooled stacks (fork.hpp).
 void stack_after_fork();

@@ -15,6 +15,8 @@ void goshim_mcall(void* gp, void (*fn)(void*), uintptr_t g0_sp, uintptr_t g0_tp)
 [[noreturn]] void goshim_gogo(uintptr_t sp, uintptr_t tp);
 void goshim_switch(void* from, uintptr_t to_sp, uintptr_t to_tp, void (*post)(void*));
 void goshim_gstart();
+// fn(arg) with the stack pointer at sp (16-byte aligned down); returns here.
+void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp);
 void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
 }
 
@@ -48,6 +50,11 @@ inline void full_barrier() { __asm__ volatile("lock orq $0, (%%rsp)" ::: "memory
 // The smallest guard below a goroutine stack that has one (core/stack.cpp):
 // the guard the program asks for, unchanged.
 inline constexpr unsigned long kMinStackGuard = 0;
+
+// glibc's own PTHREAD_STACK_MIN for this architecture (16 KiB; not the
+// dynamic one of <pthread.h>): what a thread's end keeps of its stack below
+// the exiting frame (core/stack.cpp stack_release_unused).
+inline constexpr unsigned long kGlibcStackMin = 16 * 1024;
 
 // Current stack pointer.
 inline uintptr_t get_sp() {

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "arch/arch.hpp"
 #include "core/stack.hpp"
 #include "syscalls/sys.hpp"
 
@@ -245,4 +246,62 @@ Test(stack, pool_full_of_other_sizes_unmaps) {
   // PROT_NONE guard in it (ENOMEM, as for an unmapped one).
   for (int i = 0; i < 8; i++) cr_expect(mapped(s[i].lo, s[i].hi - s[i].lo), "class %d kept", i);
   cr_expect(!mapped(s[8].lo, s[8].hi - s[8].lo), "the ninth size was unmapped");
+}
+
+// The pool is bounded (glibc's stack cache is too): past 256 pooled
+// stacks, a freed one is unmapped, so thousands of exited threads leave
+// no stacks behind.
+Test(stack, pool_holds_at_most_256_stacks) {
+  size_t pg = page_size();
+  const int n = 300;
+  static Stack s[n];
+  for (int i = 0; i < n; i++) cr_assert(stack_alloc(nullptr, 24 * pg, pg, &s[i]));
+  for (int i = 0; i < n; i++) stack_free(nullptr, s[i]);
+  int kept = 0;
+  for (int i = 0; i < n; i++) kept += mapped(s[i].lo, s[i].hi - s[i].lo);
+  cr_expect_eq(kept, 256, "%d of %d freed stacks kept", kept, n);
+  for (int i = 256; i < n; i++) cr_expect(!mapped(s[i].lo, s[i].hi - s[i].lo), "stack %d kept", i);
+}
+
+// A thread's end gives back its stack below the exit frame, all but
+// arch::kGlibcStackMin under it (as glibc's start_thread does); nothing
+// when sp is not on the stack.
+Test(stack, release_unused_keeps_the_frames_and_glibcs_minimum) {
+  size_t pg = page_size();
+  Stack a;
+  cr_assert(stack_alloc(nullptr, 1 << 20, pg, &a));
+  memset((void*)a.lo, 1, a.hi - a.lo);
+  long all = (long)((a.hi - a.lo) / pg);
+  stack_release_unused(a, a.hi + pg);  // not on this stack
+  cr_expect_eq(resident_pages(a.lo, a.hi), all);
+  uintptr_t sp = a.hi - 3 * pg + 8;  // the exit frames in the top three pages
+  stack_release_unused(a, sp);
+  long kept = 3 + (long)(arch::kGlibcStackMin / pg);
+  cr_expect_eq(resident_pages(a.lo, a.hi), kept, "%ld resident, %ld expected",
+               resident_pages(a.lo, a.hi), kept);
+  cr_expect_eq(resident_pages(a.hi - kept * pg, a.hi), kept, "the top ones stay");
+  stack_free(nullptr, a);
+}
+
+// A goroutine that never went below the kept window wrote nothing in the
+// page just under it: no system call, and its pages stay as they are.
+Test(stack, release_unused_skips_a_shallow_stack) {
+  size_t pg = page_size();
+  Stack a;
+  cr_assert(stack_alloc(nullptr, 1 << 20, pg, &a));
+  long keep = 3 + (long)(arch::kGlibcStackMin / pg);
+  memset((void*)(a.hi - keep * pg), 1, keep * pg);
+  memset((void*)(a.lo + pg), 1, pg);  // far below: left for the scavenger
+  uintptr_t sp = a.hi - 3 * pg + 8;
+  stack_release_unused(a, sp);
+  // (The look maps the shared zero page under the window: mincore counts
+  // it, RSS does not.)
+  cr_expect_eq(resident_pages(a.lo + pg, a.lo + 2 * pg), 1, "the far page was given back");
+  cr_expect_eq(resident_pages(a.hi - keep * pg, a.hi), keep, "the top ones stay");
+  // Once it went deeper (the page under the window written), all below goes.
+  memset((void*)(a.hi - (keep + 1) * pg), 1, pg);
+  stack_release_unused(a, sp);
+  cr_expect_eq(resident_pages(a.lo, a.hi), keep, "%ld resident, %ld expected",
+               resident_pages(a.lo, a.hi), keep);
+  stack_free(nullptr, a);
 }
