@@ -224,9 +224,15 @@ void startm(P* pp, bool spinning) {
   nmp->park.wakeup();
 }
 
+// The idle M that sleeps with a timeout for the next page purge (at most
+// one; see find_runnable).
+static std::atomic<M*> purge_sleeper{nullptr};
+
 // On g0, without P: ends this M's kernel thread (it is a glibc thread).
 [[noreturn]] static void mexit() {
   M* mp = getg()->m;
+  M* me = mp;
+  purge_sleeper.compare_exchange_strong(me, nullptr, std::memory_order_release);
   mcache_destroy(mp);  // its cached objects go back to the arenas
   mp->dead = true;
   sched.lock.lock();
@@ -236,7 +242,22 @@ void startm(P* pp, bool spinning) {
   __builtin_unreachable();
 }
 
-void stopm() {
+void stopm() { stopm_until(0); }
+
+// Takes mp off the idle list if it is still there. Under sched.lock.
+static bool midle_remove(M* mp) {
+  for (M** pm = &sched.midle; *pm; pm = &(*pm)->schedlink) {
+    if (*pm == mp) {
+      *pm = mp->schedlink;
+      mp->schedlink = nullptr;
+      sched.nmidle--;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool stopm_until(int64_t deadline) {
   GOSHIM_ON_G0();
   GOSHIM_WITHOUT_P();
   GOSHIM_NO_LOCKS("stopm");
@@ -247,12 +268,26 @@ void stopm() {
   sched.lock.unlock();
   mp->blocked = true;
   signal_m_sleep(mp);
-  mp->park.sleep();
+  if (deadline == 0) {
+    mp->park.sleep();
+  } else if (!mp->park.sleep_for(deadline - sys::nanotime())) {
+    sched.lock.lock();
+    bool taken = !midle_remove(mp);
+    sched.lock.unlock();
+    // Not on the list any more: startm (or sysmon's reaping) took this M
+    // just now, and its wakeup follows.
+    if (!taken) {
+      mp->blocked = false;
+      return false;
+    }
+    mp->park.sleep();
+  }
   mp->park.clear();
   mp->blocked = false;
   if (mp->exit_requested) mexit();  // sysmon retires surplus idle Ms
   acquirep(mp->nextp);
   mp->nextp = nullptr;
+  return true;
 }
 
 void handoffp(P* pp) {
@@ -437,6 +472,8 @@ G* find_runnable(bool* inherit) {
   GOSHIM_WITH_P();
   M* mp = getg()->m;
   bool ran_g = true;  // called after a G ran (or the M started): see mcache_idle_purge
+  int64_t purge_at = 0;
+  bool was_spinning = false;
 top:
   P* pp = mp->p;
   *inherit = false;
@@ -500,8 +537,8 @@ top:
   pidleput(pp);
   sched.lock.unlock();
 
+  was_spinning = mp->spinning;
   {
-    bool was_spinning = mp->spinning;
     if (mp->spinning) {
       mp->spinning = false;
       int32_t n = sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst) - 1;
@@ -529,13 +566,15 @@ top:
 
   idle_nop:
     // Free pages back to the kernel while idle; wake up to go on with it.
-    int64_t purge_at = mcache_idle_purge(ran_g);
+    purge_at = mcache_idle_purge(ran_g);
     ran_g = false;
-    if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
 
-    // Sleep in netpoll until the earliest timer (or an fd event).
+    // Sleep in netpoll until the earliest timer (or an fd event). Not for
+    // the purge alone: an M in netpoll is not on the idle list, and the
+    // next wakep would start a new kernel thread beside it.
     if ((netpoll_any_waiters() || poll_until != 0) &&
         sched.lastpoll.exchange(0, std::memory_order_seq_cst) != 0) {
+      if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
       sched.pollUntil.store(poll_until, std::memory_order_seq_cst);
       int64_t delay = -1;
       if (poll_until != 0) {
@@ -578,7 +617,20 @@ top:
       if (until == 0 || until > poll_until) netpoll_break();
     }
   }
-  stopm();
+  // Idle on the list, where wakep finds this M; one of the idle Ms wakes
+  // for the next purge, and goes on with it without a P.
+  M* none = nullptr;
+  if (purge_at != 0 && purge_sleeper.compare_exchange_strong(none, mp, std::memory_order_acquire)) {
+    bool got_p = stopm_until(purge_at);
+    purge_sleeper.store(nullptr, std::memory_order_release);
+    if (!got_p) {
+      poll_until = check_timers_noP(0);
+      was_spinning = false;
+      goto idle_nop;
+    }
+  } else {
+    stopm();
+  }
   goto top;
 }
 

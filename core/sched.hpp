@@ -71,6 +71,9 @@ void handoffp(P* pp);
 void startm(P* pp, bool spinning);
 // Without P. Puts the M on the idle list and sleeps until handed a P.
 void stopm();
+// stopm that gives up at deadline (nanotime; 0: never): returns false then,
+// the M still without a P and off the idle list.
+bool stopm_until(int64_t deadline);
 // Attach/detach a P to/from the current M.
 void acquirep(P* pp);
 P* releasep();
