@@ -92,7 +92,7 @@ static inline void chain_link(P* pp) {
     chain_link(mp->p);
   }
   trace_ev(TraceEv::GStart, gp);
-  signal_apply(mp, gp);  // the G's signal mask and altstack, if they differ
+  signal_apply_resume(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
 }
 
@@ -104,6 +104,7 @@ static void park_g0(void* arg) {
   GOSHIM_ON_G0();
   G* gp = (G*)arg;
   M* mp = gp->m;
+  signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
   cputime_out(gp);
   mcache_lend(gp);  // before gp is published
@@ -149,6 +150,7 @@ static void park_switch_post(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   G* next = getg();
+  signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   cputime_out(gp);  // before gp is published: a waker may run it elsewhere at once
   // This stack is next's: whatever unlockf calls that looks at
   // getg()->m (ready() puts on that M's P, the lock-order checker) must
@@ -203,6 +205,15 @@ static G* direct_next(M* mp, int64_t coarse_now) {
   return next;
 }
 
+// A G switching out while it runs on its alternate signal stack (inside a
+// handler there) leaves a live frame on a stack its M keeps installed until
+// the next G's signal_apply or the scheduler loop (signal_leave_altstack):
+// no signal may be taken on this M until then (on user G).
+static inline void leave_altstack_guard(M* mp) {
+  if (__builtin_expect(!(mp->cur_altstack.ss_flags & SS_DISABLE), 0) && signal_on_altstack(mp))
+    signal_block_all(mp);
+}
+
 void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* obj) {
   GOSHIM_ON_USER_G();
   G* gp = getg();
@@ -219,6 +230,7 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
   // (the latch holder among them) go first (runq_chain_over).
   mp->p->park_futile = gp->park_futile;
   gp->park_futile = false;
+  leave_altstack_guard(mp);
   if (G* next = direct_next(mp, now)) {
     trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);  // (on gp: its M known)
     goshim_switch(gp, next->sched_sp, next->tp, park_switch_post);
@@ -282,6 +294,7 @@ void ready_list(GQueue& q) {
 static void gosched_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);
   cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
@@ -296,6 +309,7 @@ static void gosched_g0(void* arg) {
 static void gosched_global_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
+  signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
   cputime_out(gp);
   gp->status.store(GStatus::Runnable, std::memory_order_release);
@@ -322,6 +336,7 @@ bool gosched() {
   }
   // Like Go's Gosched: to the global queue, so that the yielder runs after
   // everything runnable anywhere, on whichever P gets to it first.
+  leave_altstack_guard(mp);
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
   if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
   return true;
@@ -333,6 +348,7 @@ void gosched_local() {
   GOSHIM_NO_LOCKS("gosched_local");
   G* gp = getg();
   M* mp = gp->m;
+  leave_altstack_guard(mp);
   goshim_mcall(gp, gosched_g0, mp->g0_sp, mp->g0.tp);
 }
 
@@ -342,6 +358,7 @@ void gosched_global() {
   GOSHIM_NO_LOCKS("gosched_global");
   G* gp = getg();
   M* mp = gp->m;
+  leave_altstack_guard(mp);
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
 }
 

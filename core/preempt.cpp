@@ -98,7 +98,17 @@ void async_preempt(G* gp, ucontext_t* uc) {
   // in uc on this G's stack. Let the M run other Gs with the signal mask
   // the G had, park the G on the global queue from inside this frame, and
   // return (on whatever M resumes it) through rt_sigreturn.
-  sys::rt_sigprocmask(SIG_SETMASK, &uc->uc_sigmask, nullptr, 8);
+  //
+  // The frame may be on the G's own alternate signal stack (the preemption
+  // signal is SA_ONSTACK). It stays the G's while the G is switched out,
+  // but this M's kernel thread keeps that stack installed until its
+  // scheduler loop drops it (signal_leave_altstack): until then no signal
+  // may be taken here, or its frame would be pushed over this one (the G
+  // may be running again on another M by then).
+  if (signal_on_altstack(mp))
+    signal_block_all(mp);
+  else
+    sys::rt_sigprocmask(SIG_SETMASK, &uc->uc_sigmask, nullptr, 8);
   gp->preempt.store(false, std::memory_order_relaxed);
   sched.npreempt.fetch_add(1, std::memory_order_relaxed);
   trace_ev(TraceEv::Preempt, gp, gp->goid);

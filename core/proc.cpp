@@ -237,6 +237,7 @@ void goexit_g0(void* arg) {
   G* gp = (G*)arg;
   M* mp = gp->m;
   P* pp = mp->p;
+  signal_leave_altstack(mp);  // the exited G's stack may be freed at once (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Exit);
   cputime_out(gp);
   mp->curg = nullptr;

@@ -587,6 +587,7 @@ void schedule() {
   GOSHIM_CHECK(getg()->is_g0(), "schedule: not on g0");
   GOSHIM_CHECK(mp->locks.load(std::memory_order_relaxed) == 0, "schedule: holding locks");
   GOSHIM_NO_LOCKS("schedule");
+  signal_leave_altstack(mp);
   if (__builtin_expect(mp->p->retired.load(std::memory_order_acquire), 0)) {
     // Sysmon gave this P's work to a replacement while this M was stuck in
     // the kernel. Retire it and find another P (or stop).

@@ -487,7 +487,12 @@ int install_wrapper(int sig) {
   k.sa_flags = SA_SIGINFO | (pf & (SA_ONSTACK | SA_RESTART | SA_NODEFER | SA_RESETHAND |
                                    SA_NOCLDSTOP | SA_NOCLDWAIT));
   if (prog_handler[sig].load() <= kHandlerIgn) k.sa_flags |= SA_RESTART;  // default action kept by goshim
-  if (sig == config.preempt_signal) k.sa_flags = SA_SIGINFO | SA_RESTART;
+  // The preemption signal goes to a thread's alternate signal stack when it
+  // has one (the G's sigaltstack is applied to its M): a thread that runs
+  // code on a stack of its own making (Erlang's JIT runs Erlang code with
+  // %rsp in the process heap, its signals all SA_ONSTACK) must never get a
+  // frame pushed there, as natively no signal ever lands there.
+  if (sig == config.preempt_signal) k.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   from_bits(prog_mask[sig].load(std::memory_order_relaxed), &k.sa_mask);
   int r = real::sigaction(sig, &k, nullptr);
   if (r == 0) set_wrapped(sig, true);
@@ -973,6 +978,44 @@ void signal_apply(M* mp, G* gp) {
   }
 }
 
+void signal_apply_resume(M* mp, G* gp) {
+  uintptr_t lo = (uintptr_t)gp->altstack.ss_sp;
+  if (__builtin_expect(!(gp->altstack.ss_flags & SS_DISABLE), 0) && gp->sched_sp > lo &&
+      gp->sched_sp <= lo + gp->altstack.ss_size) {
+    // gp resumes on its alternate stack, inside a handler: once that stack
+    // is installed, a signal taken here on g0 would be pushed at its top,
+    // over gp's live frames. Every signal stays blocked until gp's own
+    // rt_sigreturn (async_preempt set the mask in its frame) or its next
+    // signal_apply sets the mask.
+    signal_block_all(mp);
+    stack_t ss = gp->altstack;
+    if (mp->cur_altstack.ss_sp != ss.ss_sp || mp->cur_altstack.ss_size != ss.ss_size ||
+        (mp->cur_altstack.ss_flags & SS_DISABLE)) {
+      if (sys::raw2(SYS_sigaltstack, (long)&ss, 0) == 0) mp->cur_altstack = gp->altstack;
+    }
+    return;
+  }
+  signal_apply(mp, gp);
+}
+
+bool signal_on_altstack(M* mp) {
+  if (mp->cur_altstack.ss_flags & SS_DISABLE) return false;
+  uintptr_t sp = arch::get_sp(), lo = (uintptr_t)mp->cur_altstack.ss_sp;
+  return sp >= lo && sp < lo + mp->cur_altstack.ss_size;
+}
+
+void signal_block_all(M* mp) {
+  uint64_t all = ~0ull;
+  sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);
+  mp->cur_sigmask = all;
+}
+
+void signal_leave_altstack(M* mp) {
+  if (__builtin_expect(mp->cur_altstack.ss_flags & SS_DISABLE, 1)) return;
+  stack_t ss = {nullptr, SS_DISABLE, 0};
+  if (sys::raw2(SYS_sigaltstack, (long)&ss, 0) == 0) mp->cur_altstack = ss;
+}
+
 int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   uint64_t cur = gp->sigmask;
   if (old) from_bits(cur, old);
@@ -1025,6 +1068,24 @@ namespace {
 void drop_kernel_dup(G* gp, int sig);
 }  // namespace
 
+namespace {
+struct DeliverArgs {
+  int sig;
+  siginfo_t* si;
+  ucontext_t* uc;
+  G* gp;
+};
+void run_program_on_altstack(void* arg) {
+  DeliverArgs* a = (DeliverArgs*)arg;
+  run_program(a->sig, a->si, a->uc, a->gp);
+}
+// Whether the caller (gp) runs on gp's alternate signal stack.
+bool on_altstack(G* gp) {
+  uintptr_t sp = arch::get_sp(), lo = (uintptr_t)gp->altstack.ss_sp;
+  return sp >= lo && sp < lo + gp->altstack.ss_size;
+}
+}  // namespace
+
 void signal_deliver(G* gp) {
   // gp->m is read afresh where it is used: a handler may park (it should
   // not, but it may), and a local live across getcontext could be
@@ -1056,7 +1117,17 @@ void signal_deliver(G* gp) {
       dfl.sa_handler = SIG_DFL;
       real::sigaction(sig, &dfl, nullptr);
     }
-    run_program(sig, &si, &uc, gp);
+    // As the kernel: an SA_ONSTACK handler runs on the thread's alternate
+    // signal stack, unless the thread runs there already.
+    if ((prog_flags[sig].load(std::memory_order_relaxed) & SA_ONSTACK) &&
+        !(gp->altstack.ss_flags & SS_DISABLE) && !on_altstack(gp)) {
+      uc.uc_stack = gp->altstack;
+      DeliverArgs a{sig, &si, &uc, gp};
+      goshim_call_on_stack(&a, run_program_on_altstack,
+                           (uintptr_t)gp->altstack.ss_sp + gp->altstack.ss_size);
+    } else {
+      run_program(sig, &si, &uc, gp);
+    }
   }
   // The G's own mask again, once nothing more is due: a signal still
   // queued in the kernel comes after those goshim delivered here.

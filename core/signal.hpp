@@ -57,6 +57,23 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old);
 // Applies gp's mask (and alternate signal stack) to the current M if they
 // differ from what it has. On g0, before running gp.
 void signal_apply(M* mp, G* gp);
+// On g0, about to run gp (execute): signal_apply, except that when gp
+// resumes on its own alternate stack every signal stays blocked (the
+// caller's g0 would otherwise take a signal at that stack's top).
+void signal_apply_resume(M* mp, G* gp);
+// Signal context, on mp: whether this code runs on mp's alternate signal
+// stack (a G's sigaltstack, applied to mp).
+bool signal_on_altstack(M* mp);
+// Signal context: blocks every signal on mp's kernel thread (recorded, so
+// that the next signal_apply or signal_m_sleep sets the mask again).
+void signal_block_all(M* mp);
+// On g0 (or on the next G's stack in a direct switch), before the G that
+// ran is published (parked, queued or exited): mp keeps no G's alternate
+// signal stack. Once published, that G may run on another M at once, even
+// on its alternate stack (a handler, or a frame it was preempted in), or
+// exit and have the stack freed; a signal mp takes (the preemption signal
+// is SA_ONSTACK) must not be pushed there.
+void signal_leave_altstack(M* mp);
 
 // The kernel mask a new M starts with, given the mask it inherited from
 // the thread that created it (the G that started it, or sysmon): that mask

@@ -23,13 +23,23 @@
 #             (build/.../db_kill), restarts; error log as native's
 #   cxx       tests/programs/src/threads_cxx.cpp (C++20 threads/sync)
 #   rust      tests/programs/src/threads_rust.rs (std::thread/sync)
-#   scripts   Python threading/concurrent.futures and Perl ithreads
-#             (tests/programs/src/threads_py.py, threads_perl.pl)
+#   scripts   Python threading/concurrent.futures, Perl ithreads and Ruby
+#             threads (tests/programs/src/threads_py.py, threads_perl.pl,
+#             threads_ruby.rb)
 #   procpool  Python's ProcessPoolExecutor: forked workers on shared
 #             semaphores (tests/programs/src/procpool_py.py)
 #   sort      GNU sort --parallel=8, in memory and with temporary files
 #   memcached memcached -t 4 on a unix socket, 40 client threads
 #             (tests/programs/src/mc_client.py, native)
+#   erlang    beam.smp with 8 schedulers, dirty CPU and 10 dirty I/O
+#             schedulers (tests/programs/src/threads_erl.erl): 2,000
+#             processes, ETS, parallel file reads, timers
+#   nginx     nginx's worker serving files through its thread pool (aio
+#             threads) to 400 connections held open, then 1,200 more
+#             requests, every byte checked (build/.../http_client)
+#   apache    Apache httpd's event MPM, one child of 500 worker threads: 400
+#             connections held open, then 1,200 more requests, every byte
+#             checked (build/.../http_client)
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -624,12 +634,14 @@ case_cxx() { case_own "$1" threads_cxx; }
 case_rust() { case_own "$1" threads_rust; }
 
 # ---- scripts ---------------------------------------------------------------
-# Interpreters' thread libraries: Python's threading/queue/concurrent.futures
-# and Perl's ithreads (tests/programs/src/threads_py.py, threads_perl.pl).
+# Interpreters' thread libraries: Python's threading/queue/concurrent.futures,
+# Perl's ithreads and Ruby's threads (tests/programs/src/threads_py.py,
+# threads_perl.pl, threads_ruby.rb).
 case_scripts() {
   local mode=$1 rc=0 r s
   need "$PY" perl || return 1
-  for s in "$PY threads_py.py" "perl threads_perl.pl"; do
+  need ruby || return 1
+  for s in "$PY threads_py.py" "perl threads_perl.pl" "ruby threads_ruby.rb"; do
     # shellcheck disable=SC2086
     run "$mode" 120 ${s% *} "$src/${s#* }" >"$D/r" 2>"$D/err" </dev/null
     r=$?
@@ -719,8 +731,205 @@ case_memcached() {
   return $rc
 }
 
+# ---- erlang ------------------------------------------------------------------
+# Erlang/OTP's runtime: its own scheduler threads, its JIT running Erlang
+# code with the stack pointer in the process heap (every thread has a
+# sigaltstack; a signal frame pushed anywhere else corrupts the heap).
+setup_erlang() {
+  mkdir -p "$work/erl" "$work/erl_files"
+  erlc -o "$work/erl" "$src/threads_erl.erl" || return 1
+  "$PY" - "$work/erl_files" <<'PYEOF'
+import random, sys
+r = random.Random(17)
+for i in range(100):
+    with open(f"{sys.argv[1]}/f{i:03}", "wb") as f:
+        f.write(r.randbytes(r.randint(1, 200000)))
+PYEOF
+}
+case_erlang() {
+  local mode=$1 r
+  need erl || return 1
+  run "$mode" 120 erl -noshell +S 8:8 +SDio 10 -pa "$work/erl" -run threads_erl main "$work/erl_files" \
+    >"$D/out" 2>"$D/err" </dev/null
+  r=$?
+  goshim_err "$mode" "$D/err" "erl" || return 1
+  [ $r = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
+  if grep -v '^TASKS ' "$D/err" | grep -q .; then
+    why "erl wrote on stderr: $(grep -v '^TASKS ' "$D/err" | head -n 3)"
+    return 1
+  fi
+  local line
+  line=$(grep '^TASKS ' "$D/err" | head -n 1)
+  # shellcheck disable=SC2086
+  set -- $line
+  check_tasks "$mode" "${2:-}" "${4:-0}"
+}
+
+# ---- nginx -------------------------------------------------------------------
+# nginx (master + one worker process) serving files through its thread pool
+# (aio threads, 16 threads) to 400 connections held open at once, then 1,200
+# more requests (build/.../http_client, every byte checked); a graceful stop.
+NGX_THREADS=16
+setup_nginx() {
+  "$bin/http_client" gen "$work/ngx_files" "$HTTP_FILES"
+}
+case_nginx() {
+  local mode=$1 rc=0 port i
+  need nginx "$bin/http_client" || return 1
+  mkdir -p "$D/ngx/logs" "$D/ngx/tmp"
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  cat >"$D/ngx/nginx.conf" <<NGXEOF
+worker_processes 1;
+error_log $D/ngx/logs/error.log warn;
+pid $D/ngx/nginx.pid;
+thread_pool iopool threads=$NGX_THREADS max_queue=65536;
+events { worker_connections 2048; }
+http {
+  access_log off;
+  client_body_temp_path $D/ngx/tmp/body;
+  proxy_temp_path $D/ngx/tmp/proxy;
+  fastcgi_temp_path $D/ngx/tmp/fcgi;
+  uwsgi_temp_path $D/ngx/tmp/uwsgi;
+  scgi_temp_path $D/ngx/tmp/scgi;
+  sendfile off;
+  aio threads=iopool;
+  output_buffers 2 32k;
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:$port;
+    root $work/ngx_files;
+  }
+}
+NGXEOF
+  if ! start_bg "$mode" 180 "$D/server.out" "$D/server.err" nginx -p "$D/ngx" -c "$D/ngx/nginx.conf" \
+    -g 'daemon off;'; then
+    why "nginx did not start"
+    return 1
+  fi
+  local worker=""
+  for i in $(seq 400); do
+    worker=$(pgrep -P "$bgchild" | head -n 1)
+    [ -n "$worker" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    kill -0 "$bgchild" 2>/dev/null || break
+    worker=""
+    sleep 0.05
+  done
+  if [ -z "$worker" ]; then
+    why "nginx is not answering: $(head -n 3 "$D/server.err" "$D/ngx/logs/error.log" 2>/dev/null)"
+    stop_bg
+    return 1
+  fi
+  timeout -s KILL 150 "$bin/http_client" run "$port" "$worker" "$work/ngx_files" \
+    "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
+  [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+  kill -0 "$worker" 2>/dev/null || { why "the nginx worker died before the end"; rc=1; }
+  cpu_note "$worker" "the nginx worker"
+  # A graceful stop (SIGQUIT): the master waits for its worker, exits 0.
+  kill -QUIT "$bgchild" 2>/dev/null
+  local st=0
+  wait "$bg" || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "nginx exit status $st after SIGQUIT"; rc=1; }
+  goshim_err "$mode" "$D/server.err" nginx || rc=1
+  if [ -s "$D/server.err" ]; then
+    why "nginx wrote on stderr: $(head -n 3 "$D/server.err")"
+    rc=1
+  fi
+  if grep -E '\[(emerg|alert|crit|error)\]' "$D/ngx/logs/error.log" >/dev/null 2>&1; then
+    why "nginx logged errors: $(grep -E '\[(emerg|alert|crit|error)\]' "$D/ngx/logs/error.log" | head -n 3)"
+    rc=1
+  fi
+  # The worker's kernel threads with HTTP_HELD connections open and its
+  # pool's threads alive.
+  check_tasks "$mode" "$(sed -n 's/^TASKS //p' "$D/client.err")" "$NGX_THREADS" || rc=1
+  rm -rf "$D/ngx/tmp"
+  return $rc
+}
+
+# ---- apache ------------------------------------------------------------------
+# Apache httpd's event MPM: the parent forks one child of 500 worker threads
+# (and its listener); 400 connections held open at once, each on a worker
+# thread of its own, then 1,200 more requests (build/.../http_client, every
+# byte checked); a graceful stop.
+AP_THREADS=500
+case_apache() {
+  local mode=$1 rc=0 port i mods=/usr/lib/apache2/modules
+  need apache2 "$bin/http_client" || return 1
+  [ -f "$mods/mod_mpm_event.so" ] || { why "$mods/mod_mpm_event.so is missing (make deps)"; return 1; }
+  mkdir -p "$D/ap/logs"
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  local user=""
+  [ "$(id -u)" = 0 ] && user="User nobody
+Group $(id -gn nobody)"
+  cat >"$D/ap/httpd.conf" <<APEOF
+ServerRoot $D/ap
+ServerName localhost
+LoadModule mpm_event_module $mods/mod_mpm_event.so
+LoadModule authz_core_module $mods/mod_authz_core.so
+Listen 127.0.0.1:$port
+PidFile $D/ap/httpd.pid
+ErrorLog $D/ap/logs/error.log
+LogLevel warn
+$user
+StartServers 1
+ServerLimit 1
+ThreadLimit $AP_THREADS
+ThreadsPerChild $AP_THREADS
+MaxRequestWorkers $AP_THREADS
+MinSpareThreads 1
+MaxSpareThreads $AP_THREADS
+EnableSendfile off
+EnableMMAP off
+DocumentRoot $work/ngx_files
+<Directory $work/ngx_files>
+  Require all granted
+</Directory>
+APEOF
+  if ! APACHE_RUN_DIR=$D/ap APACHE_LOCK_DIR=$D/ap start_bg "$mode" 180 "$D/server.out" "$D/server.err" \
+    apache2 -d "$D/ap" -f "$D/ap/httpd.conf" -DFOREGROUND; then
+    why "apache2 did not start"
+    return 1
+  fi
+  local child=""
+  for i in $(seq 400); do
+    child=$(pgrep -P "$bgchild" | head -n 1)
+    [ -n "$child" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    kill -0 "$bgchild" 2>/dev/null || break
+    child=""
+    sleep 0.05
+  done
+  if [ -z "$child" ]; then
+    why "apache2 is not answering: $(head -n 3 "$D/server.err" "$D/ap/logs/error.log" 2>/dev/null)"
+    stop_bg
+    return 1
+  fi
+  timeout -s KILL 150 "$bin/http_client" run "$port" "$child" "$work/ngx_files" \
+    "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
+  [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+  kill -0 "$child" 2>/dev/null || { why "the apache2 child died before the end"; rc=1; }
+  cpu_note "$child" "the apache2 child"
+  # A graceful stop (SIGWINCH): the parent waits for its child, exits 0.
+  kill -WINCH "$bgchild" 2>/dev/null
+  local st=0
+  wait "$bg" || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "apache2 exit status $st after SIGWINCH"; rc=1; }
+  goshim_err "$mode" "$D/server.err" apache2 || rc=1
+  if [ -s "$D/server.err" ]; then
+    why "apache2 wrote on stderr: $(head -n 3 "$D/server.err")"
+    rc=1
+  fi
+  if grep -vE '\[[a-z_]+:notice\]' "$D/ap/logs/error.log" | grep -q .; then
+    why "apache2 logged more than notices: $(grep -vE '\[[a-z_]+:notice\]' "$D/ap/logs/error.log" | head -n 3)"
+    rc=1
+  fi
+  # The child's kernel threads with HTTP_HELD connections on worker threads.
+  check_tasks "$mode" "$(sed -n 's/^TASKS //p' "$D/client.err")" "$HTTP_HELD" || rc=1
+  return $rc
+}
+
 # ---- driver ----------------------------------------------------------------
-CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached)
+CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx apache)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.

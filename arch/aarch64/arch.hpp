@@ -12,6 +12,8 @@ void goshim_mcall(void* gp, void (*fn)(void*), uintptr_t g0_sp, uintptr_t g0_tp)
 [[noreturn]] void goshim_gogo(uintptr_t sp, uintptr_t tp);
 void goshim_switch(void* from, uintptr_t to_sp, uintptr_t to_tp, void (*post)(void*));
 void goshim_gstart();
+// fn(arg) with the stack pointer at sp (16-byte aligned down); returns here.
+void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp);
 void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
 }
 

@@ -168,4 +168,35 @@ goshim_restore_rt:
 	svc	#0
 	.size	goshim_restore_rt,.-goshim_restore_rt
 
+
+/*
+ * void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp)
+ * Calls fn(arg) with the stack pointer at sp (aligned down to 16 bytes),
+ * then returns on the caller's stack (frame record in x29).
+ */
+	.text
+	.globl	goshim_call_on_stack
+	.hidden	goshim_call_on_stack
+	.type	goshim_call_on_stack,%function
+	.p2align 4
+goshim_call_on_stack:
+	.cfi_startproc
+	stp	x29, x30, [sp, #-16]!
+	.cfi_def_cfa_offset 16
+	.cfi_offset x29, -16
+	.cfi_offset x30, -8
+	mov	x29, sp
+	.cfi_def_cfa_register x29
+	and	x2, x2, #~15
+	mov	sp, x2
+	blr	x1
+	mov	sp, x29
+	.cfi_def_cfa_register sp
+	ldp	x29, x30, [sp], #16
+	.cfi_def_cfa_offset 0
+	.cfi_restore x29
+	.cfi_restore x30
+	ret
+	.cfi_endproc
+	.size	goshim_call_on_stack,.-goshim_call_on_stack
 	.section .note.GNU-stack,"",%progbits

@@ -225,4 +225,32 @@ goshim_restore_rt:
 	movq	$15, %rax		/* rt_sigreturn */
 	syscall
 	.size	goshim_restore_rt,.-goshim_restore_rt
+
+/*
+ * void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp)
+ * Calls fn(arg) with the stack pointer at sp (aligned down to 16 bytes),
+ * then returns on the caller's stack. The frame record (RBP) keeps the
+ * caller's frame reachable for unwinders.
+ */
+	.text
+	.globl	goshim_call_on_stack
+	.hidden	goshim_call_on_stack
+	.type	goshim_call_on_stack,@function
+	.p2align 4
+goshim_call_on_stack:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register rbp
+	andq	$-16, %rdx
+	movq	%rdx, %rsp
+	callq	*%rsi
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa rsp, 8
+	ret
+	.cfi_endproc
+	.size	goshim_call_on_stack,.-goshim_call_on_stack
 	.section .note.GNU-stack,"",@progbits
