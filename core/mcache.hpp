@@ -72,10 +72,17 @@ void mcache_destroy(M* mp);      // on the M's own thread, at its end
 void thread_cache_enable();      // a kernel thread's automatic cache, once
 extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec")));
 
-inline AllocCtx alloc_enter() {
+// for_free: a free() turns no kernel thread's cache on. jemalloc's free
+// sets up only a minimal thread state on a thread that never allocated,
+// because such a thread may be past its key destructors (glibc's
+// start_thread frees other threads' cached stacks' DTVs after them); a
+// cache turned on there stayed linked into its arena from a TLS block
+// glibc then unmapped or reused, and the next thread to link one crashed
+// (1:1 mode: net_echo, malloc from a thread that had only freed).
+inline AllocCtx alloc_enter(bool for_free = false) {
   G* gp = tls_g;
   if (gp == nullptr) {
-    if (__builtin_expect(!tls_thread_cache_on, 0)) thread_cache_enable();
+    if (__builtin_expect(!tls_thread_cache_on, 0) && !for_free) thread_cache_enable();
     return {nullptr, nullptr, 0};
   }
   M* mp = gp->m;

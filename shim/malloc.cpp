@@ -44,7 +44,7 @@ GOSHIM_EXPORT void* malloc(size_t size) {
 
 GOSHIM_EXPORT void free(void* p) {
   if (p == nullptr) return;
-  AllocCtx c = alloc_enter();
+  AllocCtx c = alloc_enter(/*for_free=*/true);
   if (c.flags == 0)
     goshim_je_free(p);
   else
