@@ -31,7 +31,9 @@
 #include "core/rawlog.hpp"
 #include "core/runtime.hpp"
 #include "core/sched.hpp"
+#include "core/signal.hpp"
 #include "core/sysmon.hpp"
+#include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -354,6 +356,40 @@ bool dump_fault_guard() {
   siglongjmp(guard_buf, 1);
 }
 
+namespace {
+
+// Turns glibc's cancellation off for the calling thread (its TCB's
+// cancelhandling, bit 0: PTHREAD_CANCEL_DISABLE) while libunwind walks a
+// stack in a signal handler, and back on after. libunwind calls libc's
+// cancellation points (read, write, open: its address check through a
+// pipe, /proc/self/maps), and glibc 2.41 acts on a pending cancellation
+// in every cancellable system call while the state is enabled (its
+// __syscall_cancel looks at CANCELED, whatever the type); glibc <= 2.40
+// acted there only on entering asynchronous mode, which an asynchronously
+// cancelable thread is in already. So a goroutine canceled asynchronously
+// was unwound from inside async_cancel_safe's walk, out of the signal
+// handler, with whatever goshim held where the signal landed (a sema
+// bucket lock in sema_wait: cancel_async_race hung in Debian 13, about 1
+// run in 25-50 at 2 processors). A cancellation sent meanwhile finds the
+// state disabled and sends no signal (glibc's rule: acted upon when
+// enabled): the callers look at the pending cancellation afterwards
+// (async_cancel_safe's callers; dump_capture_running sets G::preempt).
+struct CancelOff {
+  int* ch = nullptr;
+  CancelOff() {
+    if (!tls::L.cancelhandling) return;
+    int* w = (int*)(arch::get_tp() + tls::L.cancelhandling);
+    if (!(__atomic_fetch_or(w, 1, __ATOMIC_ACQ_REL) & 1)) ch = w;  // it was enabled
+  }
+  ~CancelOff() {
+    if (ch) __atomic_fetch_and(ch, ~1, __ATOMIC_ACQ_REL);
+  }
+  CancelOff(const CancelOff&) = delete;
+  CancelOff& operator=(const CancelOff&) = delete;
+};
+
+}  // namespace
+
 void dump_capture_running(G* gp, void* ucontext) {
   // Only the request for gp still outstanding. (The fault guard belongs to
   // the dumping thread: this handler used to clear it, so that a late
@@ -363,16 +399,23 @@ void dump_capture_running(G* gp, void* ucontext) {
   if (!running_target.compare_exchange_strong(want, kClaimed, std::memory_order_acq_rel)) return;
   unw_cursor_t c;
   size_t len = 0;
-  if (unw_init_local2(&c, (unw_context_t*)ucontext, UNW_INIT_SIGNAL_FRAME) == 0)
-    len = unwind_into(&c, running_buf, sizeof running_buf);
+  {
+    CancelOff off;
+    if (unw_init_local2(&c, (unw_context_t*)ucontext, UNW_INIT_SIGNAL_FRAME) == 0)
+      len = unwind_into(&c, running_buf, sizeof running_buf);
+  }
   running_buf[len < sizeof running_buf ? len : sizeof running_buf - 1] = 0;
   running_done.store(1, std::memory_order_release);
+  // An asynchronous cancellation sent during the walk sent no signal: gp
+  // acts on it at its next safe point.
+  if (cancel_async_pending(gp)) gp->preempt.store(true, std::memory_order_release);
 }
 
 bool dump_program_frame_first(G* gp, void* ucontext) {
   constexpr int kMaxCancelFrames = 32;
   bool program = false;
   gp->insig++;  // libunwind's own libc calls (sigprocmask) go straight to libc
+  CancelOff off;  // and never act on gp's pending cancellation
   unw_cursor_t c;
   if (unw_init_local2(&c, (unw_context_t*)ucontext, UNW_INIT_SIGNAL_FRAME) == 0) {
     for (int frames = 0; frames < kMaxCancelFrames; frames++) {
