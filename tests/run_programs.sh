@@ -254,9 +254,10 @@ cpu_note() {
 server_note() {
   local pid=$1 what=$2 t st wc fds socks states
   [ -d "/proc/$pid" ] || { why "$what ($pid) is gone"; return 0; }
-  states=$(for t in /proc/"$pid"/task/*; do
-      st=$(sed -nE 's/^[0-9]+ \(.*\) ([A-Za-z]) .*/\1/p' "$t/stat" 2>/dev/null)
-      wc=$(cat "$t/wchan" 2>/dev/null)
+  # (ls, not a glob: this script runs with set -f.)
+  states=$(for t in $(ls "/proc/$pid/task" 2>/dev/null); do
+      st=$(sed -nE 's/^[0-9]+ \(.*\) ([A-Za-z]) .*/\1/p' "/proc/$pid/task/$t/stat" 2>/dev/null)
+      wc=$(cat "/proc/$pid/task/$t/wchan" 2>/dev/null)
       [ -n "$st" ] && echo "$st ${wc:-0}"
     done | sort | uniq -c | sort -rn | head -n 8 | awk '{printf "%s%d %s %s", (NR > 1 ? ", " : ""), $1, $2, $3}')
   fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
