@@ -1,6 +1,7 @@
 // The lock-order table (core/lockrank.hpp): which nestings are allowed,
 // and, in the debug build, that the checker aborts on a violation.
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 
 #include "core/contract.hpp"
@@ -76,6 +77,36 @@ Test(lockrank, lock_held_contract) {
   GOSHIM_LOCK_HELD(&s, "s");
   s.unlock();
   cr_expect(!lock_rank_holds(&s));
+}
+
+// A thread without an M (each of these) keeps its set in an entry of a
+// table it gives back once it holds nothing: more threads than the table
+// has entries (1024) take and release locks one after another, some
+// concurrently, each seeing only its own locks.
+namespace {
+Mutex foreign_a{LockRank::Sched}, foreign_b{LockRank::Timers};
+void* foreign_locker(void*) {
+  for (int i = 0; i < 4; i++) {
+    cr_expect_eq(lock_rank_held(), 0);
+    foreign_a.lock();
+    foreign_b.lock();
+    cr_expect_eq(lock_rank_held(), 2);
+    cr_expect(lock_rank_holds(&foreign_a) && lock_rank_holds(&foreign_b));
+    foreign_b.unlock();
+    foreign_a.unlock();
+    cr_expect(!lock_rank_holds(&foreign_a));
+  }
+  return nullptr;
+}
+}  // namespace
+
+Test(lockrank, foreign_threads_give_their_set_back) {
+  for (int round = 0; round < 700; round++) {
+    pthread_t t[4];
+    for (auto& x : t) cr_assert_eq(pthread_create(&x, nullptr, foreign_locker, nullptr), 0);
+    for (auto& x : t) cr_assert_eq(pthread_join(x, nullptr), 0);
+  }
+  cr_expect_eq(lock_rank_held(), 0);
 }
 
 Test(lockrank, lock_held_contract_aborts, .signal = SIGABRT) {
