@@ -129,7 +129,7 @@ uint64_t sigset_bits(const sigset_t* s) {
 
 }  // namespace
 
-void goshim::attr::after_fork() { new (&default_lock) Mutex(); }
+void goshim::attr::after_fork() { default_lock.reset(); }
 
 int goshim::attr::to_create_attr(const pthread_attr_t* attr, CreateAttr* out) {
   pthread_attr_t dflt;

@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <type_traits>
+
 #include "core/contract.hpp"
 #include "core/lock.hpp"
 #include "core/lockrank.hpp"
@@ -39,6 +41,10 @@ Test(lockrank, buckets_nest_in_address_order) {
   cr_expect(!lock_rank_may_nest(LockRank::Timers, &x[1], LockRank::Timers, &x[0]));
   cr_expect(!lock_rank_may_nest(LockRank::Sched, &x[0], LockRank::Sched, &x[1]));
 }
+
+// Every Mutex has a rank: one declared (or re-created after fork) without
+// one would escape the order check.
+static_assert(!std::is_default_constructible_v<Mutex>);
 
 Test(lockrank, names) {
   cr_expect_str_eq(lock_rank_name(LockRank::Sched), "sched.lock");
