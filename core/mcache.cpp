@@ -10,10 +10,30 @@
 // there is no cache to make).
 extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen)
     __attribute__((weak));
+extern "C" void* mallocx(size_t size, int flags) __attribute__((weak));
+extern "C" void dallocx(void* p, int flags) __attribute__((weak));
 
 namespace goshim {
 
 __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec"))) = false;
+
+int runtime_thread_alloc_flags = kMallocxTcacheNone;
+
+void mcache_runtime_arena_init() {
+  if (!mallctl) return;
+  unsigned ind = 0;
+  size_t len = sizeof ind;
+  if (mallctl("arenas.create", &ind, &len, nullptr, 0) != 0) return;
+  // jemalloc's MALLOCX_ARENA(ind), with no cache.
+  runtime_thread_alloc_flags = (int)((ind + 1) << 20) | kMallocxTcacheNone;
+}
+
+void mcache_runtime_thread_start() {
+  // Sets up this thread's allocator state now (its one visit to a lock
+  // every thread takes), from the runtime's own arena.
+  if (!mallocx || !dallocx) return;
+  if (void* p = mallocx(1, runtime_thread_alloc_flags)) dallocx(p, kMallocxTcacheNone);
+}
 
 int mcache_create(M* mp) {
   int32_t cur = mp->tcache.load(std::memory_order_acquire);
