@@ -88,7 +88,7 @@ void mcache_runtime_arena_init();
 void mcache_runtime_thread_start();
 
 int mcache_create(M* mp);        // the M's cache index, or -1 (none to be had)
-void mcache_destroy(M* mp);      // on the M's own thread, at its end
+void mcache_destroy(M* mp);      // on the M's own thread, at its end: no cache after it
 void thread_cache_enable();      // a kernel thread's automatic cache, once
 extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec")));
 
