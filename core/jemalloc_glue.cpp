@@ -164,11 +164,4 @@ G* alloc_lock_holder(void* mutex) {
   return holder(static_cast<pthread_mutex_t*>(mutex))->load(std::memory_order_relaxed);
 }
 
-bool alloc_wait_keeps_p(G* h, M* waiter, char (*state)(M*)) {
-  if (h == alloc_holder_thread()) return true;
-  if (!h || h->status.load(std::memory_order_relaxed) != GStatus::Running) return false;
-  M* hm = h->m;
-  return hm && hm != waiter && state(hm) == 'R';
-}
-
 }  // namespace goshim

@@ -197,9 +197,27 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   // would only block behind it. The P moves once the G has held it for a
   // whole blocking-call period, as for a long visible call.
   // Asleep on one of the allocator's own locks (core/jemalloc_glue.cpp):
-  // alloc_wait_keeps_p says when its P stays.
+  // while its holder runs on a kernel thread the wait ends without any
+  // goroutine's help, and a spare M would most often block behind the
+  // same lock (on an overloaded machine, where the holder waits for a CPU,
+  // that gave one more kernel thread per look: alloc_contention). The P
+  // moves if the holder is anything but a goroutine running on a kernel
+  // thread the kernel can run: parked, waiting for a P, in a blocking call
+  // or asleep in the kernel (a program signal handler that interrupted the
+  // allocator and waits for another goroutine, which needs a P:
+  // malloc_signal_park). No holder recorded is not a kernel thread either:
+  // the handler may have interrupted a goroutine between taking the lock
+  // word and recording itself (or between clearing the record and
+  // releasing the word): every P stayed with an M asleep on that lock and
+  // the goroutine the handler waited for never ran (malloc_signal_park
+  // hung 1 run in about 50 at the default configuration).
   if (void* lk = mp->alloc_lock_wait.load(std::memory_order_relaxed)) {
-    if (alloc_wait_keeps_p(alloc_lock_holder(lk), mp, kernel_state)) return false;
+    G* h = alloc_lock_holder(lk);
+    if (h == alloc_holder_thread()) return false;  // a g0 or a foreign thread: never parks in there
+    if (h && h->status.load(std::memory_order_relaxed) == GStatus::Running) {
+      M* hm = h->m;
+      if (hm && hm != mp && kernel_state(hm) == 'R') return false;
+    }
   }
   char s = kernel_state(mp);
   return s == 'S' || (s == 'D' && now - pp->sm_schedwhen >= kSyscallRetakeNs);
