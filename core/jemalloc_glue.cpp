@@ -19,17 +19,15 @@
 //     locks. The holder is recorded (a user G, in the mutex's __list
 //     field, which glibc's NORMAL mutexes and condvars leave alone) and
 //     the waiting M publishes the lock it sleeps on (M::alloc_lock_wait):
-//     while the holder is a goroutine running on a kernel thread the
-//     kernel can run, or a g0 or a foreign thread, the wait ends without
-//     any goroutine's help, and sysmon leaves the waiter's P alone; on an
+//     while the holder runs on a kernel thread (a G Running or in a
+//     blocking call, a g0, a foreign thread) the wait ends without any
+//     goroutine's help, and sysmon leaves the waiter's P alone; on an
 //     overloaded machine the holder often waits for a CPU, and a spare M
 //     for the waiter's P blocked behind the same lock in turn (one more
 //     kernel thread per sysmon look: tests/preload/alloc_contention).
-//     A holder that parks or sleeps in the kernel (a program signal
-//     handler that blocks, having interrupted the allocator), or one not
-//     recorded (the handler interrupted the goroutine between the lock
-//     word and the record: jemalloc_glue.hpp), makes sysmon hand the P
-//     on, as for glibc's own locks (DESIGN.md, decision 7).
+//     Only a holder that parks (a program signal handler that blocks,
+//     having interrupted the allocator) makes sysmon hand the P on, as for
+//     glibc's own locks (DESIGN.md, decision 7).
 //   - its condition variables and background threads (opt-in with
 //     MALLOC_CONF=background_thread:true) are glibc's own, on a real kernel
 //     thread: glibc's condvar releases and retakes the mutex with the same
@@ -60,13 +58,10 @@ inline std::atomic<goshim::G*>* holder(pthread_mutex_t* m) {
   return reinterpret_cast<std::atomic<goshim::G*>*>(&m->__data.__list.__prev);
 }
 
-// A g0 is never recorded as itself: its M (and so the G) may be freed once
-// it exits. It, foreign threads and code running before the runtime are
-// recorded as alloc_holder_thread() (never null: null is a goroutine's window
-// between the lock word and the record, see jemalloc_glue.hpp).
+// A g0 is never recorded: its M (and so the G) may be freed once it exits.
 inline goshim::G* self_holder() {
   goshim::G* g = goshim::tls_g;  // null before the runtime and on foreign threads
-  return g && !g->is_g0() ? g : goshim::alloc_holder_thread();
+  return g && !g->is_g0() ? g : nullptr;
 }
 
 void lock_slow(pthread_mutex_t* m) {

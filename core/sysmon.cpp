@@ -205,16 +205,11 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   // thread the kernel can run: parked, waiting for a P, in a blocking call
   // or asleep in the kernel (a program signal handler that interrupted the
   // allocator and waits for another goroutine, which needs a P:
-  // malloc_signal_park). No holder recorded is not a kernel thread either:
-  // the handler may have interrupted a goroutine between taking the lock
-  // word and recording itself (or between clearing the record and
-  // releasing the word): every P stayed with an M asleep on that lock and
-  // the goroutine the handler waited for never ran (malloc_signal_park
-  // hung 1 run in about 50 at the default configuration).
+  // malloc_signal_park).
   if (void* lk = mp->alloc_lock_wait.load(std::memory_order_relaxed)) {
     G* h = alloc_lock_holder(lk);
-    if (h == alloc_holder_thread()) return false;  // a g0 or a foreign thread: never parks in there
-    if (h && h->status.load(std::memory_order_relaxed) == GStatus::Running) {
+    if (!h) return false;  // a g0 or a foreign thread: never parks in there
+    if (h->status.load(std::memory_order_relaxed) == GStatus::Running) {
       M* hm = h->m;
       if (hm && hm != mp && kernel_state(hm) == 'R') return false;
     }
