@@ -42,6 +42,7 @@ struct IoOp {
   bool complete = false;         // run until `total` units are done (set per file)
   bool stop_eagain_progress = false;  // recvmmsg MSG_WAITFORONE
   bool plain = false;            // a plain read/write: the same-process handoff applies
+  bool cancellable = true;       // a cancellation point (sendfile is none)
   bool raw_used = false;         // set by attempt (accept: the new fd is O_NONBLOCK)
   size_t total = 0;
   size_t done = 0;
@@ -272,8 +273,16 @@ bool restart_after(WakeReason w) {
 // calls are cancellation points: act on a pending cancellation here (glibc
 // unwinds the stack without running this layer's destructors, so drop the
 // reference first; the operation holds nothing else between waits).
-void interrupted(OpDesc& d) {
-  if (!cancel_pending(getg())) return;
+// The wait of a call that is no cancellation point (sendfile) was ended by
+// pthread_cancel, not by a signal: it waits on (natively glibc's SIGCANCEL
+// handler returns and the kernel restarts the call).
+bool cancel_only(WakeReason w, const IoOp* op) {
+  return !op->cancellable && w == WakeReason::Intr &&
+         getg()->intr_signal.load(std::memory_order_acquire) == 0;
+}
+
+void interrupted(OpDesc& d, const IoOp* op) {
+  if (!op->cancellable || !cancel_pending(getg())) return;
   d.release();
   cancel_point();
 }
@@ -308,8 +317,9 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
         return op->timeout_result;
       case WakeReason::Intr:
       case WakeReason::Handled: {
+        if (cancel_only(w, op)) continue;
         bool rs = restart_after(w);
-        interrupted(d);
+        interrupted(d, op);
         h0 = getg()->nhandled;
         if (restartable && rs) continue;
         return -EINTR;
@@ -406,9 +416,10 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
         return op->timeout_result;
       case WakeReason::Intr:
       case WakeReason::Handled: {
+        if (cancel_only(w, op)) continue;
         bool rs = restart_after(w);
         if (op->done) return (long)op->done;
-        interrupted(d);
+        interrupted(d, op);
         h0 = getg()->nhandled;
         if (restartable && rs) continue;
         return -EINTR;
@@ -421,7 +432,8 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
 }
 
 long fdio_g(int fd, IoOp* op) {
-  cancel_point();  // these calls are cancellation points: a pending one acts at entry
+  // These calls are cancellation points (but sendfile): a pending one acts at entry.
+  if (op->cancellable) cancel_point();
   for (;;) {
     int err;
     uint32_t seq;
@@ -1029,6 +1041,7 @@ long io_sendfile(int out, int in, off_t* off, size_t n) {
   op.len = n;
   op.total = n;
   op.complete_stream = true;
+  op.cancellable = false;  // glibc's sendfile is no cancellation point
   op.attempt = [](IoOp* o, int f) { return sys::sendfile(f, o->fd2, o->offp, o->len - o->done); };
   op.passthru = [](IoOp* o, int f) {
     return errno_result(real::sendfile(f, o->fd2, o->offp, o->len));
