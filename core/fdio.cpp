@@ -507,7 +507,17 @@ long fdio_kt(int fd, IoOp* op) {
     }
     struct pollfd p = {n, (short)(op->mode == kModeRead ? POLLIN : POLLOUT), 0};
     uint32_t h0 = signal_thread_handled(nullptr);
-    int pr = real::poll(&p, 1, poll_ms(deadline));
+    // libc's poll: where a kernel thread (or a goroutine in a signal
+    // handler) canceled in this call is unwound, as in the read it stands
+    // for; drop the reference then, or close would keep the file open for
+    // ever under a hidden number.
+    struct PollArgs {
+      struct pollfd* p;
+      int ms;
+    } pa = {&p, poll_ms(deadline)};
+    int pr = (int)goshim_call_undo_on_unwind(
+        [](void* c) { return (long)real::poll(((PollArgs*)c)->p, 1, ((PollArgs*)c)->ms); }, &pa,
+        [](void* d) { pd_put((PollDesc*)d); }, pd);
     if (pr == 0) {
       out = op->done ? (long)op->done : op->timeout_result;
       break;
@@ -950,10 +960,30 @@ long io_connect(int fd, const struct sockaddr* a, socklen_t alen) {
     if (!fd_emulates_blocking(fd)) return errno_result(real::connect(fd, a, alen));
     long r = sys::connect(fd, a, alen);
     if (r == -EAGAIN) {
-      long fl = sys::fcntl(fd, F_GETFL, 0);
-      sys::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-      r = errno_result(real::connect(fd, a, alen));
-      sys::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+      // libc's connect on the socket made blocking for it: a cancellation
+      // point, which unwinds a canceled caller (a kernel thread, a
+      // goroutine in a signal handler) from inside; goshim's O_NONBLOCK
+      // goes back on the way, or later goroutine calls on it would block
+      // their kernel thread.
+      struct ConnArgs {
+        int fd;
+        const struct sockaddr* a;
+        socklen_t alen;
+        long fl;
+      } ca = {fd, a, alen, sys::fcntl(fd, F_GETFL, 0)};
+      sys::fcntl(fd, F_SETFL, ca.fl & ~O_NONBLOCK);
+      r = errno_result(goshim_call_undo_on_unwind(
+          [](void* c) {
+            ConnArgs* x = (ConnArgs*)c;
+            return (long)real::connect(x->fd, x->a, x->alen);
+          },
+          &ca,
+          [](void* c) {
+            ConnArgs* x = (ConnArgs*)c;
+            sys::fcntl(x->fd, F_SETFL, x->fl | O_NONBLOCK);
+          },
+          &ca));
+      sys::fcntl(fd, F_SETFL, ca.fl | O_NONBLOCK);
       return r;
     }
     if (r != -EINPROGRESS && r != -EALREADY) return r;
