@@ -427,6 +427,21 @@ static void c_copy_file_range(void) {
   loff_t a = 0, b = 16;
   copy_file_range(file, &a, file, &b, 1, 0);
 }
+static char semname[64];
+static sem_t *named;
+static void td_sem_open(void) {
+  if (named && named != SEM_FAILED) sem_close(named);
+  named = NULL;
+  sem_unlink(semname);
+}
+static void c_sem_open(void) { named = sem_open(semname, O_CREAT, 0600, 0); }
+static void c_thrd_join(void) { exited_joined = thrd_join((thrd_t)exited, NULL) == thrd_success; }
+static void c_cnd_timedwait(void) {
+  struct timespec t = past(CLOCK_REALTIME);
+  pthread_cleanup_push(unlock_mu, NULL);
+  cnd_timedwait((cnd_t *)&cv, (mtx_t *)&mu, &t);
+  pthread_cleanup_pop(1);
+}
 /* syscall() is no cancellation point, whatever the call. */
 static void c_sys_read(void) { syscall(SYS_read, pp[0], buf, 1); }
 static void c_sys_close(void) { syscall(SYS_close, dupfd); }
@@ -524,6 +539,9 @@ static const struct probe probes[] = {
     {"msgrcv", c_msgrcv, su_msg, td_msg, NULL},
     {"msgsnd", c_msgsnd, NULL, td_msg, NULL},
     {"eventfd_read", c_eventfd_read, su_ev, td_ev, NULL},
+    {"sem_open", c_sem_open, NULL, td_sem_open, NULL},
+    {"thrd_join", c_thrd_join, su_exited, td_exited, NULL},
+    {"cnd_timedwait", c_cnd_timedwait, NULL, NULL, pre_lock},
     {"syscall(SYS_read)", c_sys_read, su_pipe, td_pipe, NULL},
     {"syscall(SYS_close)", c_sys_close, su_dup, td_dup, NULL},
     {"syscall(SYS_fcntl, F_SETLKW)", c_sys_setlkw, su_lock, td_lock, NULL},
@@ -561,6 +579,7 @@ int main(void) {
   CHECK_EQ(socketpair(AF_UNIX, SOCK_DGRAM, 0, dg), 0);
   snprintf(sockpath, sizeof sockpath, "/tmp/cancel-points-%d.sock", (int)getpid());
   snprintf(path, sizeof path, "/tmp/cancel-points-%d.creat", (int)getpid());
+  snprintf(semname, sizeof semname, "/cancel-points-%d", (int)getpid());
   memset(&sun, 0, sizeof sun);
   sun.sun_family = AF_UNIX;
   strcpy(sun.sun_path, sockpath);
