@@ -523,6 +523,7 @@ static const struct probe probes[] = {
     {"sem_wait", c_sem_wait, su_sem, td_sem, NULL},
     {"sem_timedwait", c_sem_timedwait, su_sem, td_sem, NULL},
     {"sem_clockwait", c_sem_clockwait, su_sem, td_sem, NULL},
+    {"sem_clockwait (0, past)", c_sem_clockwait, NULL, td_sem, NULL},
     {"sem_trywait", c_sem_trywait, su_sem, td_sem, NULL},
     {"sem_post", c_sem_post, NULL, td_sem, NULL},
     {"pthread_cond_timedwait", c_cond_timedwait, NULL, NULL, pre_lock},
