@@ -406,6 +406,7 @@ bool dump_program_frame_first(G* gp, void* ucontext) {
 void dump_backtrace(int fd, G* gp, void* uc) {
   static char buf[4096];
   size_t len = 0;
+  CancelOff off;  // libunwind's read/open/write never act on the caller's cancellation
   unw_cursor_t c;
   if (uc) {
     if (unw_init_local2(&c, (unw_context_t*)uc, UNW_INIT_SIGNAL_FRAME) == 0)
@@ -420,6 +421,7 @@ void dump_backtrace(int fd, G* gp, void* uc) {
 
 void dump_backtrace_here(int fd, int skip) {
   static char buf[4096];
+  CancelOff off;  // (the lock-order checker's report, about to abort, on any G)
   unw_context_t ctx;
   unw_cursor_t c;
   unw_getcontext(&ctx);
