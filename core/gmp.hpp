@@ -247,6 +247,12 @@ struct G {
   std::atomic<uint32_t> cancel{0};
   bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
   bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
+  // Whether the program handler that ran last on this G (nhandled) had
+  // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.
+  // (Here, in a hole: the Gs are an array of 64-byte-rounded strides, each
+  // stride resident for every thread, so 704 bytes cost 704 and 712 cost
+  // 768; see bench/RESULTS.md, "Idle memory: where each byte goes".)
+  bool handled_restart = false;
 
   // GOSHIM_TRACE (trace.cpp): start of its current slice and block.
   int64_t trace_start = 0;
@@ -257,9 +263,6 @@ struct G {
   // token of the current wait, and the record of a single-fd wait.
   std::atomic<uint64_t> wtoken{0};
   PollWaiter pw;
-  // Whether the program handler that ran last on this G (nhandled) had
-  // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.
-  bool handled_restart = false;
 
   bool is_g0() const { return flags & kGFlagG0; }
   bool is_main() const { return flags & kGFlagMain; }
