@@ -51,45 +51,6 @@ void note_kthreads() {
 
 // ---- deadlock --------------------------------------------------------------------
 
-// Every goroutine parked on in-process synchronization (no timed wait, no
-// fd, no blocking call, no signal wait). others_could_wake() then looks
-// for what could still end such a wait from outside.
-bool all_asleep() {
-  if (netpoll_any_waiters()) return false;
-  bool any = false;
-  auto check = [&](G* gp) -> bool {
-    if (gp->magic != kGMagic) return true;
-    GStatus st = gp->status.load(std::memory_order_acquire);
-    if (st == GStatus::Idle || st == GStatus::Dead) return true;
-    if (st != GStatus::Waiting) return false;
-    if (gp->timer.heap.load(std::memory_order_relaxed)) return false;  // a timed wait
-    switch (gp->waitreason) {
-      case WaitReason::SigWait:
-      case WaitReason::Sleep:
-      case WaitReason::IORead:
-      case WaitReason::IOWrite:
-      case WaitReason::Poll:
-      case WaitReason::Select:
-      case WaitReason::EpollWait:
-      case WaitReason::Accept:
-      case WaitReason::Connect:
-      case WaitReason::Blocking:
-      case WaitReason::Yield:
-      case WaitReason::Preempted:
-        return false;
-      default:
-        break;
-    }
-    any = true;
-    return true;
-  };
-  if (!check(main_g())) return false;
-  size_t n = arena_nslots();
-  for (size_t i = 0; i < n; i++)
-    if (!check(arena_slot_g(i))) return false;
-  return any;
-}
-
 // Some timer of the process is armed: alarm/setitimer (any of the three
 // interval timers) or a POSIX timer (timer_create; listed in
 // /proc/self/timers). When the list cannot be read, a timer may exist.
@@ -288,6 +249,55 @@ void pinned(M* mp, G* gp, int64_t stalled_ns) {
 }
 
 }  // namespace
+
+// Every goroutine parked on in-process synchronization (no timed wait, no
+// fd, no blocking call, no signal wait). others_could_wake() then looks
+// for what could still end such a wait from outside.
+bool all_asleep() {
+  if (netpoll_any_waiters()) return false;
+  // An M that holds a P is doing something (an M releases its P before it
+  // sleeps): say, finishing a G's exit on g0 before it wakes the joiner,
+  // for as long as the kernel keeps it descheduled.
+  if (sched.npidle.load(std::memory_order_seq_cst) < sched.gomaxprocs) return false;
+  bool any = false;
+  auto check = [&](G* gp) -> bool {
+    if (gp->magic != kGMagic) return true;
+    GStatus st = gp->status.load(std::memory_order_acquire);
+    // A G that has died but whose exit has not yet told its joiner
+    // (goexit_g0 between the two): its M is about to wake someone.
+    if (st == GStatus::Dead &&
+        !(gp->join_state.load(std::memory_order_acquire) & (kJoinDetached | kJoinExited)))
+      return false;
+    if (st == GStatus::Idle || st == GStatus::Dead) return true;
+    if (st != GStatus::Waiting) return false;
+    if (gp->timer.heap.load(std::memory_order_relaxed)) return false;  // a timed wait
+    switch (gp->waitreason) {
+      case WaitReason::SigWait:
+      case WaitReason::Sleep:
+      case WaitReason::IORead:
+      case WaitReason::IOWrite:
+      case WaitReason::Poll:
+      case WaitReason::Select:
+      case WaitReason::EpollWait:
+      case WaitReason::Accept:
+      case WaitReason::Connect:
+      case WaitReason::Blocking:
+      case WaitReason::Yield:
+      case WaitReason::Preempted:
+        return false;
+      default:
+        break;
+    }
+    any = true;
+    return true;
+  };
+  if (!check(main_g())) return false;
+  size_t n = arena_nslots();
+  for (size_t i = 0; i < n; i++)
+    if (!check(arena_slot_g(i))) return false;
+  return any;
+}
+
 
 void debug_init() {
   start_ns = sys::nanotime();

@@ -26,4 +26,8 @@ void stats_print(bool mn);
 // The pass-through (1:1) mode counts its thread creations.
 void stats_thread_created();
 
+// The deadlock report's first question (sysmon): every goroutine parked on
+// in-process synchronization and no M doing anything. Any thread.
+bool all_asleep();
+
 }  // namespace goshim

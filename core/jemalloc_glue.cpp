@@ -44,6 +44,7 @@
 #include "core/jemalloc_glue.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
+#include "core/signal.hpp"
 #include "syscalls/sys.hpp"
 
 namespace {
@@ -146,8 +147,14 @@ int goshim_je_thread_create(pthread_t* th, const pthread_attr_t* a, void* (*fn)(
   return goshim::real::pthread_create(th, a, fn, arg);
 }
 
+// jemalloc joins a background thread with its control locks held (the
+// program's mallctl turning them off): glibc's join is a cancellation point,
+// and unwinding there would leave those locks held for ever. Never one here
+// (a pending cancellation is acted upon at the caller's next cancellation
+// point: tests/preload/mallctl_cancel_join).
 int goshim_je_thread_join(pthread_t th, void** ret) {
   goshim::real::resolve();
+  goshim::CancelOff off;
   return goshim::real::pthread_join(th, ret);
 }
 

@@ -154,6 +154,16 @@ bool async_cancel_safe(G* gp, void* uctx) {
   return safe;
 }
 
+bool handler_cancel_safe(G* gp, void* uctx) {
+  GOSHIM_SIGNAL_SAFE();
+  M* mp = gp->m;
+  if (gp->insig == 0 || !mp || mp->curg != gp || mp->locks.load(std::memory_order_relaxed) != 0)
+    return false;
+  uintptr_t pc = arch::uc_pc((ucontext_t*)uctx);
+  if (dladdr_is_self(pc)) return false;
+  return !pc_unsafe(pc) || dump_program_frame_first(gp, uctx);
+}
+
 bool pc_unsafe(uintptr_t pc) {
   int n = nranges.load(std::memory_order_acquire);
   for (int i = 0; i < n; i++)
@@ -254,6 +264,10 @@ void preemptone(P* pp) {
   if (!gp || gp->is_g0()) return;
   gp->preempt.store(true, std::memory_order_release);
   pp->preempt.store(true, std::memory_order_relaxed);
+  // A G in a program signal handler is not preempted there (async_preempt):
+  // the signal would only end the handler's system call (poll, a sleep)
+  // with EINTR. It yields at its next interposed call after the handler.
+  if (__atomic_load_n(&gp->insig, __ATOMIC_RELAXED) > 0) return;
   int sig = config.preempt_signal;
   if (!sig || mp->tid == 0) return;
   // One in flight at a time; one that has not arrived for 50 ms is lost.

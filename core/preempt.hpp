@@ -65,4 +65,14 @@ bool pc_unsafe(uintptr_t pc);
 // on the cancellation at its next interposed call (preempt_at_call).
 bool async_cancel_safe(G* gp, void* uctx);
 
+// Signal context (the SIGCANCEL handler), on gp's M: gp runs a program
+// signal handler (G::insig > 0) and was interrupted at uctx inside one of
+// glibc's cancellable system calls with its cancellation pending. Whether
+// glibc's unwinding may start there: the M holds no runtime Mutex and no
+// goshim frame lies between the interrupted pc and the program's code that
+// made the call (the handler's poll: the shim passed it on to libc with a
+// tail call). The unwinding then leaves the handler as a cancellation
+// point the handler calls does (cancel_point from a handler).
+bool handler_cancel_safe(G* gp, void* uctx);
+
 }  // namespace goshim

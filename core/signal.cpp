@@ -552,7 +552,10 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   if (gp) {
     gp->nhandled++;
     gp->handled_restart = flags & SA_RESTART;  // for a goshim wait it ran into (fd layer)
-    gp->insig++;
+    __atomic_store_n(&gp->insig, gp->insig + 1, __ATOMIC_RELAXED);
+    // Either pthread_cancel (cancel_send) sees insig and sends SIGCANCEL, or
+    // the handler's cancellable libc call sees the cancellation at entry.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     saved = gp->sigmask;
     gp->sigmask |= prog_mask[sig].load(std::memory_order_relaxed) |
                    ((flags & SA_NODEFER) ? 0 : bit(sig));
@@ -831,6 +834,14 @@ void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
     // (blocking_cancellable: the real libc call made there), and never
     // from goshim's own code around that call.
     if (gp->unwind_guarded && !dladdr_is_self(pc)) cancel_point();
+    return;
+  }
+  // Running in a program signal handler, whose calls go to libc's own
+  // (cancel_send signals such a G): one of glibc's cancellable system calls
+  // the handler made is a cancellation point, as natively
+  // (tests/preload/cancel_wait_in_handler).
+  if (gp->insig > 0) {
+    if (handler_cancel_safe(gp, uctx)) cancel_point();
     return;
   }
   // Running (the blocking call it was signalled in is over, or glibc made
@@ -1773,11 +1784,21 @@ int cancel_send(G* target) {
     if (old & kCancelAsync) cancel_point();
     return 0;
   }
+  // (Paired with run_program's fence: a G entering a program handler sees
+  // the cancellation in its cancellable libc call, or is seen here.)
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
   GStatus st = target->status.load(std::memory_order_acquire);
   M* mp = target->m;
   if (st == GStatus::Syscall && mp) {
     // In a blocking call: if it is one of glibc's cancellation points,
     // glibc made it asynchronous around the system call.
+    sys::tgkill(sys::getpid(), mp->tid, kSigCancel);
+  } else if (st == GStatus::Running && mp && __atomic_load_n(&target->insig, __ATOMIC_RELAXED) > 0) {
+    // In a program signal handler: its calls go to libc's own (neither the
+    // fd layer nor the shim parks there), so it may sleep in one of glibc's
+    // cancellable system calls; glibc's protocol acts on SIGCANCEL there
+    // (sigcancel_handler), as natively. A G in a handler does not move
+    // to another M; the signal is harmless where it finds none.
     sys::tgkill(sys::getpid(), mp->tid, kSigCancel);
   } else if (st == GStatus::Running && (old & kCancelAsync) && mp) {
     preempt_kick(target, true);  // asynchronous cancellation where it runs
