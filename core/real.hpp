@@ -112,6 +112,13 @@ namespace goshim::real {
   X(pthread_key_delete, int (*)(pthread_key_t), Next, nullptr, 0)                                  \
   X(pthread_getspecific, void* (*)(pthread_key_t), Next, nullptr, 0)                               \
   X(pthread_setspecific, int (*)(pthread_key_t, const void*), Next, nullptr, 0)                    \
+  /* glibc's condition variables, the default versions (GLIBC_2.3.2; the                        \
+     versioned lookup that tests/unit/real_test checks) */                                         \
+  X(pthread_cond_init, int (*)(pthread_cond_t*, const pthread_condattr_t*), Next, nullptr, 0)      \
+  X(pthread_cond_signal, int (*)(pthread_cond_t*), Next, nullptr, 0)                               \
+  X(pthread_cond_wait, int (*)(pthread_cond_t*, pthread_mutex_t*), Next, nullptr, 0)               \
+  X(pthread_cond_timedwait,                                                                        \
+    int (*)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*), Next, nullptr, 0)          \
   /* signals (core/signal.cpp, shim/signal*.cpp, core/cancelproto.cpp) */                          \
   X(sigaction, int (*)(int, const struct sigaction*, struct sigaction*), Next, nullptr, 0)         \
   X(pthread_sigmask, int (*)(int, const sigset_t*, sigset_t*), Next, nullptr, 0)                   \
