@@ -10,30 +10,47 @@
 //
 // So the build renames jemalloc's references (objcopy --redefine-syms with
 // core/jemalloc_glue.syms) to the functions below:
-//   - its mutexes are plain futex locks (on the pthread_mutex_t's __lock
-//     word, the 0/1/2 protocol of glibc's lll_lock, private futex; not
-//     goshim's runtime Mutex, which carries a lock rank):
-//     no libc, no runtime, usable before init, on g0, on foreign threads,
-//     in a forked child and from signal handlers. A goroutine that finds
-//     one held blocks its M in the kernel, as with glibc's own internal
-//     locks. The holder is recorded (a user G, in the mutex's __list
-//     field, which glibc's NORMAL mutexes and condvars leave alone) and
-//     the waiting M publishes the lock it sleeps on (M::alloc_lock_wait):
-//     while the holder runs on a kernel thread (a G Running or in a
-//     blocking call, a g0, a foreign thread) the wait ends without any
-//     goroutine's help, and sysmon leaves the waiter's P alone; on an
-//     overloaded machine the holder often waits for a CPU, and a spare M
-//     for the waiter's P blocked behind the same lock in turn (one more
-//     kernel thread per sysmon look: tests/preload/alloc_contention).
-//     Only a holder that parks (a program signal handler that blocks,
-//     having interrupted the allocator) makes sysmon hand the P on, as for
-//     glibc's own locks (DESIGN.md, decision 7).
-//   - its condition variables and background threads (opt-in with
-//     MALLOC_CONF=background_thread:true) are glibc's own, on a real kernel
-//     thread: glibc's condvar releases and retakes the mutex with the same
-//     lll_lock protocol.
+//   - its mutexes are plain futex locks on the pthread_mutex_t's __lock
+//     word (private futex; not goshim's runtime Mutex, which carries a
+//     lock rank): no libc, no runtime, usable before init, on g0, on
+//     foreign threads, in a forked child and from signal handlers. A
+//     goroutine that finds one held blocks its M in the kernel, as with
+//     glibc's own internal locks.
+//   - The word names its holder (kLocked | kWaiters | tag << 2): the tag
+//     is the holding goroutine's slot (holder_tag: its vtid, which is
+//     fixed per G slot), or 0 for anything that is not a goroutine (a g0,
+//     a kernel thread goshim did not create, any thread before the runtime
+//     exists). Taking the lock (CAS 0 -> tag|kLocked) publishes the holder
+//     and releasing it (exchange -> 0) withdraws it in the same atomic
+//     step, so no signal can find the lock taken with the holder unknown
+//     (issue 12: a holder recorded by a separate store after the CAS, and
+//     cleared by one before the release, left the lock held with no
+//     holder when a program signal handler interrupted that window and
+//     blocked; sysmon then kept the waiters' Ps and the hang was
+//     malloc_signal_park's). A waiter sets kWaiters with a CAS that keeps
+//     the tag (never an exchange, which would erase it), and one that wins
+//     the lock after sleeping takes it with kWaiters set, as glibc's
+//     lll_lock takes it with 2, since others may sleep too.
+//     The waiting M publishes the lock it sleeps on (M::alloc_lock_wait)
+//     and sysmon decodes the holder (alloc_lock_holder): while the holder
+//     runs on a kernel thread (a G Running or in a blocking call, a g0, a
+//     foreign thread) the wait ends without any goroutine's help, and
+//     sysmon leaves the waiter's P alone; on an overloaded machine the
+//     holder often waits for a CPU, and a spare M for the waiter's P
+//     blocked behind the same lock in turn (one more kernel thread per
+//     sysmon look: tests/preload/alloc_contention). Only a holder that
+//     parks (a program signal handler that blocks, having interrupted the
+//     allocator) makes sysmon hand the P on, as for glibc's own locks
+//     (DESIGN.md, decision 7). A g0 never runs a program handler, and a
+//     foreign thread's handler needs no P.
+//   - its condition variables (used by its background threads, opt-in
+//     with MALLOC_CONF=background_thread:true, which are glibc's own
+//     threads, outside the runtime) are a sequence futex below, not
+//     glibc's: glibc's condvar retakes the mutex with lll_lock, whose
+//     exchange with 2 would erase the holder's tag from the word.
 // Any thread; no locks of goshim's held.
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -42,51 +59,89 @@
 #include "arch/arch.hpp"
 #include "core/gmp.hpp"
 #include "core/jemalloc_glue.hpp"
-#include "core/rawlog.hpp"
+#include "core/proc.hpp"
 #include "core/real.hpp"
 #include "core/signal.hpp"
 #include "syscalls/sys.hpp"
 
 namespace {
 
-// The lock word: pthread_mutex_t's __lock, 0 unlocked, 1 locked, 2 locked
-// with (possible) kernel waiters, as glibc's lll_lock.
-inline int* word(pthread_mutex_t* m) { return &m->__data.__lock; }
+// The lock word: pthread_mutex_t's __lock. 0: unlocked.
+inline uint32_t* word(pthread_mutex_t* m) { return reinterpret_cast<uint32_t*>(&m->__data.__lock); }
 
-// The holder: the user G that took the lock, or null (see the top).
-inline std::atomic<goshim::G*>* holder(pthread_mutex_t* m) {
-  static_assert(sizeof(m->__data.__list.__prev) == sizeof(std::atomic<goshim::G*>));
-  return reinterpret_cast<std::atomic<goshim::G*>*>(&m->__data.__list.__prev);
-}
+constexpr uint32_t kLocked = 1;   // held
+constexpr uint32_t kWaiters = 2;  // held, and a thread may sleep on the word
+constexpr int kTagShift = 2;      // the holder's tag above (0: not a goroutine)
 
-// A g0 is never recorded: its M (and so the G) may be freed once it exits.
-inline goshim::G* self_holder() {
+// The calling thread's tag. A user G's: its vtid (kVtidBase for main,
+// kVtidBase + 1 + slot index for the others, core/proc.cpp: below 2^23
+// above kVtidBase, so tag << kTagShift fits in 32 bits), plus one so that
+// 0 stays "not a goroutine". A g0 is never named: its M (and so the G)
+// may be freed once it exits, and it runs no program handler. Read before
+// the CAS: a signal handler that runs in between runs on the same G, even
+// if it parks and the G resumes on another M.
+inline uint32_t holder_tag() {
   goshim::G* g = goshim::tls_g;  // null before the runtime and on foreign threads
-  return g && !g->is_g0() ? g : nullptr;
+  if (!g || g->is_g0()) return 0;
+  return (uint32_t)(g->vtid - goshim::kVtidBase) + 1;
 }
 
-void lock_slow(pthread_mutex_t* m) {
-  int* w = word(m);
+inline bool try_take(uint32_t* w, uint32_t v) {
+  uint32_t z = 0;
+  return __atomic_compare_exchange_n(w, &z, v, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+void lock_slow(pthread_mutex_t* m, uint32_t mine) {
+  uint32_t* w = word(m);
   for (int i = 0; i < 100; i++) {  // jemalloc has spun with trylock already
-    int z = 0;
-    if (__atomic_load_n(w, __ATOMIC_RELAXED) == 0 &&
-        __atomic_compare_exchange_n(w, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-      return;
+    if (__atomic_load_n(w, __ATOMIC_RELAXED) == 0 && try_take(w, mine)) return;
     goshim::arch::cpu_relax();
   }
   goshim::G* g = goshim::tls_g;
   goshim::M* mp = g ? g->m : nullptr;
   if (mp) mp->alloc_lock_wait.store(m, std::memory_order_relaxed);
-  while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0) goshim::sys::futex_wait(w, 2, nullptr);
+  for (;;) {
+    uint32_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    if (v == 0) {
+      if (try_take(w, mine | kWaiters)) break;
+      continue;
+    }
+    if (!(v & kWaiters) &&
+        !__atomic_compare_exchange_n(w, &v, v | kWaiters, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+      continue;
+    goshim::sys::futex_wait(w, v | kWaiters, nullptr);
+  }
   if (mp) mp->alloc_lock_wait.store(nullptr, std::memory_order_relaxed);
 }
 
-// glibc's condvar functions (the default, GLIBC_2.3.2 versions), from the
-// real-function table: only background threads use them.
-template <typename F>
-F libc_fn(F f, const char* name) {
-  if (!f) goshim::fatalf("cannot resolve libc's %s", name);
-  return f;
+// The condition variable's word: a sequence number that every signal
+// bumps. A waiter reads it before releasing the mutex and sleeps only
+// while it is unchanged, so no signal is lost; wakeups may be spurious
+// (allowed; jemalloc checks its condition again).
+inline uint32_t* cond_word(pthread_cond_t* c) {
+  static_assert(sizeof(pthread_cond_t) >= sizeof(uint32_t));
+  return reinterpret_cast<uint32_t*>(c);
+}
+
+}  // namespace
+
+extern "C" int goshim_je_mutex_lock(pthread_mutex_t* m);
+extern "C" int goshim_je_mutex_unlock(pthread_mutex_t* m);
+
+namespace {
+
+// cond_wait with an absolute CLOCK_REALTIME deadline (the default clock:
+// jemalloc gives its condvars no attributes), or none.
+int cond_wait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* abs) {
+  if (abs && (abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000)) return EINVAL;
+  uint32_t* cw = cond_word(c);
+  uint32_t seq = __atomic_load_n(cw, __ATOMIC_RELAXED);
+  goshim_je_mutex_unlock(m);
+  long r = goshim::sys::futex(cw, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG | (abs ? FUTEX_CLOCK_REALTIME : 0),
+                              seq, abs, nullptr, FUTEX_BITSET_MATCH_ANY);
+  goshim_je_mutex_lock(m);
+  return r == -ETIMEDOUT ? ETIMEDOUT : 0;
 }
 
 }  // namespace
@@ -104,42 +159,36 @@ int goshim_je_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t*) {
 }
 
 int goshim_je_mutex_lock(pthread_mutex_t* m) {
-  int z = 0;
-  if (!__atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-    lock_slow(m);
-  holder(m)->store(self_holder(), std::memory_order_relaxed);
+  uint32_t mine = holder_tag() << kTagShift | kLocked;
+  if (!try_take(word(m), mine)) lock_slow(m, mine);
   return 0;
 }
 
 int goshim_je_mutex_trylock(pthread_mutex_t* m) {
-  int z = 0;
-  if (!__atomic_compare_exchange_n(word(m), &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-    return EBUSY;
-  holder(m)->store(self_holder(), std::memory_order_relaxed);
-  return 0;
+  return try_take(word(m), holder_tag() << kTagShift | kLocked) ? 0 : EBUSY;
 }
 
 int goshim_je_mutex_unlock(pthread_mutex_t* m) {
-  m->__data.__owner = 0;  // glibc's condvar relock records one and checks it is clear
-  holder(m)->store(nullptr, std::memory_order_relaxed);
-  if (__atomic_exchange_n(word(m), 0, __ATOMIC_RELEASE) == 2) goshim::sys::futex_wake(word(m), 1);
+  if (__atomic_exchange_n(word(m), 0, __ATOMIC_RELEASE) & kWaiters)
+    goshim::sys::futex_wake(word(m), 1);
   return 0;
 }
 
-int goshim_je_cond_init(pthread_cond_t* c, const pthread_condattr_t* a) {
-  return libc_fn(goshim::real::lazy::pthread_cond_init(), "pthread_cond_init")(c, a);
+int goshim_je_cond_init(pthread_cond_t* c, const pthread_condattr_t*) {
+  memset(c, 0, sizeof *c);
+  return 0;
 }
 
 int goshim_je_cond_signal(pthread_cond_t* c) {
-  return libc_fn(goshim::real::lazy::pthread_cond_signal(), "pthread_cond_signal")(c);
+  __atomic_fetch_add(cond_word(c), 1, __ATOMIC_RELAXED);
+  goshim::sys::futex_wake(cond_word(c), 1);
+  return 0;
 }
 
-int goshim_je_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
-  return libc_fn(goshim::real::lazy::pthread_cond_wait(), "pthread_cond_wait")(c, m);
-}
+int goshim_je_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) { return cond_wait(c, m, nullptr); }
 
 int goshim_je_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t) {
-  return libc_fn(goshim::real::lazy::pthread_cond_timedwait(), "pthread_cond_timedwait")(c, m, t);
+  return cond_wait(c, m, t);
 }
 
 int goshim_je_thread_create(pthread_t* th, const pthread_attr_t* a, void* (*fn)(void*), void* arg) {
@@ -163,7 +212,9 @@ int goshim_je_thread_join(pthread_t th, void** ret) {
 namespace goshim {
 
 G* alloc_lock_holder(void* mutex) {
-  return holder(static_cast<pthread_mutex_t*>(mutex))->load(std::memory_order_relaxed);
+  uint32_t tag = __atomic_load_n(word(static_cast<pthread_mutex_t*>(mutex)), __ATOMIC_RELAXED) >> kTagShift;
+  if (tag == 0) return nullptr;
+  return g_from_vtid((int32_t)(tag - 1) + kVtidBase);
 }
 
 }  // namespace goshim

@@ -112,8 +112,8 @@ namespace goshim::real {
   X(pthread_key_delete, int (*)(pthread_key_t), Next, nullptr, 0)                                  \
   X(pthread_getspecific, void* (*)(pthread_key_t), Next, nullptr, 0)                               \
   X(pthread_setspecific, int (*)(pthread_key_t, const void*), Next, nullptr, 0)                    \
-  /* glibc's condition variables, for jemalloc's background threads                              \
-     (core/jemalloc_glue.cpp): the default versions, GLIBC_2.3.2 */                                \
+  /* glibc's condition variables, the default versions (GLIBC_2.3.2; the                        \
+     versioned lookup that tests/unit/real_test checks) */                                         \
   X(pthread_cond_init, int (*)(pthread_cond_t*, const pthread_condattr_t*), Next, nullptr, 0)      \
   X(pthread_cond_signal, int (*)(pthread_cond_t*), Next, nullptr, 0)                               \
   X(pthread_cond_wait, int (*)(pthread_cond_t*, pthread_mutex_t*), Next, nullptr, 0)               \

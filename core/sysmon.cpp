@@ -208,7 +208,10 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   // malloc_signal_park).
   if (void* lk = mp->alloc_lock_wait.load(std::memory_order_relaxed)) {
     G* h = alloc_lock_holder(lk);
-    if (!h) return false;  // a g0 or a foreign thread: never parks in there
+    // Released since, or held by a g0 or a foreign thread (never parks in
+    // there): the lock word names a goroutine holder atomically with taking
+    // the lock, so null never hides one.
+    if (!h) return false;
     if (h->status.load(std::memory_order_relaxed) == GStatus::Running) {
       M* hm = h->m;
       if (hm && hm != mp && kernel_state(hm) == 'R') return false;
