@@ -94,11 +94,57 @@ bool mcache_purge_due() {
   return mallctl && sys::nanotime() >= purge_next.load(std::memory_order_relaxed);
 }
 
+namespace {
+// jemalloc's counters of this thread's allocated and freed bytes (in its
+// thread state: valid for the thread's life), looked up once; null when
+// this jemalloc keeps none (built without statistics: then every sleep
+// gives the cache back).
+__thread const uint64_t* tls_je_allocated __attribute__((tls_model("initial-exec")));
+__thread const uint64_t* tls_je_deallocated __attribute__((tls_model("initial-exec")));
+__thread bool tls_je_counters_read __attribute__((tls_model("initial-exec")));
+// The traffic when the cache was last turned on.
+__thread uint64_t tls_cache_traffic_mark __attribute__((tls_model("initial-exec")));
+// Whether the cache was given back, and the allocations made since (see
+// kThreadCacheReenableAllocs). (goshim's TLS is zero-initialized.)
+__thread bool tls_cache_released __attribute__((tls_model("initial-exec")));
+__thread int tls_uncached_allocs __attribute__((tls_model("initial-exec")));
+
+uint64_t thread_traffic() {
+  if (!tls_je_counters_read) {
+    tls_je_counters_read = true;
+    uint64_t *a = nullptr, *d = nullptr;
+    size_t la = sizeof a, ld = sizeof d;
+    if (mallctl("thread.allocatedp", &a, &la, nullptr, 0) == 0 &&
+        mallctl("thread.deallocatedp", &d, &ld, nullptr, 0) == 0 && a && d) {
+      tls_je_allocated = a;
+      tls_je_deallocated = d;
+    }
+  }
+  if (!tls_je_allocated) return 0;
+  return __atomic_load_n(tls_je_allocated, __ATOMIC_RELAXED) +
+         __atomic_load_n(tls_je_deallocated, __ATOMIC_RELAXED);
+}
+}  // namespace
+
 void thread_cache_enable() {
+  if (tls_cache_released && ++tls_uncached_allocs < kThreadCacheReenableAllocs) return;
+  tls_cache_released = false;
   tls_thread_cache_on = true;
   if (!mallctl) return;
   bool on = true;
   mallctl("thread.tcache.enabled", nullptr, nullptr, &on, sizeof on);
+  tls_cache_traffic_mark = thread_traffic();
+}
+
+void thread_cache_release_slow() {
+  if (!mallctl) return;
+  uint64_t t = thread_traffic();
+  if (tls_je_allocated && t - tls_cache_traffic_mark < kThreadCacheReleaseBytes) return;
+  tls_thread_cache_on = false;
+  tls_cache_released = true;
+  tls_uncached_allocs = 0;
+  bool off = false;
+  mallctl("thread.tcache.enabled", nullptr, nullptr, &off, sizeof off);
 }
 
 }  // namespace goshim

@@ -16,6 +16,7 @@
 
 #include "arch/arch.hpp"
 #include "core/contract.hpp"
+#include "core/mcache.hpp"
 #include "core/rawlog.hpp"
 #include "core/rtlock.hpp"
 #include "core/runtime.hpp"
@@ -268,6 +269,10 @@ constexpr int64_t kAsyncSliceNs = 20 * 1000 * 1000;
 int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
                         const void** endaddr, bool cancellable, bool async,
                         const SemaLockWait* lock) {
+  // About to sleep (the word still holds val): a kernel thread that is no
+  // M gives its allocator cache back first (core/mcache.hpp), not queued
+  // yet, so a wake or a lock hand-over does not wait for it.
+  if (load_word(addr) == val) thread_cache_idle();
   Bucket* b = bucket_of(addr);
   SemaWaiter w;
   w.addr = addr;
