@@ -290,6 +290,8 @@ $(patsubst tests/preload/%.c,$(BUILD)/tests/preload/%,$(wildcard tests/preload/m
   tests/preload/mutex_starve_kinds.h
 $(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: \
   tests/preload/sync_pshared.h
+$(BUILD)/tests/preload/dbmem_idle_return $(BUILD)/tests/preload/dbmem_idle_return_wait: \
+  tests/preload/dbmem_burst.h
 
 preload: $(PRE_RS_BIN)
 

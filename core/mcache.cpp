@@ -71,11 +71,13 @@ int64_t mcache_idle_purge(bool active) {
   int64_t now = sys::nanotime();
   int64_t until = purge_until.load(std::memory_order_relaxed);
   // Goroutines ran since this M last looked: what they freed is all
-  // returned by a decay period from now.
-  while (active && until < now + win &&
+  // returned by a decay period from now. (Moved only by a whole period or
+  // more: Ms that go idle thousands of times a second, as in a ping-pong,
+  // then share this word read-only; the window has 2 s of slack.)
+  while (active && until < now + win - kPurgePeriodNs &&
          !purge_until.compare_exchange_weak(until, now + win, std::memory_order_relaxed)) {
   }
-  if (active && until < now + win) until = now + win;
+  if (active && until < now + win - kPurgePeriodNs) until = now + win;
   if (now >= until) return 0;
   int64_t next = purge_next.load(std::memory_order_relaxed);
   if (now < next || !purge_next.compare_exchange_strong(next, now + kPurgePeriodNs,

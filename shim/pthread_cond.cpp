@@ -152,28 +152,29 @@ GOSHIM_EXPORT int pthread_cond_destroy(pthread_cond_t* cond) {
   return 0;
 }
 
-GOSHIM_EXPORT int pthread_cond_signal(pthread_cond_t* cond) {
+namespace {
+
+void cond_signal(pthread_cond_t* cond) {
   CondObj* c = (CondObj*)cond;
   uint32_t w = __atomic_load_n(&c->wrefs, __ATOMIC_SEQ_CST);
-  if ((w >> 3) == 0) return 0;  // nobody to wake (see the file comment on ordering)
+  if ((w >> 3) == 0) return;  // nobody to wake (see the file comment on ordering)
   __atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
   if (w & kShared) {
     sync_wake(&c->seq, 1, true);
-    return 0;
+    return;
   }
   int n = sema_wake(&c->seq, 1);
   if (n) release_refs(c, (uint32_t)n);
-  return 0;
 }
 
-GOSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t* cond) {
+void cond_broadcast(pthread_cond_t* cond) {
   CondObj* c = (CondObj*)cond;
   uint32_t w = __atomic_load_n(&c->wrefs, __ATOMIC_SEQ_CST);
-  if ((w >> 3) == 0) return 0;
+  if ((w >> 3) == 0) return;
   __atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
   if (w & kShared) {
     sync_wake(&c->seq, INT_MAX, true);
-    return 0;
+    return;
   }
   MutexObj* m = __atomic_load_n(&c->mutex, __ATOMIC_RELAXED);
   int* word = (m && m != kMixedMutex) ? mutex_requeue_word(m) : nullptr;
@@ -187,6 +188,21 @@ GOSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t* cond) {
     n = sema_wake(&c->seq, INT_MAX);
   }
   if (n > 0) release_refs(c, (uint32_t)n);
+}
+
+}  // namespace
+
+// (preempt_check: see shim.hpp; a loop that signals a condition variable
+// under a mutex spends its slice inside goshim.)
+GOSHIM_EXPORT int pthread_cond_signal(pthread_cond_t* cond) {
+  cond_signal(cond);
+  shim::preempt_check();
+  return 0;
+}
+
+GOSHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t* cond) {
+  cond_broadcast(cond);
+  shim::preempt_check();
   return 0;
 }
 

@@ -726,13 +726,18 @@ GOSHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t* mu) {
     st(&m->owner, 0);
     m->nusers--;
     simple_release(m, kind, true);
+    shim::preempt_check();
     return 0;
   }
-  return mutex_unlock_impl(m, true);
+  int r = mutex_unlock_impl(m, true);
+  shim::preempt_check();
+  return r;
 }
 
 GOSHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t* mu) {
-  return mutex_lock_impl((MutexObj*)mu, nullptr, LockMode::Try);
+  int r = mutex_lock_impl((MutexObj*)mu, nullptr, LockMode::Try);
+  if (r == EBUSY) shim::preempt_check();
+  return r;
 }
 
 GOSHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t* mu, const struct timespec* abstime) {

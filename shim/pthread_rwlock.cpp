@@ -236,7 +236,9 @@ GOSHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* rw) {
 }
 
 GOSHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t* rw) {
-  return rdlock((RwObj*)rw, CLOCK_REALTIME, nullptr, true);
+  int r = rdlock((RwObj*)rw, CLOCK_REALTIME, nullptr, true);
+  if (r == EBUSY) shim::preempt_check();
+  return r;
 }
 
 GOSHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t* rw, const struct timespec* abstime) {
@@ -253,7 +255,9 @@ GOSHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* rw) {
 }
 
 GOSHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t* rw) {
-  return wrlock((RwObj*)rw, CLOCK_REALTIME, nullptr, true);
+  int r = wrlock((RwObj*)rw, CLOCK_REALTIME, nullptr, true);
+  if (r == EBUSY) shim::preempt_check();
+  return r;
 }
 
 GOSHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* rw, const struct timespec* abstime) {
@@ -265,7 +269,11 @@ GOSHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* rw, clockid_t clk
   return wrlock((RwObj*)rw, clk, abstime, false);
 }
 
-GOSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* rw) { return unlock((RwObj*)rw); }
+GOSHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* rw) {
+  int r = unlock((RwObj*)rw);
+  shim::preempt_check();  // see shim.hpp
+  return r;
+}
 
 // ---- pthread_rwlockattr_* ---------------------------------------------------------
 

@@ -52,13 +52,15 @@ GOSHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t* lock) {
 
 GOSHIM_EXPORT int pthread_spin_trylock(pthread_spinlock_t* lock) {
   int free = kUnlocked;
-  return __atomic_compare_exchange_n((int*)lock, &free, kLocked, false, __ATOMIC_ACQUIRE,
-                                     __ATOMIC_RELAXED)
-             ? 0
-             : EBUSY;
+  if (__atomic_compare_exchange_n((int*)lock, &free, kLocked, false, __ATOMIC_ACQUIRE,
+                                  __ATOMIC_RELAXED))
+    return 0;
+  shim::preempt_check();  // see shim.hpp
+  return EBUSY;
 }
 
 GOSHIM_EXPORT int pthread_spin_unlock(pthread_spinlock_t* lock) {
   __atomic_store_n((int*)lock, kUnlocked, __ATOMIC_RELEASE);
+  shim::preempt_check();
   return 0;
 }

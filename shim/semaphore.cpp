@@ -114,6 +114,7 @@ GOSHIM_EXPORT int sem_post(sem_t* sem) {
   } while (!__atomic_compare_exchange_n(&s->data, &d, d + 1, true, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED));
   if ((d >> kNwaitersShift) > 0) sync_wake(value_word(s), 1, is_shared(s));
+  shim::preempt_check();
   return 0;
 }
 
@@ -126,6 +127,7 @@ GOSHIM_EXPORT int sem_wait(sem_t* sem) {
 
 GOSHIM_EXPORT int sem_trywait(sem_t* sem) {
   if (try_take((SemObj*)sem, true)) return 0;
+  shim::preempt_check();
   errno = EAGAIN;
   return -1;
 }

@@ -39,6 +39,25 @@ __attribute__((always_inline)) inline G* user_g() {
   return g;
 }
 
+__attribute__((noinline, cold)) inline void preempt_check_slow(G* g, const void* caller_pc) {
+  if ((g->flags & kGFlagG0) || g->status.load(std::memory_order_relaxed) != GStatus::Running ||
+      g->insig != 0)
+    return;
+  preempt_at_call(g, caller_pc);
+}
+
+// A pending preemption, honoured at the end of a call whose fast path
+// needs no user_g (unlocking, signalling a condition variable, a failed
+// trylock): a program that spends its time slice in such calls, where the
+// preemption signal never finds it in its own code, yields as it would at
+// any other call. Always inlined into the interposer, for the same return
+// address as user_g.
+__attribute__((always_inline)) inline void preempt_check() {
+  G* g = tls_g;
+  if (__builtin_expect(g != nullptr && g->preempt.load(std::memory_order_relaxed), 0))
+    preempt_check_slow(g, __builtin_return_address(0));
+}
+
 // Makes sure real:: pointers are usable (for pass-through before init).
 inline void ensure_real() {
   if (__builtin_expect(real::pthread_create == nullptr, 0)) real::resolve();

@@ -9,70 +9,23 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "common.h"
+#include "dbmem_burst.h"
 
-#define NTHREADS 32
-#define NBLOCKS 8
-#define BLOCK (256 << 10)
-
-static pthread_barrier_t all_allocated;
-static char *blocks[NTHREADS][NBLOCKS];
-static long page;
-
-static void *conn(void *arg) {
-  int id = (int)(long)arg;
-  for (int i = 0; i < NBLOCKS; i++) {
-    char *p = malloc(BLOCK);
-    CHECK(p != NULL, "malloc");
-    for (long o = 0; o < BLOCK; o += page) p[o] = (char)(id + i + 1);
-    blocks[id][i] = p;
-  }
-  pthread_barrier_wait(&all_allocated);
-  for (int i = 0; i < NBLOCKS; i++) {
-    char *p = blocks[id][i];
-    for (long o = 0; o < BLOCK; o += page)
-      CHECK(p[o] == (char)(id + i + 1), "block %d of thread %d lost its contents", i, id);
-    free(p);
-  }
-  return NULL;
-}
-
-/* In the child: resident pages of the parent's freed blocks. */
-static long resident_pages(int fd) {
-  long n = 0;
-  for (int t = 0; t < NTHREADS; t++)
-    for (int i = 0; i < NBLOCKS; i++) {
-      uintptr_t lo = (uintptr_t)blocks[t][i] & ~(uintptr_t)(page - 1);
-      uintptr_t hi = ((uintptr_t)blocks[t][i] + BLOCK + page - 1) & ~(uintptr_t)(page - 1);
-      for (uintptr_t a = lo; a < hi; a += page) {
-        uint64_t e = 0;
-        ssize_t r = pread(fd, &e, sizeof e, (off_t)(a / page * sizeof e));
-        if (r != (ssize_t)sizeof e) return -1;
-        n += (e >> 63) & 1;
-      }
-    }
-  return n;
+/* In the child: a page of the parent's from its pagemap (present bit). */
+static int pagemap_present(uintptr_t a, void *ctx) {
+  uint64_t e = 0;
+  if (pread(*(int *)ctx, &e, sizeof e, (off_t)(a / page * sizeof e)) != (ssize_t)sizeof e) return -1;
+  return (int)((e >> 63) & 1);
 }
 
 int main(void) {
-  page = sysconf(_SC_PAGESIZE);
-  CHECK(page > 0, "page size");
-  pthread_t th[NTHREADS];
-  CHECK_EQ(pthread_barrier_init(&all_allocated, NULL, NTHREADS), 0);
-  for (int t = 0; t < NTHREADS; t++)
-    CHECK_EQ(pthread_create(&th[t], NULL, conn, (void *)(long)t), 0);
-  for (int t = 0; t < NTHREADS; t++) CHECK_EQ(pthread_join(th[t], NULL), 0);
-
-  long total = (long)NTHREADS * NBLOCKS * (BLOCK / page);
+  burst();
+  long total = BURST_PAGES(page);
   long ceiling = total / 8;
   fflush(stdout);
   pid_t parent = getpid();
@@ -89,7 +42,7 @@ int main(void) {
     struct timespec tenth = {0, 100 * 1000 * 1000};
     long res = -1;
     for (int i = 0; i < 600; i++) {
-      res = resident_pages(fd);
+      res = burst_resident(pagemap_present, &fd);
       if (res < 0) _exit(3);
       if (res <= ceiling) _exit(0);
       nanosleep(&tenth, NULL);

@@ -432,3 +432,66 @@ Test(sched, netpoll_deadline_is_own_ps_earlier_timer) {
   int64_t now = sys::nanotime();
   poll_until_earliest(now + kHour, now + 2 * kHour);
 }
+
+// ---- stopm_until: the idle M that wakes for the next page purge ------------------
+
+namespace {
+
+struct Stopper {
+  M* mp;
+  int64_t deadline;
+  bool got_p;
+};
+
+// Plays mp without a P: gives its P up and sleeps on the idle list.
+void* stopper_main(void* arg) {
+  Stopper* s = (Stopper*)arg;
+  tls_g = &s->mp->g0;
+  sched.lock.lock();
+  pidleput(releasep());
+  sched.lock.unlock();
+  s->got_p = stopm_until(s->deadline);
+  return nullptr;
+}
+
+bool on_midle(M* mp) {
+  sched.lock.lock();
+  bool on = false;
+  for (M* m = sched.midle; m; m = m->schedlink) on |= m == mp;
+  sched.lock.unlock();
+  return on;
+}
+
+}  // namespace
+
+// Nobody wants the M before its deadline: it wakes without a P and is no
+// longer on the idle list (a later startm must not hand a P to an M that
+// is busy purging).
+Test(sched, stopm_until_deadline_leaves_idle_list) {
+  Stopper s{ms[2], sys::nanotime() + 20 * 1000 * 1000, true};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, nullptr, stopper_main, &s), 0);
+  cr_assert_eq(pthread_join(th, nullptr), 0);
+  cr_assert(!s.got_p, "woken at the deadline, not handed a P");
+  cr_assert_null(ms[2]->p);
+  cr_assert(!on_midle(ms[2]), "still on the idle list after its deadline");
+  cr_assert_eq(sched.nmidle, 0);
+}
+
+// Handed a P before its deadline: stopm_until returns as stopm does, with
+// the P startm gave it.
+Test(sched, stopm_until_startm_hands_a_p) {
+  Stopper s{ms[2], sys::nanotime() + kHour, false};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, nullptr, stopper_main, &s), 0);
+  while (!on_midle(ms[2])) sched_yield();
+  sched.lock.lock();
+  P* pp = pidleget();
+  sched.lock.unlock();
+  cr_assert_eq(pp, ps[2]);
+  startm(pp, false);
+  cr_assert_eq(pthread_join(th, nullptr), 0);
+  cr_assert(s.got_p);
+  cr_assert_eq(ms[2]->p, ps[2]);
+  cr_assert(!on_midle(ms[2]));
+}
