@@ -110,6 +110,8 @@ __thread uint64_t tls_cache_traffic_mark __attribute__((tls_model("initial-exec"
 // kThreadCacheReenableAllocs). (goshim's TLS is zero-initialized.)
 __thread bool tls_cache_released __attribute__((tls_model("initial-exec")));
 __thread int tls_uncached_allocs __attribute__((tls_model("initial-exec")));
+// The thread's exit has begun (thread_cache_exiting): its cache stays as it is.
+__thread bool tls_cache_final __attribute__((tls_model("initial-exec")));
 
 uint64_t thread_traffic() {
   if (!tls_je_counters_read) {
@@ -128,6 +130,12 @@ uint64_t thread_traffic() {
 }
 }  // namespace
 
+void thread_cache_exiting() {
+  if (tls_g != nullptr) return;
+  tls_cache_final = true;
+  tls_thread_cache_on = true;  // alloc_enter turns nothing on (it may be off)
+}
+
 void thread_cache_enable() {
   if (tls_cache_released && ++tls_uncached_allocs < kThreadCacheReenableAllocs) return;
   tls_cache_released = false;
@@ -139,7 +147,7 @@ void thread_cache_enable() {
 }
 
 void thread_cache_release_slow() {
-  if (!mallctl) return;
+  if (!mallctl || tls_cache_final) return;
   uint64_t t = thread_traffic();
   if (tls_je_allocated && t - tls_cache_traffic_mark < kThreadCacheReleaseBytes) return;
   tls_thread_cache_on = false;

@@ -93,10 +93,12 @@ extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec"
 //     (about what the cache's making costs; frees never do: alloc_enter):
 //     a thread that allocates little between sleeps no longer pays to
 //     make a cache it would not use.
-// That also keeps a cache from being turned on again late in a thread's
-// exit (after jemalloc's key destructor, which would leave it linked into
-// its arena from a TLS block glibc then frees: see alloc_enter) unless
-// that many allocations come after a release there.
+// Once the thread's pthread key destructors begin (thread_cache_exiting),
+// its cache is left as it is: one turned on again after jemalloc's key
+// destructor ran for the last time stayed linked into its arena from a TLS
+// block glibc then freed or reused, and a later thread crashed (test
+// malloc_cache_cycle, whose last destructor round allocates: SIGSEGV in 2
+// of 3 runs in mode o1 without this).
 // A kernel thread that sleeps in a system call passed to glibc (read,
 // poll, ...) keeps its cache, as it would under jemalloc natively.
 // The caller holds no lock of goshim's and is not inside the allocator (a
@@ -104,6 +106,10 @@ extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec"
 constexpr uint64_t kThreadCacheReleaseBytes = 64 * 1024;
 constexpr int kThreadCacheReenableAllocs = 1024;
 void thread_cache_release_slow();
+// A kernel thread that is no M is about to run its key destructors
+// (shim/pthread_key.cpp, from goshim's glibc key): its cache is neither
+// given back nor turned on again from here on. The calling thread only.
+void thread_cache_exiting();
 inline void thread_cache_idle() {
   if (__builtin_expect(tls_thread_cache_on, 0) && tls_g == nullptr) thread_cache_release_slow();
 }
