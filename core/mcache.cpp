@@ -112,6 +112,8 @@ __thread bool tls_cache_released __attribute__((tls_model("initial-exec")));
 __thread int tls_uncached_allocs __attribute__((tls_model("initial-exec")));
 // The thread's exit has begun (thread_cache_exiting): its cache stays as it is.
 __thread bool tls_cache_final __attribute__((tls_model("initial-exec")));
+// Give the cache back only after a sleep of kThreadCacheDeferNs (see there).
+__thread bool tls_cache_defer __attribute__((tls_model("initial-exec")));
 
 uint64_t thread_traffic() {
   if (!tls_je_counters_read) {
@@ -146,15 +148,27 @@ void thread_cache_enable() {
   tls_cache_traffic_mark = thread_traffic();
 }
 
-void thread_cache_release_slow() {
-  if (!mallctl || tls_cache_final) return;
-  uint64_t t = thread_traffic();
-  if (tls_je_allocated && t - tls_cache_traffic_mark < kThreadCacheReleaseBytes) return;
+void thread_cache_release_now() {
+  if (!mallctl || tls_cache_final || !tls_thread_cache_on) return;
   tls_thread_cache_on = false;
   tls_cache_released = true;
   tls_uncached_allocs = 0;
   bool off = false;
   mallctl("thread.tcache.enabled", nullptr, nullptr, &off, sizeof off);
+}
+
+CacheIdle thread_cache_idle_slow() {
+  if (!mallctl || tls_cache_final) return CacheIdle::None;
+  uint64_t t = thread_traffic();
+  if (tls_je_allocated && t - tls_cache_traffic_mark < kThreadCacheReleaseBytes)
+    return CacheIdle::None;
+  if (tls_cache_defer) return CacheIdle::Deferred;
+  thread_cache_release_now();
+  return CacheIdle::Released;
+}
+
+void thread_cache_slept(int64_t slept_ns) {
+  if (slept_ns < kThreadCacheDeferNs) tls_cache_defer = true;
 }
 
 }  // namespace goshim

@@ -105,14 +105,27 @@ extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec"
 // wait that may park); the calling thread only.
 constexpr uint64_t kThreadCacheReleaseBytes = 64 * 1024;
 constexpr int kThreadCacheReenableAllocs = 1024;
-void thread_cache_release_slow();
+// A thread whose cache, given back at a sleep, was needed again soon (it
+// was woken within kThreadCacheDeferNs: ping-pong between threads that
+// allocate 64 KiB or more a turn ran 3.7 times the CPU time, mostly
+// allocating without a cache) gives it back from then on only once a sleep
+// has lasted kThreadCacheDeferNs (the wait sleeps that long first).
+constexpr int64_t kThreadCacheDeferNs = 4 * 1000 * 1000;
+enum class CacheIdle { None, Released, Deferred };
+CacheIdle thread_cache_idle_slow();
+// At a sleep (the caller is about to wait in the kernel).
+inline CacheIdle thread_cache_idle() {
+  if (__builtin_expect(tls_thread_cache_on, 0) && tls_g == nullptr) return thread_cache_idle_slow();
+  return CacheIdle::None;
+}
+// After a sleep that began with Released, slept_ns long.
+void thread_cache_slept(int64_t slept_ns);
+// A Deferred sleep lasted kThreadCacheDeferNs: give the cache back now.
+void thread_cache_release_now();
 // A kernel thread that is no M is about to run its key destructors
 // (shim/pthread_key.cpp, from goshim's glibc key): its cache is neither
 // given back nor turned on again from here on. The calling thread only.
 void thread_cache_exiting();
-inline void thread_cache_idle() {
-  if (__builtin_expect(tls_thread_cache_on, 0) && tls_g == nullptr) thread_cache_release_slow();
-}
 
 // for_free: a free() turns no kernel thread's cache on. jemalloc's free
 // sets up only a minimal thread state on a thread that never allocated,
