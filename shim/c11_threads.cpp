@@ -107,24 +107,38 @@ GOSHIM_EXPORT int mtx_init(mtx_t* m, int type) {
 
 GOSHIM_EXPORT int mtx_lock(mtx_t* m) { return thrd_map(pthread_mutex_lock((pthread_mutex_t*)m)); }
 
+// The unlocking calls honour a pending preemption here, with the program's
+// return address (inside pthread_mutex_unlock it would be goshim's own).
 GOSHIM_EXPORT int mtx_trylock(mtx_t* m) {
-  return thrd_map(pthread_mutex_trylock((pthread_mutex_t*)m));
+  int r = thrd_map(pthread_mutex_trylock((pthread_mutex_t*)m));
+  if (r == thrd_busy) goshim::shim::preempt_check();
+  return r;
 }
 
 GOSHIM_EXPORT int mtx_timedlock(mtx_t* __restrict m, const struct timespec* __restrict ts) {
   return thrd_map(pthread_mutex_timedlock((pthread_mutex_t*)m, ts));
 }
 
-GOSHIM_EXPORT int mtx_unlock(mtx_t* m) { return thrd_map(pthread_mutex_unlock((pthread_mutex_t*)m)); }
+GOSHIM_EXPORT int mtx_unlock(mtx_t* m) {
+  int r = thrd_map(pthread_mutex_unlock((pthread_mutex_t*)m));
+  goshim::shim::preempt_check();
+  return r;
+}
 
 GOSHIM_EXPORT void mtx_destroy(mtx_t* m) { pthread_mutex_destroy((pthread_mutex_t*)m); }
 
 GOSHIM_EXPORT int cnd_init(cnd_t* c) { return thrd_map(pthread_cond_init((pthread_cond_t*)c, nullptr)); }
 
-GOSHIM_EXPORT int cnd_signal(cnd_t* c) { return thrd_map(pthread_cond_signal((pthread_cond_t*)c)); }
+GOSHIM_EXPORT int cnd_signal(cnd_t* c) {
+  int r = thrd_map(pthread_cond_signal((pthread_cond_t*)c));
+  goshim::shim::preempt_check();
+  return r;
+}
 
 GOSHIM_EXPORT int cnd_broadcast(cnd_t* c) {
-  return thrd_map(pthread_cond_broadcast((pthread_cond_t*)c));
+  int r = thrd_map(pthread_cond_broadcast((pthread_cond_t*)c));
+  goshim::shim::preempt_check();
+  return r;
 }
 
 GOSHIM_EXPORT int cnd_wait(cnd_t* c, mtx_t* m) {
