@@ -356,40 +356,6 @@ bool dump_fault_guard() {
   siglongjmp(guard_buf, 1);
 }
 
-namespace {
-
-// Turns glibc's cancellation off for the calling thread (its TCB's
-// cancelhandling, bit 0: PTHREAD_CANCEL_DISABLE) while libunwind walks a
-// stack in a signal handler, and back on after. libunwind calls libc's
-// cancellation points (read, write, open: its address check through a
-// pipe, /proc/self/maps), and glibc 2.41 acts on a pending cancellation
-// in every cancellable system call while the state is enabled (its
-// __syscall_cancel looks at CANCELED, whatever the type); glibc <= 2.40
-// acted there only on entering asynchronous mode, which an asynchronously
-// cancelable thread is in already. So a goroutine canceled asynchronously
-// was unwound from inside async_cancel_safe's walk, out of the signal
-// handler, with whatever goshim held where the signal landed (a sema
-// bucket lock in sema_wait: cancel_async_race hung in Debian 13, about 1
-// run in 25-50 at 2 processors). A cancellation sent meanwhile finds the
-// state disabled and sends no signal (glibc's rule: acted upon when
-// enabled): the callers look at the pending cancellation afterwards
-// (async_cancel_safe's callers; dump_capture_running sets G::preempt).
-struct CancelOff {
-  int* ch = nullptr;
-  CancelOff() {
-    if (!tls::L.cancelhandling) return;
-    int* w = (int*)(arch::get_tp() + tls::L.cancelhandling);
-    if (!(__atomic_fetch_or(w, 1, __ATOMIC_ACQ_REL) & 1)) ch = w;  // it was enabled
-  }
-  ~CancelOff() {
-    if (ch) __atomic_fetch_and(ch, ~1, __ATOMIC_ACQ_REL);
-  }
-  CancelOff(const CancelOff&) = delete;
-  CancelOff& operator=(const CancelOff&) = delete;
-};
-
-}  // namespace
-
 void dump_capture_running(G* gp, void* ucontext) {
   // Only the request for gp still outstanding. (The fault guard belongs to
   // the dumping thread: this handler used to clear it, so that a late
@@ -400,6 +366,10 @@ void dump_capture_running(G* gp, void* ucontext) {
   unw_cursor_t c;
   size_t len = 0;
   {
+    // libunwind calls libc's read, write and open (its address check
+    // through a pipe, /proc/self/maps), cancellation points: never act on
+    // gp's cancellation in this handler, wherever the signal landed (a sema
+    // bucket lock held: cancel_async_race hung in Debian 13).
     CancelOff off;
     if (unw_init_local2(&c, (unw_context_t*)ucontext, UNW_INIT_SIGNAL_FRAME) == 0)
       len = unwind_into(&c, running_buf, sizeof running_buf);
@@ -436,6 +406,7 @@ bool dump_program_frame_first(G* gp, void* ucontext) {
 void dump_backtrace(int fd, G* gp, void* uc) {
   static char buf[4096];
   size_t len = 0;
+  CancelOff off;  // libunwind's read/open/write never act on the caller's cancellation
   unw_cursor_t c;
   if (uc) {
     if (unw_init_local2(&c, (unw_context_t*)uc, UNW_INIT_SIGNAL_FRAME) == 0)
@@ -450,6 +421,7 @@ void dump_backtrace(int fd, G* gp, void* uc) {
 
 void dump_backtrace_here(int fd, int skip) {
   static char buf[4096];
+  CancelOff off;  // (the lock-order checker's report, about to abort, on any G)
   unw_context_t ctx;
   unw_cursor_t c;
   unw_getcontext(&ctx);

@@ -42,6 +42,7 @@ struct IoOp {
   bool complete = false;         // run until `total` units are done (set per file)
   bool stop_eagain_progress = false;  // recvmmsg MSG_WAITFORONE
   bool plain = false;            // a plain read/write: the same-process handoff applies
+  bool cancellable = true;       // a cancellation point (sendfile is none)
   bool raw_used = false;         // set by attempt (accept: the new fd is O_NONBLOCK)
   size_t total = 0;
   size_t done = 0;
@@ -272,8 +273,16 @@ bool restart_after(WakeReason w) {
 // calls are cancellation points: act on a pending cancellation here (glibc
 // unwinds the stack without running this layer's destructors, so drop the
 // reference first; the operation holds nothing else between waits).
-void interrupted(OpDesc& d) {
-  if (!cancel_pending(getg())) return;
+// The wait of a call that is no cancellation point (sendfile) was ended by
+// pthread_cancel, not by a signal: it waits on (natively glibc's SIGCANCEL
+// handler returns and the kernel restarts the call).
+bool cancel_only(WakeReason w, const IoOp* op) {
+  return !op->cancellable && w == WakeReason::Intr &&
+         getg()->intr_signal.load(std::memory_order_acquire) == 0;
+}
+
+void interrupted(OpDesc& d, const IoOp* op) {
+  if (!op->cancellable || !cancel_pending(getg())) return;
   d.release();
   cancel_point();
 }
@@ -308,8 +317,9 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
         return op->timeout_result;
       case WakeReason::Intr:
       case WakeReason::Handled: {
+        if (cancel_only(w, op)) continue;
         bool rs = restart_after(w);
-        interrupted(d);
+        interrupted(d, op);
         h0 = getg()->nhandled;
         if (restartable && rs) continue;
         return -EINTR;
@@ -406,9 +416,10 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
         return op->timeout_result;
       case WakeReason::Intr:
       case WakeReason::Handled: {
+        if (cancel_only(w, op)) continue;
         bool rs = restart_after(w);
         if (op->done) return (long)op->done;
-        interrupted(d);
+        interrupted(d, op);
         h0 = getg()->nhandled;
         if (restartable && rs) continue;
         return -EINTR;
@@ -421,7 +432,8 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
 }
 
 long fdio_g(int fd, IoOp* op) {
-  cancel_point();  // these calls are cancellation points: a pending one acts at entry
+  // These calls are cancellation points (but sendfile): a pending one acts at entry.
+  if (op->cancellable) cancel_point();
   for (;;) {
     int err;
     uint32_t seq;
@@ -495,7 +507,17 @@ long fdio_kt(int fd, IoOp* op) {
     }
     struct pollfd p = {n, (short)(op->mode == kModeRead ? POLLIN : POLLOUT), 0};
     uint32_t h0 = signal_thread_handled(nullptr);
-    int pr = real::poll(&p, 1, poll_ms(deadline));
+    // libc's poll: where a kernel thread (or a goroutine in a signal
+    // handler) canceled in this call is unwound, as in the read it stands
+    // for; drop the reference then, or close would keep the file open for
+    // ever under a hidden number.
+    struct PollArgs {
+      struct pollfd* p;
+      int ms;
+    } pa = {&p, poll_ms(deadline)};
+    int pr = (int)goshim_call_undo_on_unwind(
+        [](void* c) { return (long)real::poll(((PollArgs*)c)->p, 1, ((PollArgs*)c)->ms); }, &pa,
+        [](void* d) { pd_put((PollDesc*)d); }, pd);
     if (pr == 0) {
       out = op->done ? (long)op->done : op->timeout_result;
       break;
@@ -938,10 +960,30 @@ long io_connect(int fd, const struct sockaddr* a, socklen_t alen) {
     if (!fd_emulates_blocking(fd)) return errno_result(real::connect(fd, a, alen));
     long r = sys::connect(fd, a, alen);
     if (r == -EAGAIN) {
-      long fl = sys::fcntl(fd, F_GETFL, 0);
-      sys::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-      r = errno_result(real::connect(fd, a, alen));
-      sys::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+      // libc's connect on the socket made blocking for it: a cancellation
+      // point, which unwinds a canceled caller (a kernel thread, a
+      // goroutine in a signal handler) from inside; goshim's O_NONBLOCK
+      // goes back on the way, or later goroutine calls on it would block
+      // their kernel thread.
+      struct ConnArgs {
+        int fd;
+        const struct sockaddr* a;
+        socklen_t alen;
+        long fl;
+      } ca = {fd, a, alen, sys::fcntl(fd, F_GETFL, 0)};
+      sys::fcntl(fd, F_SETFL, ca.fl & ~O_NONBLOCK);
+      r = errno_result(goshim_call_undo_on_unwind(
+          [](void* c) {
+            ConnArgs* x = (ConnArgs*)c;
+            return (long)real::connect(x->fd, x->a, x->alen);
+          },
+          &ca,
+          [](void* c) {
+            ConnArgs* x = (ConnArgs*)c;
+            sys::fcntl(x->fd, F_SETFL, x->fl | O_NONBLOCK);
+          },
+          &ca));
+      sys::fcntl(fd, F_SETFL, ca.fl | O_NONBLOCK);
       return r;
     }
     if (r != -EINPROGRESS && r != -EALREADY) return r;
@@ -1029,6 +1071,7 @@ long io_sendfile(int out, int in, off_t* off, size_t n) {
   op.len = n;
   op.total = n;
   op.complete_stream = true;
+  op.cancellable = false;  // glibc's sendfile is no cancellation point
   op.attempt = [](IoOp* o, int f) { return sys::sendfile(f, o->fd2, o->offp, o->len - o->done); };
   op.passthru = [](IoOp* o, int f) {
     return errno_result(real::sendfile(f, o->fd2, o->offp, o->len));

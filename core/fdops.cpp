@@ -291,6 +291,13 @@ long fdop_close(int fd) {
     } else {
       r = sys::close(fd);
     }
+  } else if (c.word || c.pd) {
+    // Never libc's close between fd_close_begin and fd_close_end: a
+    // cancellation point, which would unwind a canceled caller (a kernel
+    // thread, a goroutine in a signal handler) with the slot left closing
+    // and the descriptor's reference taken, the number open or not. The
+    // shim acted on a pending cancellation before the begin.
+    r = sys::close(fd);
   } else {
     r = real::close ? errno_result(real::close(fd)) : sys::close(fd);
   }

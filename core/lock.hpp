@@ -18,7 +18,8 @@ namespace goshim {
 
 class Mutex {
  public:
-  constexpr Mutex() = default;
+  // Every runtime lock is given its rank where it is declared (no default
+  // constructor: a rankless Mutex escapes the debug build's order check).
   constexpr explicit Mutex(LockRank r) : rank_(r) {}
   // Inline fast paths: a bucket or queue lock is taken on every park/wake.
   void lock() {
@@ -47,7 +48,7 @@ class Mutex {
   void unlock_slow();
   // 0 unlocked, 1 locked, 2 locked with (possible) kernel waiters.
   std::atomic<uint32_t> state_{0};
-  LockRank rank_ = LockRank::Unranked;
+  LockRank rank_;
 };
 
 // Locks for the lifetime of a scope.

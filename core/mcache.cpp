@@ -10,10 +10,30 @@
 // there is no cache to make).
 extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen)
     __attribute__((weak));
+extern "C" void* mallocx(size_t size, int flags) __attribute__((weak));
+extern "C" void dallocx(void* p, int flags) __attribute__((weak));
 
 namespace goshim {
 
 __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec"))) = false;
+
+int runtime_thread_alloc_flags = kMallocxTcacheNone;
+
+void mcache_runtime_arena_init() {
+  if (!mallctl) return;
+  unsigned ind = 0;
+  size_t len = sizeof ind;
+  if (mallctl("arenas.create", &ind, &len, nullptr, 0) != 0) return;
+  // jemalloc's MALLOCX_ARENA(ind), with no cache.
+  runtime_thread_alloc_flags = (int)((ind + 1) << 20) | kMallocxTcacheNone;
+}
+
+void mcache_runtime_thread_start() {
+  // Sets up this thread's allocator state now (its one visit to a lock
+  // every thread takes), from the runtime's own arena.
+  if (!mallocx || !dallocx) return;
+  if (void* p = mallocx(1, runtime_thread_alloc_flags)) dallocx(p, kMallocxTcacheNone);
+}
 
 int mcache_create(M* mp) {
   int32_t cur = mp->tcache.load(std::memory_order_acquire);
@@ -35,6 +55,17 @@ int mcache_create(M* mp) {
 
 void mcache_destroy(M* mp) {
   int32_t ind = mp->tcache.load(std::memory_order_acquire);
+  // An M that never had a cache gets none from now on either: glibc's
+  // start_thread frees other threads' cached stacks' DTVs after the key
+  // destructors ran (and so after jemalloc's thread state was cleaned up),
+  // and such a free on this M made its cache there (mcache_create:
+  // tcache.create, a full jemalloc thread state, linked into jemalloc's
+  // list of threads) that nothing removed: once glibc unmapped the stack,
+  // the next thread to link itself into that list wrote into it
+  // (m_retire_malloc died of SIGSEGV in tsd_add_nominal 1 run in about 150
+  // at GOSHIM_MAXPROCS=1). With -2 the free goes without a cache, and
+  // jemalloc sets up only a minimal thread state, on no list.
+  if (ind == -1 && mp->tcache.compare_exchange_strong(ind, -2, std::memory_order_acq_rel)) return;
   if (ind < 0 || !mallctl) return;
   // Lent to a goroutine that went on elsewhere mid-allocation: leave it.
   if (mp->tcache_owner.load(std::memory_order_acquire) != 0) return;

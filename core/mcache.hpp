@@ -67,8 +67,28 @@ int64_t mcache_idle_purge(bool active);
 // Whether an ask is due now. Any thread.
 bool mcache_purge_due();
 
+// goshim's own threads without an M (sysmon, the privfd thread, the M
+// starter: tls_g is sysmon_g(), whose m is null) allocate from an arena of
+// their own, without a cache (mcache_runtime_arena_init), so that they never
+// wait for an allocator lock a goroutine may hold. Such a goroutine may be
+// stopped there indefinitely: a program signal handler that interrupted
+// it in the allocator blocks, waiting for another goroutine that needs a
+// P, which sysmon gives it by retiring a stuck M's P and starting an M for
+// it; glibc's pthread_create callocs the new thread's DTV. With the
+// arenas shared, sysmon's first such calloc waited for jemalloc's
+// arenas_lock, held by the interrupted goroutine (arena_new), and the
+// process stopped for good (tests/preload/malloc_signal_park, about 1 run
+// in 90 at GOSHIM_MAXPROCS=2). kMallocxTcacheNone until that arena exists.
+extern int runtime_thread_alloc_flags;
+// Creates that arena (runtime init, before goshim's own threads start).
+void mcache_runtime_arena_init();
+// On such a thread, at its start: its allocator thread state is set up
+// now (that takes a lock shared with every thread, once), not at its
+// first allocation.
+void mcache_runtime_thread_start();
+
 int mcache_create(M* mp);        // the M's cache index, or -1 (none to be had)
-void mcache_destroy(M* mp);      // on the M's own thread, at its end
+void mcache_destroy(M* mp);      // on the M's own thread, at its end: no cache after it
 void thread_cache_enable();      // a kernel thread's automatic cache, at an allocation
 extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec")));
 
@@ -141,7 +161,7 @@ inline AllocCtx alloc_enter(bool for_free = false) {
     return {nullptr, nullptr, 0};
   }
   M* mp = gp->m;
-  if (mp == nullptr) return {nullptr, nullptr, kMallocxTcacheNone};
+  if (mp == nullptr) return {nullptr, nullptr, runtime_thread_alloc_flags};
   int ind = mp->tcache.load(std::memory_order_acquire);
   if (__builtin_expect(ind < 0, 0)) {
     ind = mcache_create(mp);

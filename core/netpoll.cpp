@@ -27,6 +27,7 @@
 #include <sys/epoll.h>
 
 #include "arch/arch.hpp"
+#include "core/contract.hpp"
 #include "core/fdtable.hpp"
 #include "core/rawlog.hpp"
 #include "core/rtlock.hpp"
@@ -45,6 +46,7 @@ namespace {
 // Locks held: pd->lock (the only writers); read lock-free by writers
 // looking for a handoff target.
 inline void nhandoff_add(PollDesc* pd, int32_t d) {
+  GOSHIM_LOCK_HELD(&pd->lock, "pd->lock");
   pd->nhandoff.store(pd->nhandoff.load(std::memory_order_relaxed) + d, std::memory_order_release);
 }
 
@@ -58,6 +60,7 @@ PollWaiter** tail_of(PollDesc* pd, uint8_t mode) {
 // Locks held: pd->lock. Takes every waiter of one side, claiming each for
 // Ready; claimed parked Gs go to q.
 void wake_side_locked(PollDesc* pd, uint8_t mode, GQueue* q) {
+  GOSHIM_LOCK_HELD(&pd->lock, "pd->lock");
   PollWaiter** hp = head_of(pd, mode);
   PollWaiter* w = *hp;
   *hp = nullptr;

@@ -75,8 +75,11 @@ static inline void chain_link(P* pp) {
   if (pp->chain_len++ == 0) pp->chain_start = sys::nanotime();
 }
 
-// Runs gp on the current M. On g0, with a P. Never returns.
+// Runs gp on the current M, with a P. Never returns. On g0, or on the stack
+// of the G that park's direct hand-off was switching to (park_switch_post,
+// when unlockf says gp must not park: that G goes back to runnext).
 [[noreturn]] static void execute(G* gp, bool inherit_time) {
+  GOSHIM_WITH_P();
   M* mp = getg()->m;
   mp->curg = gp;
   gp->m = mp;
@@ -292,6 +295,7 @@ void ready_list(GQueue& q) {
 
 // On g0: gp yields to the tail of the local queue.
 static void gosched_g0(void* arg) {
+  GOSHIM_ON_G0();
   G* gp = (G*)arg;
   M* mp = gp->m;
   signal_leave_altstack(mp);  // before gp is published (signal.hpp)
@@ -307,6 +311,7 @@ static void gosched_g0(void* arg) {
 
 // On g0: gp yields to the global queue.
 static void gosched_global_g0(void* arg) {
+  GOSHIM_ON_G0();
   G* gp = (G*)arg;
   M* mp = gp->m;
   signal_leave_altstack(mp);  // before gp is published (signal.hpp)

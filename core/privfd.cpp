@@ -1,5 +1,6 @@
 // goshim's file reads outside the program's fd table (see privfd.hpp).
 #include "core/privfd.hpp"
+#include "core/mcache.hpp"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +60,7 @@ void* privfd_main(void*) {
   // thread keeps the mask it started with (signal_create_begin): every
   // signal blocked but the credential broadcast, which must reach it.
   tls_g = sysmon_g();
+  mcache_runtime_thread_start();
   on_thread = true;
   bool ok = sys::raw1(SYS_unshare, CLONE_FILES) == 0 && close_all();
   state.store(ok ? kRunning : kFailed, std::memory_order_release);

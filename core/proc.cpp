@@ -48,6 +48,7 @@
 #endif
 
 #include "arch/arch.hpp"
+#include "core/contract.hpp"
 #include "core/cputime.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -156,6 +157,7 @@ G* galloc() {
 
 // Locks held: sched.gflock. Puts gp on the global free list (warm end).
 void gfput_global_locked(G* gp, int64_t now) {
+  GOSHIM_LOCK_HELD(&sched.gflock, "sched.gflock");
   gp->freed_at = now;
   gp->schedlink = sched.gfree;
   sched.gfree = gp;
@@ -165,6 +167,7 @@ void gfput_global_locked(G* gp, int64_t now) {
 // Locks held: sched.gflock. Takes a G from the global list, warm ones
 // first, or null.
 G* gfget_global_locked() {
+  GOSHIM_LOCK_HELD(&sched.gflock, "sched.gflock");
   G* gp = sched.gfree;
   if (gp) {
     sched.gfree = gp->schedlink;
@@ -234,6 +237,7 @@ void reap(G* gp) {
 // On g0: the G has run its destructors; release its resources and wake a
 // joiner.
 void goexit_g0(void* arg) {
+  GOSHIM_ON_G0();
   G* gp = (G*)arg;
   M* mp = gp->m;
   P* pp = mp->p;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 
+#include "core/contract.hpp"
 #include "core/proc.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
@@ -35,6 +36,7 @@ void restore_other() {
 
 // On user G, with its policy applied to this M: give the P away for good.
 void bind(G* gp) {
+  GOSHIM_ON_USER_G();
   int saved = errno;
   M* mp = gp->m;
   gp->rt_locked = true;

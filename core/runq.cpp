@@ -4,6 +4,7 @@
 // multi-consumer (the owner and thieves take from head with a CAS). A thief
 // takes half of the ring in one CAS. When the ring is full the owner moves
 // half of it, plus the new G, to the global queue in one batch.
+#include "core/contract.hpp"
 #include "core/gmp.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
@@ -164,6 +165,7 @@ void globrunqput(G* gp) {
 
 // Locks held: sched.lock.
 void globrunqputbatch(GQueue& q) {
+  GOSHIM_LOCK_HELD(&sched.lock, "sched.lock");
   sched.runq.push_back_all(q);
   sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
 }

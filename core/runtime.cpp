@@ -1,5 +1,6 @@
 // Runtime start-up, M creation and mstart.
 #include "core/runtime.hpp"
+#include "core/mcache.hpp"
 
 #include <errno.h>
 #include <pthread.h>
@@ -312,6 +313,7 @@ void* mstarter_main(void*) {
   // Keeps the mask it started with (signal_create_begin): every signal
   // blocked but the credential broadcast, which must reach it.
   tls_g = sysmon_g();
+  mcache_runtime_thread_start();
   for (;;) {
     uint32_t seen = mstart_pushes.load(std::memory_order_acquire);
     M* list = mstart_queue.exchange(nullptr, std::memory_order_acquire);
@@ -517,6 +519,7 @@ static bool runtime_init_mn() {
     trace_init(config.trace_file);
     trace_ev(TraceEv::GStart, getg());
   }
+  mcache_runtime_arena_init();  // before goshim's own threads start
   privfd_start();  // before sysmon, which reads /proc through it
   mstarter_start();
   sysmon_start();

@@ -61,6 +61,7 @@ static P* pidleget_spinning() {
 // Locks held: sched.lock. A retired P goes to the spare list instead of the
 // idle list; its timers to the P that replaced it.
 static void spare_put_locked(P* pp) {
+  GOSHIM_LOCK_HELD(&sched.lock, "sched.lock");
   P* np = allp(pp->id);
   if (np != pp) timers_move(&pp->timers, &np->timers);
   pp->status.store(PStatus::Idle, std::memory_order_relaxed);
@@ -230,6 +231,8 @@ static std::atomic<M*> purge_sleeper{nullptr};
 
 // On g0, without P: ends this M's kernel thread (it is a glibc thread).
 [[noreturn]] static void mexit() {
+  GOSHIM_ON_G0();
+  GOSHIM_WITHOUT_P();
   M* mp = getg()->m;
   M* me = mp;
   purge_sleeper.compare_exchange_strong(me, nullptr, std::memory_order_release);
@@ -446,6 +449,7 @@ static G* steal_queued(P* pp) {
 
 // Without P: is there a P with local work? Returns an idle P to run it on.
 static P* check_runqs_noP() {
+  GOSHIM_WITHOUT_P();
   for (int i = 0; i < sched.gomaxprocs; i++) {
     P* p2 = allp(i);
     if (p2->status.load(std::memory_order_relaxed) != PStatus::Idle && !runqempty(p2)) {

@@ -144,7 +144,9 @@ void enqueue(Bucket* b, SemaWaiter* w, bool front = false) {
     }
     x->prev = w;
   }
-  w->queued.store(1, std::memory_order_relaxed);
+  // Last, release: a timeout or an interrupt that sees it (acquire) without
+  // this bucket's lock sees this wait's addr and seq (sema_timeout).
+  w->queued.store(1, std::memory_order_release);
   // The caller counted w in nwait when it locked (before it checked the word).
 }
 
@@ -230,13 +232,21 @@ void sema_timeout(void* arg, uint64_t seq) {
     const void* addr = __atomic_load_n(&w->addr, __ATOMIC_ACQUIRE);
     Bucket* b = bucket_of(addr);
     b->lock();
-    if (w->addr != addr) {  // requeued meanwhile
-      b->unlock();
-      continue;
-    }
-    if (w->seq != seq || !w->queued.load(std::memory_order_relaxed)) {
+    // This timer may fire as its wait ends (timer_del does not wait for a
+    // running callback): gp may already be in its next wait, which sets
+    // addr and seq and then queued (release, in enqueue) under another
+    // bucket's lock. So queued first (acquire), then seq and addr: a
+    // queued of a later wait comes with that wait's seq. (Checked the
+    // other way round, an old seq and the next wait's queued could both be
+    // seen, and the waiter "dequeued" from a bucket it is not in.)
+    if (!w->queued.load(std::memory_order_acquire) ||
+        __atomic_load_n(&w->seq, __ATOMIC_RELAXED) != seq) {
       b->unlock();  // that wait already ended
       return;
+    }
+    if (__atomic_load_n(&w->addr, __ATOMIC_RELAXED) != addr) {  // requeued meanwhile
+      b->unlock();
+      continue;
     }
     dequeue(b, w);
     GQueue q;
@@ -733,13 +743,15 @@ bool sema_interrupt(G* gp) {
     if (!addr) return false;
     Bucket* b = bucket_of(addr);
     b->lock();
-    if (w->addr != addr) {
-      b->unlock();
-      continue;
-    }
-    if (!w->queued.load(std::memory_order_relaxed) || w->gp != gp) {
+    // queued first (acquire), then addr: gp may be starting another wait
+    // under another bucket's lock (see sema_timeout).
+    if (!w->queued.load(std::memory_order_acquire) || w->gp != gp) {
       b->unlock();
       return false;
+    }
+    if (__atomic_load_n(&w->addr, __ATOMIC_RELAXED) != addr) {
+      b->unlock();
+      continue;
     }
     dequeue(b, w);
     GQueue q;

@@ -1742,6 +1742,23 @@ void cancel_point() {
   real::pthread_testcancel();  // glibc unwinds: cleanup handlers, destructors
 }
 
+void cancel_point_any() {
+  G* gp = tls_g;
+  if (gp) {
+    if (!gp->is_g0()) cancel_point();
+    return;
+  }
+  // A kernel thread (or code before init): glibc's own record.
+  if (auto tc = real::lazy::pthread_testcancel()) tc();
+}
+
+CancelOff::CancelOff(bool deferred_only) {
+  if (!tls::L.cancelhandling) return;
+  int* w = (int*)(arch::get_tp() + tls::L.cancelhandling);
+  if (deferred_only && (__atomic_load_n(w, __ATOMIC_RELAXED) & kCancelAsync)) return;
+  if (!(__atomic_fetch_or(w, kCancelDisabled, __ATOMIC_ACQ_REL) & kCancelDisabled)) ch = w;
+}
+
 int cancel_send(G* target) {
   int* ch = cancelhandling(target);
   int old = __atomic_load_n(ch, __ATOMIC_RELAXED);

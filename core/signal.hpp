@@ -245,4 +245,35 @@ bool cancel_async_pending(G* gp);
 // Whether gp's cancel type is asynchronous (only gp changes it).
 bool cancel_async_type(G* gp);
 
+// Any thread: acts on the calling thread's pending deferred cancellation,
+// as a libc cancellation point does at entry: a goroutine's (cancel_point,
+// also inside a program signal handler), or a kernel thread's through
+// glibc. For goshim code that must act before it takes runtime state and
+// then makes a call that is no cancellation point (fdop_close).
+void cancel_point_any();
+
+// Turns glibc's cancellation off for the calling thread (its TCB's
+// cancelhandling, bit 0: PTHREAD_CANCEL_DISABLE) for the scope, and back on
+// after if it was on. Inside it no libc function acts on a pending
+// cancellation (glibc 2.41 acts on one in every cancellable system call
+// whatever the type; every glibc acts at entry in deferred mode), nor do
+// goshim's own cancellation points (cancel_pending), and pthread_cancel
+// sends nothing (acted upon when enabled). For goshim code that calls libc
+// functions which are cancellation points while it holds runtime state, or
+// on behalf of a call that is no cancellation point. A cancellation sent
+// meanwhile stays pending: the caller looks at it afterwards (an
+// asynchronous one: cancel_async_pending after the scope). deferred_only:
+// only when the thread's cancel type is deferred (an asynchronous
+// cancellation may act anywhere, so a call that is no cancellation point
+// need not hold it off). Signal-safe.
+struct CancelOff {
+  int* ch = nullptr;
+  explicit CancelOff(bool deferred_only = false);
+  ~CancelOff() {
+    if (ch) __atomic_fetch_and(ch, ~1, __ATOMIC_ACQ_REL);
+  }
+  CancelOff(const CancelOff&) = delete;
+  CancelOff& operator=(const CancelOff&) = delete;
+};
+
 }  // namespace goshim

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "arch/arch.hpp"
+#include "core/contract.hpp"
 #include "core/rawlog.hpp"
 #include "syscalls/sys.hpp"
 #include "syscalls/sys_io.hpp"
@@ -59,6 +60,7 @@ int32_t pool_n = 0;
 
 // Locks held: pool_lock. Pops a stack of class c (warm first).
 FreeStack* class_pop(Class* c) {
+  GOSHIM_LOCK_HELD(&pool_lock, "pool_lock");
   FreeStack* f = c->head;
   if (f) {
     c->head = f->next;
@@ -213,6 +215,7 @@ void stack_release_unused(const Stack& s, uintptr_t sp) {
 
 // Locks held: pool_lock. The class for (size, guard), or null.
 static Class* find_class(size_t size, size_t guard) {
+  GOSHIM_LOCK_HELD(&pool_lock, "pool_lock");
   for (Class& c : classes)
     if (c.size == size && c.guard == guard) return &c;
   return nullptr;
@@ -275,6 +278,7 @@ void stack_free(P* pp, const Stack& s) {
 
 // Locks held: pool_lock.
 static void pool_put_locked(const Stack& s) {
+  GOSHIM_LOCK_HELD(&pool_lock, "pool_lock");
   size_t size = s.hi - s.lo;
   Class* slot = nullptr;
   for (Class& c : classes) {

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/jemalloc_glue.hpp"
+#include "core/mcache.hpp"
 #include "core/netpoll.hpp"
 #include "core/ownthread.hpp"
 #include "core/preempt.hpp"
@@ -401,6 +402,7 @@ void* sysmon_main(void*) {
   // this mask (signal_create_begin), so that no signal finds it before
   // tls_g says it is sysmon.
   tls_g = sysmon_g();
+  mcache_runtime_thread_start();  // its allocations: the runtime's own arena (mcache.hpp)
   // The kernel's default timer slack (50 us) would stretch every 20 us
   // sleep to about 70-120 us: the hand-off of a P stuck in a blocking call
   // would take that long.

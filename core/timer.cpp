@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include "core/contract.hpp"
 #include "core/gmp.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
@@ -51,6 +52,7 @@ void sift_down(TimerHeap* h, int32_t i) {
 
 // Removes entry i. Locks held: h->lock.
 void remove_at(TimerHeap* h, int32_t i) {
+  GOSHIM_LOCK_HELD(&h->lock, "the heap's lock");
   Timer* t = h->ents[i].t;
   int32_t last = --h->len;
   if (i != last) {

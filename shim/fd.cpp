@@ -116,12 +116,17 @@ GOSHIM_EXPORT int ioctl(int fd, unsigned long req, ...) {
   return (int)set_errno(fdop_ioctl(fd, req, arg));
 }
 
+// close is a cancellation point: a pending cancellation acts at entry,
+// before anything is closed (the descriptor stays open), as glibc's. Not
+// inside fdop_close: syscall(SYS_close) is none.
 GOSHIM_EXPORT int close(int fd) {
   GOSHIM_IO_ENTRY();
+  cancel_point_any();
   return (int)set_errno(fdop_close(fd));
 }
 GOSHIM_EXPORT int __close(int fd) {
   GOSHIM_IO_ENTRY();
+  cancel_point_any();
   return (int)set_errno(fdop_close(fd));
 }
 GOSHIM_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {

@@ -14,6 +14,7 @@
 
 #include <new>
 
+#include "core/contract.hpp"
 #include "core/proc.hpp"
 #include "core/real.hpp"
 
@@ -97,6 +98,7 @@ int attr_copy(pthread_attr_t* target, const pthread_attr_t* source) {
 
 // Locks held: default_lock.
 void init_default_locked() {
+  GOSHIM_LOCK_HELD(&default_lock, "default_lock");
   if (default_ready) return;
   auto f = real::lazy::pthread_getattr_default_np();
   if (!f || f(&default_attr) != 0) {
@@ -129,7 +131,7 @@ uint64_t sigset_bits(const sigset_t* s) {
 
 }  // namespace
 
-void goshim::attr::after_fork() { new (&default_lock) Mutex(); }
+void goshim::attr::after_fork() { default_lock.reset(); }
 
 int goshim::attr::to_create_attr(const pthread_attr_t* attr, CreateAttr* out) {
   pthread_attr_t dflt;

@@ -122,7 +122,10 @@ int wait_common(CondObj* c, MutexObj* m, clockid_t clk, const struct timespec* a
   int result = r == ETIMEDOUT ? ETIMEDOUT : 0;
   err = mutex_lock_impl(m, nullptr, end != &c->seq ? LockMode::CondContended
                                                    : LockMode::CondRelock);
-  if (r == EINTR) act_on_cancel(self);  // a spurious wake-up if not canceled
+  // glibc's wait acts on a pending cancellation in its futex call even when
+  // the deadline has passed (but not before 1970: no call then).
+  bool timed_out = r == ETIMEDOUT && abstime && abstime->tv_sec >= 0;
+  if (r == EINTR || timed_out) act_on_cancel(self);  // a spurious wake-up if not canceled
   return err ? err : result;
 }
 

@@ -61,12 +61,17 @@ GOSHIM_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
   return thread_create(a, start, arg, thread);
 }
 
+// A goroutine joining a kernel thread (one created before goshim started,
+// e.g. by a constructor) makes glibc's join, a cancellation point, in a
+// blocking section that its cancellation unwinds through and leaves
+// (blocking_cancellable; with a plain BlockingCall the G was left without
+// a P, and pthread_cancel never interrupted the wait).
 GOSHIM_EXPORT int pthread_join(pthread_t t, void** ret) {
   if (!goshim_owned(t)) {
     shim::ensure_real();
     if (shim::user_g()) {  // a goroutine joining a kernel thread: a blocking call
-      BlockingCall bc(BlockKind::Long, "pthread_join");
-      return real::pthread_join(t, ret);
+      return blocking_cancellable(BlockKind::Long, "pthread_join",
+                                  [&] { return real::pthread_join(t, ret); });
     }
     return real::pthread_join(t, ret);
   }
@@ -90,8 +95,8 @@ GOSHIM_EXPORT int pthread_timedjoin_np(pthread_t t, void** ret, const struct tim
   if (!goshim_owned(t)) {
     shim::ensure_real();
     if (shim::user_g()) {
-      BlockingCall bc(BlockKind::Long, "pthread_timedjoin_np");
-      return real::pthread_timedjoin_np(t, ret, abstime);
+      return blocking_cancellable(BlockKind::Long, "pthread_timedjoin_np",
+                                  [&] { return real::pthread_timedjoin_np(t, ret, abstime); });
     }
     return real::pthread_timedjoin_np(t, ret, abstime);
   }
@@ -106,8 +111,8 @@ GOSHIM_EXPORT int pthread_clockjoin_np(pthread_t t, void** ret, clockid_t clk,
   if (!goshim_owned(t)) {
     shim::ensure_real();
     if (shim::user_g()) {
-      BlockingCall bc(BlockKind::Long, "pthread_clockjoin_np");
-      return real::pthread_clockjoin_np(t, ret, clk, abstime);
+      return blocking_cancellable(BlockKind::Long, "pthread_clockjoin_np",
+                                  [&] { return real::pthread_clockjoin_np(t, ret, clk, abstime); });
     }
     return real::pthread_clockjoin_np(t, ret, clk, abstime);
   }

@@ -75,7 +75,10 @@ int wait_slow(SemObj* s, clockid_t clk, const struct timespec* abstime) {
       int r = sync_wait(value_word(s), 0, dl, WaitReason::Semaphore, shared, ~0u, nullptr, true);
       if (r == ETIMEDOUT || r == EINTR) {
         __atomic_fetch_sub(&s->data, kOneWaiter, __ATOMIC_RELAXED);
-        if (r == EINTR) testcancel();  // (glibc's __sem_wait_cleanup did the above)
+        // (glibc's __sem_wait_cleanup did the above.) glibc's futex call
+        // acts on a pending cancellation even past the deadline (but not
+        // before 1970: no call then).
+        if (r == EINTR || (abstime && abstime->tv_sec >= 0)) testcancel();
         errno = r;
         return -1;
       }

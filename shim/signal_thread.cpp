@@ -72,6 +72,10 @@ int wait_for(G* gp, uint64_t set, siginfo_t* info, int64_t deadline, bool eintr)
 // published is delivered after the wait (park delivers it when the wait
 // parked; not when it returned at once).
 int suspend(G* gp, uint64_t mask) {
+  // A cancellation point: a pending cancellation acts before the mask
+  // changes, also when a signal it unblocks is pending (glibc's sigsuspend
+  // and pause act at entry).
+  cancel_point();
   sigset_t m, old;
   sigemptyset(&m);
   memcpy(&m, &mask, sizeof mask);

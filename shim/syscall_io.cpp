@@ -13,6 +13,7 @@
 #include "core/fdio.hpp"
 #include "core/fdops.hpp"
 #include "core/real.hpp"
+#include "core/signal.hpp"
 #include "shim/io.hpp"
 #include "syscalls/sys.hpp"
 
@@ -25,6 +26,11 @@ extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_io(long nr,
                                                                        long a3, long a4, long a5,
                                                                        long a6) {
   GOSHIM_IO_ENTRY();
+  // syscall() is no cancellation point, unlike the libc wrappers these
+  // calls share their code with (fdio's cancel_point at entry, the real
+  // fcntl(F_SETLKW), the interruption of a wait by pthread_cancel): a
+  // deferred cancellation stays pending through it, as natively.
+  CancelOff no_cancel(true);
   long r;
   switch (nr) {
     case SYS_read:

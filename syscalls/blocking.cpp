@@ -16,6 +16,7 @@
 #include <errno.h>
 
 #include "arch/arch.hpp"
+#include "core/contract.hpp"
 #include "core/cputime.hpp"
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
@@ -80,6 +81,7 @@ void enter_blocking(BlockKind kind, const char* what) {
 
 // On g0: no P could be had on the way back; queue the G and stop the M.
 static void exitsyscall_g0(void* arg) {
+  GOSHIM_ON_G0();
   G* gp = (G*)arg;
   M* mp = gp->m;
   cputime_out(gp);

@@ -48,6 +48,13 @@ class BlockingCall {
 // frame with a cleanup, syscalls/blocking_unwind.c).
 extern "C" void goshim_call_unwind_guarded(void (*fn)(void*), void* ctx);
 
+// Runs fn(ctx), a libc function that is a cancellation point called while
+// goshim holds something (a descriptor's reference, a mode it changed),
+// and runs cleanup(cctx) only if glibc's cancellation unwinds through it
+// (the caller undoes it itself on return). Any thread.
+extern "C" long goshim_call_undo_on_unwind(long (*fn)(void*), void* ctx, void (*cleanup)(void*),
+                                           void* cctx);
+
 // Marks the calling G as inside such a guarded section (the SIGCANCEL
 // handler unwinds a G in a blocking section only there).
 void blocking_guarded(bool on);

@@ -248,6 +248,23 @@ cpu_note() {
   echo "$mode: $what used $(awk -v u="${12}" -v s="${13}" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", (u+s)/hz}') s of CPU" >>"$D/tasks"
 }
 
+# server_note PID WHAT: when a client failed, what the server was doing (a
+# diagnosis aid): its threads' states and kernel wait channels, counted,
+# and its open fds (sockets among them).
+server_note() {
+  local pid=$1 what=$2 t st wc fds socks states
+  [ -d "/proc/$pid" ] || { why "$what ($pid) is gone"; return 0; }
+  # (ls, not a glob: this script runs with set -f.)
+  states=$(for t in $(ls "/proc/$pid/task" 2>/dev/null); do
+      st=$(sed -nE 's/^[0-9]+ \(.*\) ([A-Za-z]) .*/\1/p' "/proc/$pid/task/$t/stat" 2>/dev/null)
+      wc=$(cat "/proc/$pid/task/$t/wchan" 2>/dev/null)
+      [ -n "$st" ] && echo "$st ${wc:-0}"
+    done | sort | uniq -c | sort -rn | head -n 8 | awk '{printf "%s%d %s %s", (NR > 1 ? ", " : ""), $1, $2, $3}')
+  fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+  socks=$(find "/proc/$pid/fd" -lname 'socket:*' 2>/dev/null | wc -l)
+  why "$what ($pid) then: threads (count, state, wait channel): $states; $fds fds, $socks sockets"
+}
+
 need() {
   local t
   for t in "$@"; do
@@ -285,6 +302,7 @@ case_http() {
   timeout -s KILL 150 "$bin/http_client" run "$(cat "$D/port")" "$bgchild" "$work/http_files" \
     "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
   kill -0 "$bgchild" 2>/dev/null || why "the server died before the end"
+  [ $rc = 0 ] || server_note "$bgchild" "the server"
   cpu_note "$bgchild" python3
   stop_bg
   [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
@@ -822,6 +840,7 @@ NGXEOF
   timeout -s KILL 150 "$bin/http_client" run "$port" "$worker" "$work/ngx_files" \
     "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
   [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+  [ $rc = 0 ] || server_note "$worker" "the nginx worker"
   kill -0 "$worker" 2>/dev/null || { why "the nginx worker died before the end"; rc=1; }
   cpu_note "$worker" "the nginx worker"
   # A graceful stop (SIGQUIT): the master waits for its worker, exits 0.
@@ -852,6 +871,10 @@ NGXEOF
 # thread of its own, then 1,200 more requests (build/.../http_client, every
 # byte checked); a graceful stop.
 AP_THREADS=500
+# The nginx case's files (made here too when apache runs alone).
+setup_apache() {
+  [ -d "$work/ngx_files" ] || "$bin/http_client" gen "$work/ngx_files" "$HTTP_FILES"
+}
 case_apache() {
   local mode=$1 rc=0 port i mods=/usr/lib/apache2/modules
   need apache2 "$bin/http_client" || return 1
@@ -906,6 +929,7 @@ APEOF
   timeout -s KILL 150 "$bin/http_client" run "$port" "$child" "$work/ngx_files" \
     "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
   [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+  [ $rc = 0 ] || server_note "$child" "the apache2 child"
   kill -0 "$child" 2>/dev/null || { why "the apache2 child died before the end"; rc=1; }
   cpu_note "$child" "the apache2 child"
   # A graceful stop (SIGWINCH): the parent waits for its child, exits 0.
