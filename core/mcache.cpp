@@ -164,8 +164,22 @@ uint64_t thread_traffic() {
 }  // namespace
 
 void thread_cache_exiting() {
-  if (tls_g != nullptr) return;
+  if (tls_g != nullptr || tls_cache_final) return;
   tls_cache_final = true;
+  // A cache given back at a sleep is turned on again now, before any key
+  // destructor (jemalloc's among them) runs: the thread ends with its
+  // cache, as it would natively, and jemalloc's destructor destroys it,
+  // which is where jemalloc purges the thread's arena when the thread was
+  // the last one on it (its dirty pages go back at once). A thread that
+  // ended with its cache off purged nothing, and nothing else asks jemalloc
+  // to decay in 1:1 mode: 32 threads that waited at a barrier and then
+  // freed 64 MiB and exited left every page resident (dbmem_idle_return
+  // and dbmem_idle_return_wait, mode o1).
+  if (tls_cache_released && !tls_thread_cache_on && mallctl) {
+    bool on = true;
+    mallctl("thread.tcache.enabled", nullptr, nullptr, &on, sizeof on);
+    tls_cache_released = false;
+  }
   tls_thread_cache_on = true;  // alloc_enter turns nothing on (it may be off)
 }
 

@@ -114,7 +114,11 @@ extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec"
 //     a thread that allocates little between sleeps no longer pays to
 //     make a cache it would not use.
 // Once the thread's pthread key destructors begin (thread_cache_exiting),
-// its cache is left as it is: one turned on again after jemalloc's key
+// a cache given back is turned on again, once, before any destructor runs
+// (jemalloc's destroys it and, when the thread was its arena's last one,
+// purges that arena: how the memory freed by exited threads goes back at
+// once in 1:1 mode, dbmem_idle_return in mode o1), and from then on the
+// cache is left as it is: one turned on again after jemalloc's key
 // destructor ran for the last time stayed linked into its arena from a TLS
 // block glibc then freed or reused, and a later thread crashed (test
 // malloc_cache_cycle, whose last destructor round allocates: SIGSEGV in 2
@@ -143,8 +147,9 @@ void thread_cache_slept(int64_t slept_ns);
 // A Deferred sleep lasted kThreadCacheDeferNs: give the cache back now.
 void thread_cache_release_now();
 // A kernel thread that is no M is about to run its key destructors
-// (shim/pthread_key.cpp, from goshim's glibc key): its cache is neither
-// given back nor turned on again from here on. The calling thread only.
+// (shim/pthread_key.cpp, from goshim's glibc key): a cache given back is
+// turned on again now, and from here on it is neither given back nor
+// turned on again. The calling thread only.
 void thread_cache_exiting();
 
 // for_free: a free() turns no kernel thread's cache on. jemalloc's free
