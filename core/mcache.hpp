@@ -149,7 +149,11 @@ void thread_cache_release_now();
 // A kernel thread that is no M is about to run its key destructors
 // (shim/pthread_key.cpp, from goshim's glibc key): a cache given back is
 // turned on again now, and from here on it is neither given back nor
-// turned on again. The calling thread only.
+// turned on again. A thread that freed kThreadExitPurgeBytes or more in
+// its life purges its arena's dirty pages (arena.<i>.purge) here: memory
+// freed by exited threads goes back at once, as with glibc, also when the
+// arena is shared with a thread that lives on. The calling thread only.
+constexpr uint64_t kThreadExitPurgeBytes = 64 * 1024;
 void thread_cache_exiting();
 
 // for_free: a free() turns no kernel thread's cache on. jemalloc's free
