@@ -222,6 +222,9 @@ void thread_cache_exiting() {
   // to decay in 1:1 mode: 32 threads that waited at a barrier and then
   // freed 64 MiB and exited left every page resident (dbmem_idle_return
   // and dbmem_idle_return_wait, mode o1).
+  // Whether the thread ever allocated (its cache was turned on): one that
+  // only freed has a minimal jemalloc thread state, left as it is.
+  bool allocated = tls_thread_cache_on || tls_cache_released;
   if (tls_cache_released && !tls_thread_cache_on && mallctl) {
     bool on = true;
     mallctl("thread.tcache.enabled", nullptr, nullptr, &on, sizeof on);
@@ -238,7 +241,7 @@ void thread_cache_exiting() {
   // thread that freed kThreadExitPurgeBytes or more purges its arena now
   // (after its frees, before its key destructors: this thread's arena is
   // still bound).
-  if (!mallctl) return;
+  if (!mallctl || !allocated) return;
   thread_traffic();  // looks jemalloc's counters up
   if (tls_je_deallocated &&
       __atomic_load_n(tls_je_deallocated, __ATOMIC_RELAXED) < kThreadExitPurgeBytes)
