@@ -127,11 +127,162 @@ bool mcache_purge_due() {
   return mallctl && sys::nanotime() >= purge_next.load(std::memory_order_relaxed);
 }
 
+namespace {
+// jemalloc's counters of this thread's allocated and freed bytes (in its
+// thread state: valid for the thread's life), looked up once; null when
+// this jemalloc keeps none (built without statistics: then every sleep
+// gives the cache back).
+__thread const uint64_t* tls_je_allocated __attribute__((tls_model("initial-exec")));
+__thread const uint64_t* tls_je_deallocated __attribute__((tls_model("initial-exec")));
+__thread bool tls_je_counters_read __attribute__((tls_model("initial-exec")));
+// The traffic when the cache was last turned on.
+__thread uint64_t tls_cache_traffic_mark __attribute__((tls_model("initial-exec")));
+// Whether the cache was given back, and the allocations made since (see
+// kThreadCacheReenableAllocs). (goshim's TLS is zero-initialized.)
+__thread bool tls_cache_released __attribute__((tls_model("initial-exec")));
+__thread int tls_uncached_allocs __attribute__((tls_model("initial-exec")));
+// The thread's exit has begun (thread_cache_exiting): its cache stays as it is.
+__thread bool tls_cache_final __attribute__((tls_model("initial-exec")));
+// Give the cache back only after a sleep of kThreadCacheDeferNs (see there).
+__thread bool tls_cache_defer __attribute__((tls_model("initial-exec")));
+
+uint64_t thread_traffic() {
+  if (!tls_je_counters_read) {
+    tls_je_counters_read = true;
+    uint64_t *a = nullptr, *d = nullptr;
+    size_t la = sizeof a, ld = sizeof d;
+    if (mallctl("thread.allocatedp", &a, &la, nullptr, 0) == 0 &&
+        mallctl("thread.deallocatedp", &d, &ld, nullptr, 0) == 0 && a && d) {
+      tls_je_allocated = a;
+      tls_je_deallocated = d;
+    }
+  }
+  if (!tls_je_allocated) return 0;
+  return __atomic_load_n(tls_je_allocated, __ATOMIC_RELAXED) +
+         __atomic_load_n(tls_je_deallocated, __ATOMIC_RELAXED);
+}
+}  // namespace
+
+namespace {
+// Arenas whose purge an exiting thread asked for (bit i: arena i; bit 63:
+// every arena), and whether a thread is purging them. jemalloc skips a
+// purge of an arena while another purge of it is under way (which took
+// the arena's dirty extents before this thread freed its own): 4 threads
+// of one arena that exited together left 3 of their memory resident about
+// 1 run in 10 (dbmem_idle_return, mode o1). So one thread purges at a
+// time, and goes on for as long as others ask meanwhile.
+std::atomic<uint64_t> exit_purge_pending{0};
+std::atomic<bool> exit_purge_busy{false};
+
+void purge_arena(unsigned ind) {
+  char name[32] = "arena.";
+  char digits[12];
+  int nd = 0;
+  do {
+    digits[nd++] = (char)('0' + ind % 10);
+    ind /= 10;
+  } while (ind != 0);
+  size_t at = 6;
+  while (nd > 0) name[at++] = digits[--nd];
+  for (const char* t = ".purge"; *t; t++) name[at++] = *t;
+  name[at] = 0;
+  mallctl(name, nullptr, nullptr, nullptr, 0);
+}
+
+void exit_purge(unsigned ind) {
+  exit_purge_pending.fetch_or(ind < 63 ? uint64_t{1} << ind : uint64_t{1} << 63);
+  for (;;) {
+    bool idle = false;
+    if (!exit_purge_busy.compare_exchange_strong(idle, true)) return;  // the purger sees the bit
+    for (uint64_t m; (m = exit_purge_pending.exchange(0)) != 0;) {
+      if (m >> 63) {
+        purge_arena(4096);  // MALLCTL_ARENAS_ALL
+        continue;
+      }
+      for (unsigned i = 0; i < 63; i++)
+        if (m >> i & 1) purge_arena(i);
+    }
+    exit_purge_busy.store(false);
+    // A bit set after the last exchange by a thread that found this one
+    // busy: purge it too.
+    if (exit_purge_pending.load() == 0) return;
+  }
+}
+}  // namespace
+
+void thread_cache_exiting() {
+  if (tls_g != nullptr || tls_cache_final) return;
+  tls_cache_final = true;
+  // A cache given back at a sleep is turned on again now, before any key
+  // destructor (jemalloc's among them) runs: the thread ends with its
+  // cache, as it would natively, and jemalloc's destructor destroys it,
+  // which is where jemalloc purges the thread's arena when the thread was
+  // the last one on it (its dirty pages go back at once). A thread that
+  // ended with its cache off purged nothing, and nothing else asks jemalloc
+  // to decay in 1:1 mode: 32 threads that waited at a barrier and then
+  // freed 64 MiB and exited left every page resident (dbmem_idle_return
+  // and dbmem_idle_return_wait, mode o1).
+  // Whether the thread ever allocated (its cache was turned on): one that
+  // only freed has a minimal jemalloc thread state, left as it is.
+  bool allocated = tls_thread_cache_on || tls_cache_released;
+  if (tls_cache_released && !tls_thread_cache_on && mallctl) {
+    bool on = true;
+    mallctl("thread.tcache.enabled", nullptr, nullptr, &on, sizeof on);
+    tls_cache_released = false;
+  }
+  tls_thread_cache_on = true;  // alloc_enter turns nothing on (it may be off)
+  // jemalloc purges an arena at a thread's end only when no thread is left
+  // on it; the thread's arena is often shared with a thread that lives on
+  // (the main thread), and in 1:1 mode nothing else asks it to decay
+  // (mcache_idle_purge runs on idle Ms): the pages the thread freed stayed
+  // resident for good (dbmem_idle_return in mode o1: the 4 threads of 32
+  // that shared the main thread's arena, 2,048 pages of 16,384, sometimes
+  // 2,049, past its ceiling). glibc returns such memory at free. So a
+  // thread that freed kThreadExitPurgeBytes or more purges its arena now
+  // (after its frees, before its key destructors: this thread's arena is
+  // still bound).
+  if (!mallctl || !allocated) return;
+  thread_traffic();  // looks jemalloc's counters up
+  if (tls_je_deallocated &&
+      __atomic_load_n(tls_je_deallocated, __ATOMIC_RELAXED) < kThreadExitPurgeBytes)
+    return;
+  unsigned ind = 0;
+  size_t len = sizeof ind;
+  if (mallctl("thread.arena", &ind, &len, nullptr, 0) != 0) return;
+  exit_purge(ind);
+}
+
 void thread_cache_enable() {
+  if (tls_cache_released && ++tls_uncached_allocs < kThreadCacheReenableAllocs) return;
+  tls_cache_released = false;
   tls_thread_cache_on = true;
   if (!mallctl) return;
   bool on = true;
   mallctl("thread.tcache.enabled", nullptr, nullptr, &on, sizeof on);
+  tls_cache_traffic_mark = thread_traffic();
+}
+
+void thread_cache_release_now() {
+  if (!mallctl || tls_cache_final || !tls_thread_cache_on) return;
+  tls_thread_cache_on = false;
+  tls_cache_released = true;
+  tls_uncached_allocs = 0;
+  bool off = false;
+  mallctl("thread.tcache.enabled", nullptr, nullptr, &off, sizeof off);
+}
+
+CacheIdle thread_cache_idle_slow() {
+  if (!mallctl || tls_cache_final) return CacheIdle::None;
+  uint64_t t = thread_traffic();
+  if (tls_je_allocated && t - tls_cache_traffic_mark < kThreadCacheReleaseBytes)
+    return CacheIdle::None;
+  if (tls_cache_defer) return CacheIdle::Deferred;
+  thread_cache_release_now();
+  return CacheIdle::Released;
+}
+
+void thread_cache_slept(int64_t slept_ns) {
+  if (slept_ns < kThreadCacheDeferNs) tls_cache_defer = true;
 }
 
 }  // namespace goshim

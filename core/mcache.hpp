@@ -89,8 +89,72 @@ void mcache_runtime_thread_start();
 
 int mcache_create(M* mp);        // the M's cache index, or -1 (none to be had)
 void mcache_destroy(M* mp);      // on the M's own thread, at its end: no cache after it
-void thread_cache_enable();      // a kernel thread's automatic cache, once
+void thread_cache_enable();      // a kernel thread's automatic cache, at an allocation
 extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec")));
+
+// A kernel thread that is no M gives its automatic cache back when it goes
+// to sleep in one of goshim's waits (core/sema's kernel-thread wait: the
+// program's mutexes, condvars, semaphores, barriers, rwlocks, pthread_once
+// in 1:1 mode and on foreign threads), as an M's cache goes with its
+// thread. jemalloc keeps a thread's cache (freed objects, and the cache's
+// own arrays) for as long as the thread lives, used or not: 2,000 1:1
+// threads that allocated and then waited held 142 KiB each (jemalloc 5.3,
+// as natively with jemalloc; 171 KiB with Debian 11's 5.2), glibc's 21
+// (test malloc_cache_mem, mode o1 and Debian 11); flushing the cache
+// alone left 45 KiB. Giving it back and making it again costs about 30 us
+// of CPU, so:
+//   - it is given back only when the thread's allocator traffic (bytes
+//     allocated plus bytes freed: jemalloc's own per-thread counters)
+//     since the cache was turned on reached kThreadCacheReleaseBytes (a
+//     thread that sleeps between a few small allocations keeps it);
+//   - the thread then allocates from its arena, without a cache (as M:N
+//     goroutines without one do, 20-40 ns more a call), and its
+//     kThreadCacheReenableAllocs-th allocation turns the cache on again
+//     (about what the cache's making costs; frees never do: alloc_enter):
+//     a thread that allocates little between sleeps no longer pays to
+//     make a cache it would not use.
+// Once the thread's pthread key destructors begin (thread_cache_exiting),
+// a cache given back is turned on again, once, before any destructor runs
+// (jemalloc's destroys it and, when the thread was its arena's last one,
+// purges that arena: how the memory freed by exited threads goes back at
+// once in 1:1 mode, dbmem_idle_return in mode o1), and from then on the
+// cache is left as it is: one turned on again after jemalloc's key
+// destructor ran for the last time stayed linked into its arena from a TLS
+// block glibc then freed or reused, and a later thread crashed (test
+// malloc_cache_cycle, whose last destructor round allocates: SIGSEGV in 2
+// of 3 runs in mode o1 without this).
+// A kernel thread that sleeps in a system call passed to glibc (read,
+// poll, ...) keeps its cache, as it would under jemalloc natively.
+// The caller holds no lock of goshim's and is not inside the allocator (a
+// wait that may park); the calling thread only.
+constexpr uint64_t kThreadCacheReleaseBytes = 64 * 1024;
+constexpr int kThreadCacheReenableAllocs = 1024;
+// A thread whose cache, given back at a sleep, was needed again soon (it
+// was woken within kThreadCacheDeferNs: ping-pong between threads that
+// allocate 64 KiB or more a turn ran 3.7 times the CPU time, mostly
+// allocating without a cache) gives it back from then on only once a sleep
+// has lasted kThreadCacheDeferNs (the wait sleeps that long first).
+constexpr int64_t kThreadCacheDeferNs = 4 * 1000 * 1000;
+enum class CacheIdle { None, Released, Deferred };
+CacheIdle thread_cache_idle_slow();
+// At a sleep (the caller is about to wait in the kernel).
+inline CacheIdle thread_cache_idle() {
+  if (__builtin_expect(tls_thread_cache_on, 0) && tls_g == nullptr) return thread_cache_idle_slow();
+  return CacheIdle::None;
+}
+// After a sleep that began with Released, slept_ns long.
+void thread_cache_slept(int64_t slept_ns);
+// A Deferred sleep lasted kThreadCacheDeferNs: give the cache back now.
+void thread_cache_release_now();
+// A kernel thread that is no M is about to run its key destructors
+// (shim/pthread_key.cpp, from goshim's glibc key): a cache given back is
+// turned on again now, and from here on it is neither given back nor
+// turned on again. A thread that freed kThreadExitPurgeBytes or more in
+// its life purges its arena's dirty pages (arena.<i>.purge) here: memory
+// freed by exited threads goes back at once, as with glibc, also when the
+// arena is shared with a thread that lives on. The calling thread only.
+constexpr uint64_t kThreadExitPurgeBytes = 64 * 1024;
+void thread_cache_exiting();
 
 // for_free: a free() turns no kernel thread's cache on. jemalloc's free
 // sets up only a minimal thread state on a thread that never allocated,

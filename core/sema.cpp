@@ -16,6 +16,7 @@
 
 #include "arch/arch.hpp"
 #include "core/contract.hpp"
+#include "core/mcache.hpp"
 #include "core/rawlog.hpp"
 #include "core/rtlock.hpp"
 #include "core/runtime.hpp"
@@ -278,6 +279,18 @@ constexpr int64_t kAsyncSliceNs = 20 * 1000 * 1000;
 int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32_t bitset,
                         const void** endaddr, bool cancellable, bool async,
                         const SemaLockWait* lock) {
+  // About to sleep (the word still holds val): a kernel thread that is no
+  // M gives its allocator cache back first (core/mcache.hpp), not queued
+  // yet, so a wake or a lock hand-over does not wait for it; or, if it
+  // did so in vain before, after the first kThreadCacheDeferNs asleep.
+  struct CacheSleep {
+    CacheIdle idle;
+    int64_t t0;
+    ~CacheSleep() {
+      if (idle == CacheIdle::Released) thread_cache_slept(sys::nanotime() - t0);
+    }
+  } cs{load_word(addr) == val ? thread_cache_idle() : CacheIdle::None, 0};
+  if (cs.idle != CacheIdle::None) cs.t0 = sys::nanotime();
   Bucket* b = bucket_of(addr);
   SemaWaiter w;
   w.addr = addr;
@@ -338,6 +351,19 @@ int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32
       ts.tv_nsec = kAsyncSliceNs;
       tsp = &ts;
       sliced = true;
+    }
+    // The allocator cache's deferred release (above): sleep until it is due.
+    if (!why && cs.idle == CacheIdle::Deferred) {
+      int64_t left = cs.t0 + kThreadCacheDeferNs - sys::nanotime();
+      if (left <= 0) {
+        thread_cache_release_now();
+        cs.idle = CacheIdle::None;
+      } else if (!tsp || ts.tv_sec > 0 || ts.tv_nsec > left) {
+        ts.tv_sec = 0;
+        ts.tv_nsec = left;
+        tsp = &ts;
+        sliced = true;
+      }
     }
     // (A slice the caller did not ask for ends in EINTR when any handler
     // ran; an untimed non-cancellable wait goes on, as it does natively

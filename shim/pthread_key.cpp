@@ -27,6 +27,7 @@
 #include "core/tcb.hpp"
 #include "core/proc.hpp"
 #include "core/tls.hpp"
+#include "core/mcache.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "shim/shim.hpp"
@@ -237,7 +238,12 @@ void run_destructors(uintptr_t tp) {
 void g_exit_keys(G* gp) { run_destructors(gp->tp); }
 
 // Destructor of goshim's glibc key: runs at a foreign kernel thread's exit.
-void helper_destructor(void*) { run_destructors(arch::get_tp()); }
+// Its allocator cache stays as it is from here on (jemalloc's destructor
+// is among these: core/mcache.hpp).
+void helper_destructor(void*) {
+  thread_cache_exiting();
+  run_destructors(arch::get_tp());
+}
 
 // Reserves goshim's glibc key before goshim hands out any key, so that
 // their indexes (which share the TCB's value slots) never collide.

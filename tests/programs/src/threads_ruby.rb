@@ -1,7 +1,12 @@
 # Ruby's threads (one kernel thread each natively, under the GVL): 200 workers on a Queue,
 # a ConditionVariable start handshake, SizedQueue, pipes, Timeout and Thread#raise.
-require 'digest'
+require 'digest/sha2'
 require 'thread'
+# Digest::SHA256 loaded here, before the threads: its first use from 200
+# threads at once (autoloaded through require 'digest') raced in Ruby 3.1
+# and failed natively in a Debian 12 chroot ("Digest::Base cannot be
+# directly inherited in Ruby").
+Digest::SHA256.hexdigest('')
 q = Queue.new
 m = Mutex.new
 cv = ConditionVariable.new
