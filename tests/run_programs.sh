@@ -967,8 +967,8 @@ APEOF
 # image made natively in setup, 8 OpenMP threads, at libgomp's default
 # wait policy and at OMP_WAIT_POLICY=passive. The output pixels of these
 # operations do not depend on how the rows were shared out.
-IM_OPS=("-blur 0x4" "-resize 170% -sharpen 0x2" "-swirl 150 -emboss 2"
-        "-charcoal 1" "-statistic median 5x5" "-rotate 33 -edge 2")
+IM_OPS=("-blur 0x4 -charcoal 1" "-resize 170% -sharpen 0x2 -rotate 33"
+        "-swirl 150 -emboss 2 -statistic median 5x5")
 im_cmd() { command -v convert-im6.q16 || command -v magick-im7.q16 || command -v magick; }
 setup_openmp() {
   local im
