@@ -48,6 +48,8 @@
 #   java      OpenJDK: 300 threads, a pool, monitors, fork/join
 #             (tests/programs/src/ThreadsJava.java)
 #   gitpack   git pack-objects --threads=8 and index-pack --threads=8
+#   unbound   unbound (40 threads) answering local data to 16 client
+#             threads over UDP and TCP (tests/programs/src/dns_client.py)
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -1142,9 +1144,63 @@ case_gitpack() {
   return $rc
 }
 
+# ---- unbound ---------------------------------------------------------------
+# unbound, a DNS server of 40 threads (one event loop each, SO_REUSEPORT
+# sockets on 127.0.0.1), answering from local data only (local-zone "."
+# static: it never asks another server); tests/programs/src/dns_client.py
+# (native, 16 threads, UDP and TCP) checks every answer. Then the server's
+# kernel threads are counted (its 40 threads all live until it stops), and
+# SIGTERM must stop it with status 0 and the same log as natively.
+UB_THREADS=40 UB_NAMES=200
+case_unbound() {
+  local mode=$1 rc=0 port i n
+  need unbound "$PY" || return 1
+  mkdir -p "$D/ub"
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  {
+    printf 'server:\n  directory: "%s"\n  chroot: ""\n  username: ""\n  pidfile: ""\n' "$D/ub"
+    printf '  use-syslog: no\n  logfile: "%s"\n  verbosity: 0\n' "$D/ub/log"
+    printf '  interface: 127.0.0.1\n  port: %s\n  do-ip6: no\n  num-threads: %s\n' "$port" "$UB_THREADS"
+    printf '  so-reuseport: yes\n  outgoing-range: 16\n  module-config: "iterator"\n  local-zone: "." static\n'
+    "$PY" "$src/dns_client.py" conf "$UB_NAMES" | sed 's/^/  /'
+    printf 'remote-control:\n  control-enable: no\n'
+  } >"$D/ub/unbound.conf"
+  if ! start_bg "$mode" 120 "$D/server.out" "$D/server.err" unbound -d -c "$D/ub/unbound.conf"; then
+    why "unbound did not start"
+    return 1
+  fi
+  for i in $(seq 600); do
+    grep -q 'start of service' "$D/ub/log" 2>/dev/null && break
+    kill -0 "$bgchild" 2>/dev/null || break
+    sleep 0.05
+  done
+  timeout -s KILL 100 "$PY" "$src/dns_client.py" run "$port" "$UB_NAMES" 16 3 >"$D/out" 2>"$D/client.err" || {
+    rc=$?
+    why "dns_client.py exit status $rc: $(head -n 3 "$D/client.err")"
+    server_note "$bgchild" unbound
+    rc=1
+  }
+  n=$(ls "/proc/$bgchild/task" 2>/dev/null | wc -l)
+  check_tasks "$mode" "$n" "$UB_THREADS" || rc=1
+  kill -0 "$bgchild" 2>/dev/null || { why "unbound died before the end"; rc=1; }
+  kill -TERM "$bgchild" 2>/dev/null
+  local st=0
+  wait "$bg" || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "unbound exit status $st after SIGTERM"; rc=1; }
+  goshim_err "$mode" "$D/server.err" unbound || rc=1
+  if [ -s "$D/server.err" ] || [ -s "$D/server.out" ]; then
+    why "unbound wrote: $(head -n 3 "$D/server.err" "$D/server.out")"
+    rc=1
+  fi
+  # The log without its time stamps and pid.
+  { echo "== log"; sed -E 's/^\[[0-9]+\] unbound\[[0-9]+:[0-9a-f]+\] //' "$D/ub/log"; } >>"$D/out"
+  return $rc
+}
+
 # ---- driver ----------------------------------------------------------------
 CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx apache
-       openmp ffmpeg node java gitpack)
+       openmp ffmpeg node java gitpack unbound)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
