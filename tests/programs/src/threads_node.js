@@ -31,6 +31,38 @@ const POOL = Number(process.env.UV_THREADPOOL_SIZE);
 const cb = (f) => new Promise((res, rej) => f((e, r) => (e ? rej(e) : res(r))));
 
 async function main() {
+  // libuv starts its whole pool at the first request: the pool's threads
+  // are alive (idle) from here on.
+  fs.mkdirSync(dir, { recursive: true });
+  await fs.promises.stat(dir);
+  // worker threads, all alive (waiting in Atomics.wait) when counted.
+  // They start one after another (each waits in Atomics.wait before the
+  // next is made), so few threads are ever in a blocking system call at
+  // once: goshim then needs no kernel threads beyond its Ps' (an M whose
+  // thread sleeps in the kernel has its P handed to a new or idle M).
+  // The main thread must not block in Atomics.wait (a worker's start needs
+  // its event loop): it polls the count between timer ticks.
+  const sab = new SharedArrayBuffer(12);
+  const a = new Int32Array(sab);
+  const results = [];
+  const exits = [];
+  for (let i = 0; i < NW; i++) {
+    const w = new Worker(__filename, { workerData: { id: i, sab, rounds: 500 } });
+    exits.push(new Promise((res, rej) => {
+      w.on('message', (m) => results.push(m));
+      w.on('error', rej);
+      w.on('exit', res);
+    }));
+    while (Atomics.load(a, 0) < i + 1) await new Promise((r) => setTimeout(r, 1));
+  }
+  process.stderr.write(`TASKS ${fs.readdirSync('/proc/self/task').length} threads ${NW + POOL}\n`);
+  Atomics.store(a, 1, 1);
+  Atomics.notify(a, 1);
+  const codes = await Promise.all(exits);
+  results.sort((x, y) => x.id - y.id);
+  const rh = crypto.createHash('sha256');
+  results.forEach((r) => rh.update(r.id + ' ' + r.digest));
+  console.log('workers', results.length, codes.every((c) => c === 0), Atomics.load(a, 2), rh.digest('hex'));
   let seed = 12345;
   const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
   const bufs = [];
@@ -52,34 +84,9 @@ async function main() {
   keys.forEach((k) => kh.update(k));
   console.log('pbkdf2', keys.length, kh.digest('hex'));
   // fs on the pool
-  fs.mkdirSync(dir, { recursive: true });
   await Promise.all(bufs.map((b, i) => fs.promises.writeFile(`${dir}/f${i}`, b)));
   const rd = await Promise.all(bufs.map((b, i) => fs.promises.readFile(`${dir}/f${i}`)));
   console.log('fs', rd.length, rd.every((b, i) => b.equals(bufs[i])));
-  // worker threads, all alive (waiting in Atomics.wait) when counted
-  const sab = new SharedArrayBuffer(12);
-  const a = new Int32Array(sab);
-  const results = [];
-  const exits = [];
-  for (let i = 0; i < NW; i++) {
-    const w = new Worker(__filename, { workerData: { id: i, sab, rounds: 500 } });
-    exits.push(new Promise((res, rej) => {
-      w.on('message', (m) => results.push(m));
-      w.on('error', rej);
-      w.on('exit', res);
-    }));
-  }
-  // The main thread must not block in Atomics.wait (a worker's start needs
-  // its event loop): it polls the count between timer ticks.
-  while (Atomics.load(a, 0) < NW) await new Promise((r) => setTimeout(r, 5));
-  process.stderr.write(`TASKS ${fs.readdirSync('/proc/self/task').length} threads ${NW + POOL}\n`);
-  Atomics.store(a, 1, 1);
-  Atomics.notify(a, 1);
-  const codes = await Promise.all(exits);
-  results.sort((x, y) => x.id - y.id);
-  const rh = crypto.createHash('sha256');
-  results.forEach((r) => rh.update(r.id + ' ' + r.digest));
-  console.log('workers', results.length, codes.every((c) => c === 0), Atomics.load(a, 2), rh.digest('hex'));
 }
 main().catch((e) => {
   console.error(e);
