@@ -112,7 +112,7 @@ DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config p
             procps time man-db util-linux stress-ng \
             git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev \
             memcached perl ruby erlang-base nginx-light apache2 \
-            pbzip2 imagemagick ffmpeg nodejs default-jdk-headless unbound
+            pbzip2 graphicsmagick ffmpeg nodejs default-jdk-headless unbound
 # Packages only the benchmarks need (make deps-bench; make bench-db).
 BENCH_DEB_PKGS := sysbench golang-go
 deps:
