@@ -263,6 +263,14 @@ struct G {
 
   bool is_g0() const { return flags & kGFlagG0; }
   bool is_main() const { return flags & kGFlagMain; }
+  // Whether goshim serves the calls this G makes: a user G (not g0),
+  // running, not inside a program signal handler (nor a blocking call a
+  // handler interrupted). The one place for this rule: shim::user_g,
+  // shim::preempt_check and the fd layer's fd_user_g build on it.
+  bool serves_calls() const {
+    return !(flags & kGFlagG0) && status.load(std::memory_order_relaxed) == GStatus::Running &&
+           insig == 0;
+  }
 };
 
 inline constexpr uint32_t kGMagic = 0x676f7368;  // "gosh"

@@ -85,9 +85,7 @@ struct FdlScope {
 // shim::user_g plus those two; any thread.
 inline G* fd_user_g() {
   G* g = tls_g;
-  if (__builtin_expect(g == nullptr, 0) || (g->flags & kGFlagG0)) return nullptr;
-  if (g->status.load(std::memory_order_relaxed) != GStatus::Running) return nullptr;
-  if (__builtin_expect(g->insig != 0, 0)) return nullptr;  // in a program signal handler
+  if (__builtin_expect(g == nullptr || !g->serves_calls(), 0)) return nullptr;
   if (__builtin_expect(fdl_busy != 0, 0)) return nullptr;
   M* m = g->m;
   if (__builtin_expect(m != nullptr && m->locks.load(std::memory_order_relaxed) != 0, 0))

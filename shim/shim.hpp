@@ -27,11 +27,7 @@ namespace goshim::shim {
 // address is the interposer's caller).
 __attribute__((always_inline)) inline G* user_g() {
   G* g = tls_g;
-  if (__builtin_expect(g == nullptr, 0)) return nullptr;
-  if (__builtin_expect(g->flags & kGFlagG0, 0)) return nullptr;
-  if (__builtin_expect(g->status.load(std::memory_order_relaxed) != GStatus::Running, 0))
-    return nullptr;
-  if (__builtin_expect(g->insig != 0, 0)) return nullptr;
+  if (__builtin_expect(g == nullptr || !g->serves_calls(), 0)) return nullptr;
   if (__builtin_expect(g->preempt.load(std::memory_order_relaxed), 0))
     preempt_at_call(g, __builtin_return_address(0));
   if (__builtin_expect(g->sigpending.load(std::memory_order_relaxed) & ~g->sigmask, 0))
@@ -40,10 +36,7 @@ __attribute__((always_inline)) inline G* user_g() {
 }
 
 __attribute__((noinline, cold)) inline void preempt_check_slow(G* g, const void* caller_pc) {
-  if ((g->flags & kGFlagG0) || g->status.load(std::memory_order_relaxed) != GStatus::Running ||
-      g->insig != 0)
-    return;
-  preempt_at_call(g, caller_pc);
+  if (g->serves_calls()) preempt_at_call(g, caller_pc);
 }
 
 // A pending preemption, honoured at the end of a call whose fast path

@@ -794,6 +794,54 @@ case_erlang() {
   check_tasks "$mode" "${2:-}" "${4:-0}"
 }
 
+# ---- HTTP servers (nginx, apache) -------------------------------------------
+# A TCP port on 127.0.0.1 that nobody listens on now.
+free_port() {
+  "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# The background server's (start_bg) first child process once it answers
+# on 127.0.0.1:PORT, in srv_child; else why says so (NAME, LOG: the
+# server's error log), the server is stopped, and this fails.
+http_child() {
+  local name=$1 port=$2 log=$3 i
+  srv_child=""
+  for i in $(seq 400); do
+    srv_child=$(pgrep -P "$bgchild" | head -n 1)
+    [ -n "$srv_child" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    kill -0 "$bgchild" 2>/dev/null || break
+    srv_child=""
+    sleep 0.05
+  done
+  why "$name is not answering: $(head -n 3 "$D/server.err" "$log" 2>/dev/null)"
+  stop_bg
+  return 1
+}
+
+# http_client's run against the server child CHILD (WHAT, for messages)
+# on PORT, then a graceful stop of the server with signal SIG (its parent
+# waits for the child and exits 0), NAME's stderr empty and goshim's
+# checks (goshim_err) for MODE. Fails if any of that does not hold.
+http_load_and_stop() {
+  local mode=$1 name=$2 port=$3 child=$4 what=$5 sig=$6 rc=0 st=0
+  timeout -s KILL 150 "$bin/http_client" run "$port" "$child" "$work/ngx_files" \
+    "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
+  [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+  [ $rc = 0 ] || server_note "$child" "$what"
+  kill -0 "$child" 2>/dev/null || { why "$what died before the end"; rc=1; }
+  cpu_note "$child" "$what"
+  kill -"$sig" "$bgchild" 2>/dev/null
+  wait "$bg" || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "$name exit status $st after SIG$sig"; rc=1; }
+  goshim_err "$mode" "$D/server.err" "$name" || rc=1
+  if [ -s "$D/server.err" ]; then
+    why "$name wrote on stderr: $(head -n 3 "$D/server.err")"
+    rc=1
+  fi
+  return $rc
+}
+
 # ---- nginx -------------------------------------------------------------------
 # nginx (master + one worker process) serving files through its thread pool
 # (aio threads, 16 threads) to 400 connections held open at once, then 1,200
@@ -803,10 +851,10 @@ setup_nginx() {
   "$bin/http_client" gen "$work/ngx_files" "$HTTP_FILES"
 }
 case_nginx() {
-  local mode=$1 rc=0 port i
+  local mode=$1 rc=0 port
   need nginx "$bin/http_client" || return 1
   mkdir -p "$D/ngx/logs" "$D/ngx/tmp"
-  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   cat >"$D/ngx/nginx.conf" <<NGXEOF
 worker_processes 1;
 error_log $D/ngx/logs/error.log warn;
@@ -835,36 +883,10 @@ NGXEOF
     why "nginx did not start"
     return 1
   fi
-  local worker=""
-  for i in $(seq 400); do
-    worker=$(pgrep -P "$bgchild" | head -n 1)
-    [ -n "$worker" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    kill -0 "$bgchild" 2>/dev/null || break
-    worker=""
-    sleep 0.05
-  done
-  if [ -z "$worker" ]; then
-    why "nginx is not answering: $(head -n 3 "$D/server.err" "$D/ngx/logs/error.log" 2>/dev/null)"
-    stop_bg
-    return 1
-  fi
-  timeout -s KILL 150 "$bin/http_client" run "$port" "$worker" "$work/ngx_files" \
-    "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
-  [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
-  [ $rc = 0 ] || server_note "$worker" "the nginx worker"
-  kill -0 "$worker" 2>/dev/null || { why "the nginx worker died before the end"; rc=1; }
-  cpu_note "$worker" "the nginx worker"
+  http_child nginx "$port" "$D/ngx/logs/error.log" || return 1
+  local worker=$srv_child
   # A graceful stop (SIGQUIT): the master waits for its worker, exits 0.
-  kill -QUIT "$bgchild" 2>/dev/null
-  local st=0
-  wait "$bg" || st=$?
-  bgchild=""
-  [ $st = 0 ] || { why "nginx exit status $st after SIGQUIT"; rc=1; }
-  goshim_err "$mode" "$D/server.err" nginx || rc=1
-  if [ -s "$D/server.err" ]; then
-    why "nginx wrote on stderr: $(head -n 3 "$D/server.err")"
-    rc=1
-  fi
+  http_load_and_stop "$mode" nginx "$port" "$worker" "the nginx worker" QUIT || rc=1
   if grep -E '\[(emerg|alert|crit|error)\]' "$D/ngx/logs/error.log" >/dev/null 2>&1; then
     why "nginx logged errors: $(grep -E '\[(emerg|alert|crit|error)\]' "$D/ngx/logs/error.log" | head -n 3)"
     rc=1
@@ -887,11 +909,11 @@ setup_apache() {
   [ -d "$work/ngx_files" ] || "$bin/http_client" gen "$work/ngx_files" "$HTTP_FILES"
 }
 case_apache() {
-  local mode=$1 rc=0 port i mods=/usr/lib/apache2/modules
+  local mode=$1 rc=0 port mods=/usr/lib/apache2/modules
   need apache2 "$bin/http_client" || return 1
   [ -f "$mods/mod_mpm_event.so" ] || { why "$mods/mod_mpm_event.so is missing (make deps)"; return 1; }
   mkdir -p "$D/ap/logs"
-  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   local user=""
   [ "$(id -u)" = 0 ] && user="User nobody
 Group $(id -gn nobody)"
@@ -924,36 +946,10 @@ APEOF
     why "apache2 did not start"
     return 1
   fi
-  local child=""
-  for i in $(seq 400); do
-    child=$(pgrep -P "$bgchild" | head -n 1)
-    [ -n "$child" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    kill -0 "$bgchild" 2>/dev/null || break
-    child=""
-    sleep 0.05
-  done
-  if [ -z "$child" ]; then
-    why "apache2 is not answering: $(head -n 3 "$D/server.err" "$D/ap/logs/error.log" 2>/dev/null)"
-    stop_bg
-    return 1
-  fi
-  timeout -s KILL 150 "$bin/http_client" run "$port" "$child" "$work/ngx_files" \
-    "$HTTP_FILES" "$HTTP_HELD" "$HTTP_TOTAL" "$HTTP_INFLIGHT" >"$D/out" 2>"$D/client.err" || rc=$?
-  [ $rc = 0 ] || why "http_client exit status $rc: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
-  [ $rc = 0 ] || server_note "$child" "the apache2 child"
-  kill -0 "$child" 2>/dev/null || { why "the apache2 child died before the end"; rc=1; }
-  cpu_note "$child" "the apache2 child"
+  http_child apache2 "$port" "$D/ap/logs/error.log" || return 1
+  local child=$srv_child
   # A graceful stop (SIGWINCH): the parent waits for its child, exits 0.
-  kill -WINCH "$bgchild" 2>/dev/null
-  local st=0
-  wait "$bg" || st=$?
-  bgchild=""
-  [ $st = 0 ] || { why "apache2 exit status $st after SIGWINCH"; rc=1; }
-  goshim_err "$mode" "$D/server.err" apache2 || rc=1
-  if [ -s "$D/server.err" ]; then
-    why "apache2 wrote on stderr: $(head -n 3 "$D/server.err")"
-    rc=1
-  fi
+  http_load_and_stop "$mode" apache2 "$port" "$child" "the apache2 child" WINCH || rc=1
   if grep -vE '\[[a-z_]+:notice\]' "$D/ap/logs/error.log" | grep -q .; then
     why "apache2 logged more than notices: $(grep -vE '\[[a-z_]+:notice\]' "$D/ap/logs/error.log" | head -n 3)"
     rc=1

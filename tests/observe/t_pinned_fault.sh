@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pinning report over a stack holding odd values (obs_pinned_fault): the
+# Pinning report over a stack holding odd values (obs_pinned odd-stack): the
 # blocked thread's stack, right above the system call's stack pointer,
 # holds word pairs that look like frame records whose "return address"
 # lies in a page that cannot be read. The report's stack scan must read
@@ -11,14 +11,14 @@
 
 for procs in 1 2; do
   timeout -s KILL 20 env LD_PRELOAD="$LIB" GOSHIM_MAXPROCS=$procs \
-    GOSHIM_DEBUG=pinned=300 "$BIN/obs_pinned_fault" >"$T/out" 2>"$T/err"
+    GOSHIM_DEBUG=pinned=300 "$BIN/obs_pinned" odd-stack >"$T/out" 2>"$T/err"
   rc=$?
   [ $rc = 0 ] || fail "p$procs: exit status $rc"
   contains "$T/out" '^joined ok$' "p$procs: the blocked thread got its byte"
   contains "$T/err" '^goshim: pinned: goroutine [0-9]+ "reader" has held M[0-9]+ for [0-9]+ ms, blocked in system call 0 \(read\)' \
     "p$procs: the report names the G and the system call"
   awk '/^goshim: pinned:/{f=1} f&&/^$/{exit} f' "$T/err" >"$T/one"
-  contains "$T/one" '^  stuck_with_odd_stack\+0x[0-9a-f]+$' "p$procs: the backtrace names the function that blocked"
+  contains "$T/one" '^  stuck_in_raw_read\+0x[0-9a-f]+$' "p$procs: the backtrace names the function that blocked"
   lacks "$T/one" 'stack changed while it was read' "p$procs: the scan faulted"
 done
 done_test

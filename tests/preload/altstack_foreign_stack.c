@@ -14,7 +14,9 @@
 // and resumed elsewhere) while the main thread sends each SIGUSR1 50
 // times, one at a time (a handshake per signal); the SA_ONSTACK handler
 // must run on its own thread's alternate stack; results exact.
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>

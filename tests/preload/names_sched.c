@@ -1,6 +1,8 @@
 /* Per-thread names, scheduling parameters, affinity and CPU clock of other
  * threads, by pthread_t. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
