@@ -111,7 +111,8 @@ all: $(LIB) $(LAUNCHER)
 DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config python3 \
             procps time man-db util-linux stress-ng \
             git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev \
-            memcached perl ruby erlang-base nginx-light apache2
+            memcached perl ruby erlang-base nginx-light apache2 \
+            pbzip2 graphicsmagick ffmpeg nodejs default-jdk-headless unbound
 # Packages only the benchmarks need (make deps-bench; make bench-db).
 BENCH_DEB_PKGS := sysbench golang-go
 deps:

@@ -13,7 +13,7 @@
 #             serving files to 400 connections held open at once, then
 #             1200 more requests; every byte checked (build/.../http_client)
 #   grep      ripgrep -j8 and git grep --threads 8 over 4,000 files
-#   compress  pigz -p8, zstd -T8, xz -T8, lbzip2 -n8: compress under goshim
+#   compress  pigz -p8, zstd -T8, xz -T8, lbzip2 -n8, pbzip2 -p8: compress under goshim
 #             and decompress natively, and the other way round
 #   mariadb   a private mariadbd (unix socket only) under goshim, 200
 #             connections of transfers (build/.../db_client), CHECK TABLE
@@ -40,6 +40,16 @@
 #   apache    Apache httpd's event MPM, one child of 500 worker threads: 400
 #             connections held open, then 1,200 more requests, every byte
 #             checked (build/.../http_client)
+#   openmp    GraphicsMagick (libgomp, 8 OpenMP threads) image operations
+#   ffmpeg    libx264 encoding with 8 frame threads, frame- and
+#             slice-threaded decoding, bit-exact
+#   node      Node.js: libuv's thread pool (zlib, crypto, fs) and 40
+#             worker_threads on Atomics.wait (tests/programs/src/threads_node.js)
+#   java      OpenJDK: 300 threads, a pool, monitors, fork/join
+#             (tests/programs/src/ThreadsJava.java)
+#   gitpack   git pack-objects --threads=8 and index-pack --threads=8
+#   unbound   unbound (40 threads) answering local data to 16 client
+#             threads over UDP and TCP (tests/programs/src/dns_client.py)
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -370,6 +380,7 @@ COMPRESSORS=(
   "zstd|zstd -q -T8 -B262144 -3 -c|zstd -q -d -c"
   "xz|xz -T8 -1 --block-size=262144 -c|xz -T8 -d -c"
   "lbzip2|lbzip2 -n8 -1 -c|lbzip2 -n8 -d -c"
+  "pbzip2|pbzip2 -p8 -b1 -6 -c|pbzip2 -p8 -d -c"
 )
 setup_compress() {
   "$PY" - "$work/data" <<'EOF'
@@ -392,7 +403,7 @@ EOF
 }
 case_compress() {
   local mode=$1 rc=0 c name comp decomp r
-  need pigz zstd xz lbzip2 || return 1
+  need pigz zstd xz lbzip2 pbzip2 || return 1
   local want
   want=$(sha256sum <"$work/data" | cut -c1-64)
   for c in "${COMPRESSORS[@]}"; do
@@ -955,8 +966,243 @@ APEOF
   return $rc
 }
 
+# ---- openmp ----------------------------------------------------------------
+# GraphicsMagick's OpenMP loops (libgomp, 8 threads: workers that spin,
+# then sleep in futex calls of their own, an inline syscall instruction
+# goshim does not see: each sleeping worker keeps its kernel thread, so the
+# kernel threads are not checked here) on a fixed image made natively in
+# setup, at libgomp's default wait policy and at OMP_WAIT_POLICY=passive.
+# These operations' pixels do not depend on how the rows were shared out.
+# (ImageMagick 6 was tried first: it ran these operations on one thread.)
+GM_OPS=("-blur 0x4 -charcoal 1" "-resize 170% -sharpen 0x2 -rotate 33")
+setup_openmp() {
+  command -v gm >/dev/null || return 0  # the case says what is missing
+  gm convert -size 400x300 gradient:red-blue -swirl 90 "$work/gm_in.ppm"
+}
+case_openmp() {
+  local mode=$1 rc=0 r ops pol
+  need gm || return 1
+  for pol in default passive; do
+    for ops in "${GM_OPS[@]}"; do
+      local pe=()
+      [ $pol = passive ] && pe=(OMP_WAIT_POLICY=passive)
+      # shellcheck disable=SC2086
+      run "$mode" 60 env "${pe[@]}" OMP_NUM_THREADS=8 \
+        gm convert "$work/gm_in.ppm" $ops "$D/o.ppm" >"$D/r" 2>"$D/err" </dev/null
+      r=$?
+      goshim_err "$mode" "$D/err" "gm convert $ops" || rc=1
+      [ $r = 0 ] || { why "gm convert $ops ($pol): exit status $r: $(head -n 3 "$D/err")"; rc=1; }
+      [ -s "$D/err" ] || [ -s "$D/r" ] && { why "gm convert $ops ($pol) wrote: $(head -n 3 "$D/err" "$D/r")"; rc=1; }
+      echo "$pol $ops: exit $r $(sha256sum <"$D/o.ppm" | cut -c1-64)" >>"$D/out"
+      rm -f "$D/o.ppm"
+    done
+  done
+  return $rc
+}
+
+# ---- ffmpeg ----------------------------------------------------------------
+# ffmpeg: libx264 encoding with 8 frame threads (and its lookahead
+# threads) of a generated test pattern, bit-exact, then decoding with 8
+# frame threads and with slice threads; every output byte compared.
+setup_ffmpeg() {
+  command -v ffmpeg >/dev/null || return 0
+  ffmpeg -nostdin -hide_banner -loglevel error -f lavfi -i testsrc2=size=640x360:rate=25:duration=3 \
+    -c:v libx264 -threads 8 -preset veryfast -bitexact -fflags +bitexact -flags +bitexact \
+    -y "$work/ff_in.mkv"
+  ffmpeg -nostdin -hide_banner -loglevel error -f lavfi -i testsrc2=size=640x360:rate=25:duration=3 \
+    -c:v mpeg2video -slices 8 -threads 8 -bitexact -fflags +bitexact -flags +bitexact \
+    -y "$work/ff_in.mpg"
+}
+case_ffmpeg() {
+  local mode=$1 rc=0 r what
+  need ffmpeg || return 1
+  local ff=(ffmpeg -nostdin -hide_banner -loglevel error)
+  run "$mode" 60 "${ff[@]}" -f lavfi -i testsrc2=size=640x360:rate=25:duration=3 \
+    -c:v libx264 -threads 8 -preset veryfast -bitexact -fflags +bitexact -flags +bitexact \
+    -f matroska "$D/o.mkv" >"$D/r" 2>"$D/err" </dev/null
+  r=$?
+  what="ffmpeg libx264 -threads 8"
+  goshim_err "$mode" "$D/err" "$what" || rc=1
+  [ $r = 0 ] || { why "$what: exit status $r: $(head -n 3 "$D/err")"; rc=1; }
+  [ -s "$D/err" ] || [ -s "$D/r" ] && { why "$what wrote: $(head -n 3 "$D/err" "$D/r")"; rc=1; }
+  echo "$what: exit $r, $(stat -c %s "$D/o.mkv" 2>/dev/null) bytes $(sha256sum <"$D/o.mkv" | cut -c1-64)" >>"$D/out"
+  rm -f "$D/o.mkv"
+  for what in "-threads 8 -thread_type frame -i $work/ff_in.mkv" "-threads 8 -thread_type slice -i $work/ff_in.mpg"; do
+    # shellcheck disable=SC2086
+    run "$mode" 60 "${ff[@]}" $what -f framemd5 - >"$D/r" 2>"$D/err" </dev/null
+    r=$?
+    goshim_err "$mode" "$D/err" "ffmpeg $what" || rc=1
+    [ $r = 0 ] || { why "ffmpeg $what: exit status $r: $(head -n 3 "$D/err")"; rc=1; }
+    [ -s "$D/err" ] && { why "ffmpeg $what wrote on stderr: $(head -n 3 "$D/err")"; rc=1; }
+    { echo "== ffmpeg ${what%% -i *}: exit $r"; grep -v '^#' "$D/r"; } >>"$D/out"
+  done
+  return $rc
+}
+
+# ---- node ------------------------------------------------------------------
+# Node.js: libuv's thread pool (16 threads: zlib, pbkdf2, fs) and 40
+# worker_threads (V8 isolates) on Atomics.wait/notify
+# (tests/programs/src/threads_node.js).
+NODE_WORKERS=40 NODE_POOL=16
+case_node() {
+  local mode=$1 r
+  need node || return 1
+  UV_THREADPOOL_SIZE=$NODE_POOL run "$mode" 120 node "$src/threads_node.js" "$D/fs" "$NODE_WORKERS" \
+    >"$D/out" 2>"$D/err" </dev/null
+  r=$?
+  rm -rf "$D/fs"
+  goshim_err "$mode" "$D/err" node || return 1
+  [ $r = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
+  if grep -v '^TASKS ' "$D/err" | grep -q .; then
+    why "node wrote on stderr: $(grep -v '^TASKS ' "$D/err" | head -n 3)"
+    return 1
+  fi
+  local line
+  line=$(grep '^TASKS ' "$D/err" | head -n 1)
+  # shellcheck disable=SC2086
+  set -- $line
+  check_tasks "$mode" "${2:-}" "${4:-0}"
+}
+
+# ---- java ------------------------------------------------------------------
+# OpenJDK: 300 platform threads alive at once, a pool, monitors, the
+# common fork/join pool (tests/programs/src/ThreadsJava.java, compiled
+# natively in setup).
+JAVA_THREADS=300
+setup_java() {
+  command -v javac >/dev/null || return 0
+  mkdir -p "$work/java"
+  javac -d "$work/java" "$src/ThreadsJava.java"
+}
+case_java() {
+  local mode=$1 r
+  need java javac || return 1
+  run "$mode" 120 java -Xmx256m -Xss512k -cp "$work/java" ThreadsJava "$JAVA_THREADS" \
+    >"$D/out" 2>"$D/err" </dev/null
+  r=$?
+  goshim_err "$mode" "$D/err" java || return 1
+  [ $r = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
+  if grep -v '^TASKS ' "$D/err" | grep -q .; then
+    why "java wrote on stderr: $(grep -v '^TASKS ' "$D/err" | head -n 3)"
+    return 1
+  fi
+  local line
+  line=$(grep '^TASKS ' "$D/err" | head -n 1)
+  # shellcheck disable=SC2086
+  set -- $line
+  check_tasks "$mode" "${2:-}" "${4:-0}"
+}
+
+# ---- gitpack ---------------------------------------------------------------
+# git's threaded delta search (pack-objects --threads=8) and threaded
+# delta resolution (index-pack --threads=8) on a fixed-seed repository of
+# 30 commits. pack-objects' deltas depend on how its threads shared the
+# work (it rebalances: natively two runs' packs differ), so its pack is
+# checked by what it holds: indexed natively (index-pack hashes every
+# object's content), every object's name and type; index-pack's .idx
+# depends only on the pack and must be the native one byte for byte.
+setup_gitpack() {
+  mkdir -p "$work/gitpack"
+  (cd "$work/gitpack" && git init -q) || return 1
+  "$PY" - "$work/gitpack" <<'PYEOF'
+import os, random, subprocess, sys
+r = random.Random(23)
+os.chdir(sys.argv[1])
+words = ["alpha", "beta", "gamma", "delta", "needle", "hay", "stack", "thread", "fiber"]
+env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+           GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+for c in range(30):
+    for f in range(60):
+        p = f"d{f % 6}/f{f}.txt"
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "a") as fh:
+            for _ in range(r.randint(1, 30)):
+                fh.write(" ".join(r.choice(words) for _ in range(r.randint(1, 10))) + f" {c}\n")
+    env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"2020-01-01T00:{c:02}:00Z"
+    subprocess.run(["git", "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", f"c{c}"], check=True, env=env)
+PYEOF
+  echo HEAD | git -C "$work/gitpack" pack-objects --revs --stdout -q --threads=8 >"$work/gitpack.pack"
+}
+case_gitpack() {
+  local mode=$1 rc=0 r g=$work/gitpack
+  need git || return 1
+  echo HEAD | run "$mode" 60 git -C "$g" pack-objects --revs --stdout -q --threads=8 --window=50 --depth=50 \
+    >"$D/p.pack" 2>"$D/err"
+  r=$?
+  goshim_err "$mode" "$D/err" "git pack-objects" || rc=1
+  [ $r = 0 ] || { why "git pack-objects: exit status $r: $(head -n 3 "$D/err")"; rc=1; }
+  [ -s "$D/err" ] && { why "git pack-objects wrote on stderr: $(head -n 3 "$D/err")"; rc=1; }
+  git index-pack -o "$D/p.idx" "$D/p.pack" >/dev/null 2>"$D/err" || { why "the pack made in $mode does not index: $(head -n 3 "$D/err")"; rc=1; }
+  echo "pack-objects: exit $r, objects: $(git verify-pack -v "$D/p.idx" 2>&1 | awk 'length($1) == 40 { print $1, $2 }' | LC_ALL=C sort | sha256sum | cut -c1-64)" >>"$D/out"
+  cp "$work/gitpack.pack" "$D/n.pack"
+  run "$mode" 60 git index-pack --threads=8 -o "$D/n.idx" "$D/n.pack" >"$D/r" 2>"$D/err" </dev/null
+  r=$?
+  goshim_err "$mode" "$D/err" "git index-pack" || rc=1
+  [ $r = 0 ] || { why "git index-pack: exit status $r: $(head -n 3 "$D/err")"; rc=1; }
+  [ -s "$D/err" ] && { why "git index-pack wrote on stderr: $(head -n 3 "$D/err")"; rc=1; }
+  echo "index-pack: exit $r, $(cat "$D/r") $(sha256sum <"$D/n.idx" | cut -c1-64)" >>"$D/out"
+  rm -f "$D"/*.pack "$D"/*.idx
+  return $rc
+}
+
+# ---- unbound ---------------------------------------------------------------
+# unbound, a DNS server of 40 threads (one event loop each, SO_REUSEPORT
+# sockets on 127.0.0.1), answering from local data only (local-zone "."
+# static: it never asks another server); tests/programs/src/dns_client.py
+# (native, 16 threads, UDP and TCP) checks every answer. Then the server's
+# kernel threads are counted (its 40 threads all live until it stops), and
+# SIGTERM must stop it with status 0 and the same log as natively.
+UB_THREADS=40 UB_NAMES=200
+case_unbound() {
+  local mode=$1 rc=0 port i n
+  need unbound "$PY" || return 1
+  mkdir -p "$D/ub"
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  {
+    printf 'server:\n  directory: "%s"\n  chroot: ""\n  username: ""\n  pidfile: ""\n' "$D/ub"
+    printf '  use-syslog: no\n  logfile: "%s"\n  verbosity: 0\n' "$D/ub/log"
+    printf '  interface: 127.0.0.1\n  port: %s\n  do-ip6: no\n  num-threads: %s\n' "$port" "$UB_THREADS"
+    printf '  so-reuseport: yes\n  outgoing-range: 16\n  module-config: "iterator"\n  local-zone: "." static\n'
+    "$PY" "$src/dns_client.py" conf "$UB_NAMES" | sed 's/^/  /'
+    printf 'remote-control:\n  control-enable: no\n'
+  } >"$D/ub/unbound.conf"
+  if ! start_bg "$mode" 120 "$D/server.out" "$D/server.err" unbound -d -c "$D/ub/unbound.conf"; then
+    why "unbound did not start"
+    return 1
+  fi
+  for i in $(seq 600); do
+    grep -q 'start of service' "$D/ub/log" 2>/dev/null && break
+    kill -0 "$bgchild" 2>/dev/null || break
+    sleep 0.05
+  done
+  timeout -s KILL 100 "$PY" "$src/dns_client.py" run "$port" "$UB_NAMES" 16 3 >"$D/out" 2>"$D/client.err" || {
+    rc=$?
+    why "dns_client.py exit status $rc: $(head -n 3 "$D/client.err")"
+    server_note "$bgchild" unbound
+    rc=1
+  }
+  n=$(ls "/proc/$bgchild/task" 2>/dev/null | wc -l)
+  check_tasks "$mode" "$n" "$UB_THREADS" || rc=1
+  kill -0 "$bgchild" 2>/dev/null || { why "unbound died before the end"; rc=1; }
+  kill -TERM "$bgchild" 2>/dev/null
+  local st=0
+  wait "$bg" || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "unbound exit status $st after SIGTERM"; rc=1; }
+  goshim_err "$mode" "$D/server.err" unbound || rc=1
+  if [ -s "$D/server.err" ] || [ -s "$D/server.out" ]; then
+    why "unbound wrote: $(head -n 3 "$D/server.err" "$D/server.out")"
+    rc=1
+  fi
+  # The log without its time stamps and pid.
+  { echo "== log"; sed -E 's/^\[[0-9]+\] unbound\[[0-9]+:[0-9a-f]+\] //' "$D/ub/log"; } >>"$D/out"
+  return $rc
+}
+
 # ---- driver ----------------------------------------------------------------
-CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx apache)
+CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx apache
+       openmp ffmpeg node java gitpack unbound)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
