@@ -1764,7 +1764,16 @@ void cancel_point_any() {
 }
 
 CancelOff::CancelOff(bool deferred_only) {
-  if (!tls::L.cancelhandling) return;
+  if (__builtin_expect(!tls::L.cancelhandling, 0)) {
+    // The TCB's layout is not known (before init, or a glibc goshim runs
+    // 1:1 only): glibc's own call, which is no cancellation point. For an
+    // asynchronous type too (deferred_only): a cancellation held off here
+    // acts when the state is restored, as it may anywhere.
+    int old = PTHREAD_CANCEL_DISABLE;
+    if (pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old) == 0 && old == PTHREAD_CANCEL_ENABLE)
+      glibc_state = true;
+    return;
+  }
   int* w = (int*)(arch::get_tp() + tls::L.cancelhandling);
   if (deferred_only && (__atomic_load_n(w, __ATOMIC_RELAXED) & kCancelAsync)) return;
   if (!(__atomic_fetch_or(w, kCancelDisabled, __ATOMIC_ACQ_REL) & kCancelDisabled)) ch = w;

@@ -31,6 +31,7 @@
 // SIGSETXID 33, the preemption signal) are never blocked on an M.
 #pragma once
 
+#include <pthread.h>
 #include <signal.h>
 
 #include "core/gmp.hpp"
@@ -265,12 +266,16 @@ void cancel_point_any();
 // asynchronous one: cancel_async_pending after the scope). deferred_only:
 // only when the thread's cancel type is deferred (an asynchronous
 // cancellation may act anywhere, so a call that is no cancellation point
-// need not hold it off). Signal-safe.
+// need not hold it off). Signal-safe. Where the TCB's layout is not known
+// (before init; a glibc goshim runs 1:1 only) it goes through glibc's
+// pthread_setcancelstate.
 struct CancelOff {
   int* ch = nullptr;
+  bool glibc_state = false;  // turned off through pthread_setcancelstate
   explicit CancelOff(bool deferred_only = false);
   ~CancelOff() {
     if (ch) __atomic_fetch_and(ch, ~1, __ATOMIC_ACQ_REL);
+    if (__builtin_expect(glibc_state, 0)) pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, nullptr);
   }
   CancelOff(const CancelOff&) = delete;
   CancelOff& operator=(const CancelOff&) = delete;
