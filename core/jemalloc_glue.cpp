@@ -48,7 +48,11 @@
 //     threads, outside the runtime) are a sequence futex below, not
 //     glibc's: glibc's condvar retakes the mutex with lll_lock, whose
 //     exchange with 2 would erase the holder's tag from the word.
+//   - each thread counts the allocator locks it holds (tls_je_locks_held,
+//     core/jemalloc_glue.hpp): goshim's malloc must not call mallctl from
+//     an allocation made inside jemalloc with one of them held (issue 12).
 // Any thread; no locks of goshim's held.
+#include <atomic>
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -126,6 +130,23 @@ inline uint32_t* cond_word(pthread_cond_t* c) {
 
 }  // namespace
 
+namespace goshim {
+__thread uint32_t tls_je_locks_held __attribute__((tls_model("initial-exec")));
+}  // namespace goshim
+
+namespace {
+
+// Counted before the lock is tried and uncounted after it is released, so
+// that the count is never below the locks held, even as seen by a signal
+// handler that interrupts this thread (a count above them for a moment
+// only defers a thread cache's setup).
+inline void count_lock() { goshim::tls_je_locks_held++; }
+inline void uncount_lock() {
+  if (goshim::tls_je_locks_held > 0) goshim::tls_je_locks_held--;
+}
+
+}  // namespace
+
 extern "C" int goshim_je_mutex_lock(pthread_mutex_t* m);
 extern "C" int goshim_je_mutex_unlock(pthread_mutex_t* m);
 
@@ -154,23 +175,37 @@ extern "C" {
 __attribute__((visibility("hidden"))) const char* goshim_je_malloc_conf = "tcache:false";
 
 int goshim_je_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t*) {
+  // A lock found held is one this thread took: jemalloc initializes its
+  // locks on fresh (zeroed) memory, and again in a fork child (its atfork
+  // child handler), where the one thread left is the one that took them
+  // all in its prepare handler; that initialization releases them.
+  if (__atomic_load_n(word(m), __ATOMIC_RELAXED) != 0) uncount_lock();
   memset(m, 0, sizeof *m);  // PTHREAD_MUTEX_NORMAL, unlocked
   return 0;
 }
 
 int goshim_je_mutex_lock(pthread_mutex_t* m) {
   uint32_t mine = holder_tag() << kTagShift | kLocked;
+  count_lock();
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   if (!try_take(word(m), mine)) lock_slow(m, mine);
   return 0;
 }
 
 int goshim_je_mutex_trylock(pthread_mutex_t* m) {
-  return try_take(word(m), holder_tag() << kTagShift | kLocked) ? 0 : EBUSY;
+  count_lock();
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (try_take(word(m), holder_tag() << kTagShift | kLocked)) return 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  uncount_lock();
+  return EBUSY;
 }
 
 int goshim_je_mutex_unlock(pthread_mutex_t* m) {
   if (__atomic_exchange_n(word(m), 0, __ATOMIC_RELEASE) & kWaiters)
     goshim::sys::futex_wake(word(m), 1);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  uncount_lock();
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // What sysmon needs to know of the allocator's locks (core/jemalloc_glue.cpp).
 #pragma once
 
+#include <stdint.h>
+
 #include "core/gmp.hpp"
 
 namespace goshim {
@@ -12,5 +14,20 @@ namespace goshim {
 // and moved on since (Gs are never unmapped): the caller looks again at its
 // next tick. Any thread.
 G* alloc_lock_holder(void* mutex);
+
+// How many of jemalloc's locks the calling thread holds (a goroutine's
+// count is its own: goshim's __thread variables are per G, and a G holding
+// one may go on on another M only after a signal handler parked it). Never
+// below the locks held (a signal handler reads it too); above them only
+// for a moment while a lock is being taken or released.
+// While it is not 0 the thread is inside jemalloc, and an allocation it
+// makes there (glibc's pthread_create callocs the DTV of the background
+// thread jemalloc starts holding background_thread_lock) must not call
+// mallctl, which may take a lock the thread holds (ctl_init ->
+// background_thread_stats_read takes background_thread_lock): the process
+// stopped for good at its start with MALLOC_CONF=background_thread:true
+// (issue 12, tests/preload/malloc_bg_thread). core/mcache.cpp defers its
+// mallctl calls until it is 0.
+extern __thread uint32_t tls_je_locks_held __attribute__((tls_model("initial-exec")));
 
 }  // namespace goshim

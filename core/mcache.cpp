@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "core/jemalloc_glue.hpp"
 #include "syscalls/sys.hpp"
 
 // jemalloc's (weak: the unit tests link core/ without jemalloc, and then
@@ -38,7 +39,11 @@ void mcache_runtime_thread_start() {
 int mcache_create(M* mp) {
   int32_t cur = mp->tcache.load(std::memory_order_acquire);
   if (cur != -1) return cur >= 0 ? cur : -1;
-  if (!mallctl) return -1;
+  // Inside jemalloc, holding one of its locks (an allocation glibc makes
+  // for it, e.g. pthread_create's DTV): no mallctl now (it may take that
+  // lock, jemalloc_glue.hpp); this allocation goes without a cache, and a
+  // later one makes it.
+  if (!mallctl || tls_je_locks_held != 0) return -1;
   unsigned ind = 0;
   size_t len = sizeof ind;
   // jemalloc has a fixed number of explicit caches (4095): past them, the
@@ -253,6 +258,11 @@ void thread_cache_exiting() {
 }
 
 void thread_cache_enable() {
+  // Inside jemalloc, holding one of its locks (glibc's pthread_create
+  // callocs the DTV of the background thread jemalloc starts, holding
+  // background_thread_lock, which mallctl's first call takes): the cache
+  // is turned on at a later allocation (jemalloc_glue.hpp).
+  if (tls_je_locks_held != 0) return;
   if (tls_cache_released && ++tls_uncached_allocs < kThreadCacheReenableAllocs) return;
   tls_cache_released = false;
   tls_thread_cache_on = true;
