@@ -649,6 +649,27 @@ case_mariadb_kill() {
   return $rc
 }
 
+# check_tasks_line MODE: check_tasks on the first "TASKS n THREADS m" line
+# the program wrote on $D/err.
+check_tasks_line() {
+  local mode=$1 line
+  line=$(grep '^TASKS ' "$D/err" | head -n 1)
+  # shellcheck disable=SC2086
+  set -- $line
+  check_tasks "$mode" "${2:-}" "${4:-0}"
+}
+
+# clean_exit_tasks_only NAME R: NAME exited with status R = 0 and wrote
+# nothing on $D/err but its TASKS line.
+clean_exit_tasks_only() {
+  local name=$1 r=$2
+  [ "$r" = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
+  if grep -v '^TASKS ' "$D/err" | grep -q .; then
+    why "$name wrote on stderr: $(grep -v '^TASKS ' "$D/err" | head -n 3)"
+    return 1
+  fi
+}
+
 # ---- cxx, rust ---------------------------------------------------------------
 # The program prints "TASKS n THREADS m" on stderr while m threads are alive.
 case_own() {
@@ -660,11 +681,7 @@ case_own() {
   # 77: the program cannot test its claim on this system (it says why).
   [ $r = 77 ] && { why "$(tail -n 1 "$D/err")"; return 77; }
   [ $r = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
-  local line
-  line=$(grep '^TASKS ' "$D/err" | head -n 1)
-  # shellcheck disable=SC2086
-  set -- $line
-  check_tasks "$mode" "${2:-}" "${4:-0}"
+  check_tasks_line "$mode"
 }
 case_cxx() { case_own "$1" threads_cxx; }
 case_rust() { case_own "$1" threads_rust; }
@@ -789,16 +806,8 @@ case_erlang() {
     >"$D/out" 2>"$D/err" </dev/null
   r=$?
   goshim_err "$mode" "$D/err" "erl" || return 1
-  [ $r = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
-  if grep -v '^TASKS ' "$D/err" | grep -q .; then
-    why "erl wrote on stderr: $(grep -v '^TASKS ' "$D/err" | head -n 3)"
-    return 1
-  fi
-  local line
-  line=$(grep '^TASKS ' "$D/err" | head -n 1)
-  # shellcheck disable=SC2086
-  set -- $line
-  check_tasks "$mode" "${2:-}" "${4:-0}"
+  clean_exit_tasks_only erl "$r" || return 1
+  check_tasks_line "$mode"
 }
 
 # ---- HTTP servers (nginx, apache) -------------------------------------------
@@ -1052,16 +1061,8 @@ case_node() {
   r=$?
   rm -rf "$D/fs"
   goshim_err "$mode" "$D/err" node || return 1
-  [ $r = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
-  if grep -v '^TASKS ' "$D/err" | grep -q .; then
-    why "node wrote on stderr: $(grep -v '^TASKS ' "$D/err" | head -n 3)"
-    return 1
-  fi
-  local line
-  line=$(grep '^TASKS ' "$D/err" | head -n 1)
-  # shellcheck disable=SC2086
-  set -- $line
-  check_tasks "$mode" "${2:-}" "${4:-0}"
+  clean_exit_tasks_only node "$r" || return 1
+  check_tasks_line "$mode"
 }
 
 # ---- java ------------------------------------------------------------------
@@ -1081,16 +1082,8 @@ case_java() {
     >"$D/out" 2>"$D/err" </dev/null
   r=$?
   goshim_err "$mode" "$D/err" java || return 1
-  [ $r = 0 ] || { why "exit status $r: $(grep -v ^TASKS "$D/err" | head -n 5)"; return 1; }
-  if grep -v '^TASKS ' "$D/err" | grep -q .; then
-    why "java wrote on stderr: $(grep -v '^TASKS ' "$D/err" | head -n 3)"
-    return 1
-  fi
-  local line
-  line=$(grep '^TASKS ' "$D/err" | head -n 1)
-  # shellcheck disable=SC2086
-  set -- $line
-  check_tasks "$mode" "${2:-}" "${4:-0}"
+  clean_exit_tasks_only java "$r" || return 1
+  check_tasks_line "$mode"
 }
 
 # ---- gitpack ---------------------------------------------------------------
