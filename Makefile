@@ -330,12 +330,12 @@ $(PROG_DIR)/http_client: tests/programs/src/http_client.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $<
 
-$(PROG_DIR)/db_client: tests/programs/src/db_client.c
+$(PROG_DIR)/db_client: tests/programs/src/db_client.c tests/programs/src/server_tasks.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(PRE_CFLAGS) $$(pkg-config --cflags libmariadb) -o $@ $< \
 	  $$(pkg-config --libs libmariadb)
 
-$(PROG_DIR)/db_kill: tests/programs/src/db_kill.c
+$(PROG_DIR)/db_kill: tests/programs/src/db_kill.c tests/programs/src/server_tasks.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(PRE_CFLAGS) $$(pkg-config --cflags libmariadb) -o $@ $< \
 	  $$(pkg-config --libs libmariadb)

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server_tasks.h"
+
 #define NACCOUNTS 1024
 #define START_BALANCE 100000
 
@@ -146,17 +148,6 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static int count_dir(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n;
-}
-
 int main(int argc, char **argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: db_client SOCKET SERVER_PID NCONN TXNS\n");
@@ -184,13 +175,16 @@ int main(int argc, char **argv) {
   pthread_barrier_wait(&connected);
   char taskpath[64];
   snprintf(taskpath, sizeof taskpath, "/proc/%s/task", argv[2]);
-  int tasks = 0;
+  // The server's own kernel threads (io_uring's workers, the kernel's,
+  // apart: IOWQ, natively too).
+  int tasks = 0, iowq_max = 0;
   for (int s = 0; s < 20; s++) {
-    int n = count_dir(taskpath);
+    int iowq, n = count_server_tasks(taskpath, &iowq);
     if (n > tasks) tasks = n;
+    if (iowq > iowq_max) iowq_max = iowq;
     usleep(5000);
   }
-  fprintf(stderr, "TASKS %d\n", tasks);
+  fprintf(stderr, "TASKS %d\nIOWQ %d\n", tasks, iowq_max);
   pthread_barrier_wait(&go);
   for (int i = 0; i < nconn; i++) pthread_join(th[i], NULL);
   // Retries depend on timing: stderr only.

@@ -46,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server_tasks.h"
+
 #define NACCOUNTS 1024
 #define START_BALANCE 100000
 #define NVICTIMS 20
@@ -333,31 +335,7 @@ static char taskpath[64];
 static int task_max, iowq_max;
 static char task_max_names[2048];
 
-// The server's kernel threads: its own (returned) and the kernel's
-// io_uring workers (iou-wrk-PID, in *iowq): those the kernel starts for
-// requests it cannot complete inline, natively too; no thread of the
-// program's creation.
-static int count_tasks(int *iowq) {
-  DIR *d = opendir(taskpath);
-  *iowq = 0;
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char p[384], name[20] = "";
-    snprintf(p, sizeof p, "%s/%s/comm", taskpath, e->d_name);
-    FILE *f = fopen(p, "r");
-    if (f) {
-      if (!fgets(name, sizeof name, f)) name[0] = 0;
-      fclose(f);
-    }
-    if (!strncmp(name, "iou-wrk-", 8)) ++*iowq;
-    else n++;
-  }
-  closedir(d);
-  return n;
-}
+static int count_tasks(int *iowq) { return count_server_tasks(taskpath, iowq); }
 
 static void *sampler(void *arg) {
   (void)arg;
