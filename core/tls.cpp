@@ -104,12 +104,20 @@ std::atomic<int> nstatic_mods{0};
 // hold DTV entries that glibc must free, so they take glibc's path.
 std::atomic<bool> dynamic_tls{false};
 
-// Records a module's TLS; returns false if it has no static TLS.
-bool note_module(struct dl_phdr_info* info) {
+// What note_module found.
+enum class ModTls {
+  Static,     // static TLS, recorded in static_mods
+  None,       // no TLS, or dynamic TLS for good (FORCED_DYNAMIC_TLS_OFFSET)
+  NotStatic,  // no static TLS offset yet: a dlopen may still be relocating it,
+              // or a later module's initial-exec reference may give it one
+};
+
+// Records a module's TLS.
+ModTls note_module(struct dl_phdr_info* info) {
   const ElfW(Phdr)* ph = nullptr;
   for (int i = 0; i < info->dlpi_phnum; i++)
     if (info->dlpi_phdr[i].p_type == PT_TLS) ph = &info->dlpi_phdr[i];
-  if (!ph) return false;
+  if (!ph) return ModTls::None;
   for (struct link_map* lm = _r_debug.r_map; lm; lm = lm->l_next) {
     if (lm->l_addr != info->dlpi_addr) continue;
     if (strcmp(lm->l_name ? lm->l_name : "", info->dlpi_name ? info->dlpi_name : "") != 0)
@@ -117,12 +125,12 @@ bool note_module(struct dl_phdr_info* info) {
     size_t off = *(size_t*)((uintptr_t)lm + link_map_tls_offset);
     if (off == 0 || off == (size_t)-1) {
       dynamic_tls.store(true, std::memory_order_release);
-      return false;
+      return off == 0 ? ModTls::NotStatic : ModTls::None;
     }
     int n = nstatic_mods.load(std::memory_order_relaxed);
     if (n >= kMaxStaticModules) {
       dynamic_tls.store(true, std::memory_order_release);  // fall back to glibc's path
-      return true;
+      return ModTls::None;
     }
     static_mods[n] = StaticModule{info->dlpi_addr + ph->p_vaddr, ph->p_filesz, ph->p_memsz, off,
                                   false};
@@ -132,10 +140,10 @@ bool note_module(struct dl_phdr_info* info) {
                            keys_stored_off >= lo + (intptr_t)ph->p_filesz;
     }
     nstatic_mods.store(n + 1, std::memory_order_release);
-    return true;
+    return ModTls::Static;
   }
   dynamic_tls.store(true, std::memory_order_release);  // unknown: be conservative
-  return false;
+  return ModTls::NotStatic;
 }
 
 template <typename T>
@@ -404,10 +412,9 @@ bool init(const char** why) {
   // Every module loaded now is in the static TLS image of every block.
   dl_iterate_phdr(
       [](struct dl_phdr_info* info, size_t, void*) -> int {
-        if (info->dlpi_tls_modid && info->dlpi_tls_modid < kMaxModid) {
+        if (info->dlpi_tls_modid && info->dlpi_tls_modid < kMaxModid &&
+            note_module(info) != ModTls::NotStatic)
           modid_done[info->dlpi_tls_modid / 64] |= 1ull << (info->dlpi_tls_modid % 64);
-          note_module(info);
-        }
         return 0;
       },
       nullptr);
@@ -676,8 +683,13 @@ int visit_module(struct dl_phdr_info* info, size_t, void*) {
   size_t modid = info->dlpi_tls_modid;
   if (!modid || modid >= kMaxModid) return 0;
   if (modid_done[modid / 64] & (1ull << (modid % 64))) return 0;
+  // Without a static offset yet the module is looked at again at the next
+  // load (a dlopen on another thread may be relocating it now); dynamic
+  // TLS meanwhile: __tls_get_addr handles it.
+  ModTls t = note_module(info);
+  if (t == ModTls::NotStatic) return 0;
   modid_done[modid / 64] |= 1ull << (modid % 64);
-  if (!note_module(info)) return 0;  // dynamic TLS: __tls_get_addr handles it
+  if (t != ModTls::Static) return 0;
   int n = nstatic_mods.load(std::memory_order_acquire);
   if (n == 0) return 0;
   const StaticModule& m = static_mods[n - 1];
