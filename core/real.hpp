@@ -296,6 +296,10 @@ namespace goshim::real {
      hook), found by value next to the public _dl_mcount */                                        \
   X(_rtld_global_ro, char*, Any, "GLIBC_PRIVATE", 0)                                               \
   X(_dl_mcount, void (*)(uintptr_t, uintptr_t), Any, nullptr, 0)                                   \
+  /* libc's mutex functions, which ld.so's recursive locks call through                           \
+     ___rtld_mutex_lock/_unlock (core/dlhook.cpp finds those by value) */                          \
+  X(pthread_mutex_lock, int (*)(pthread_mutex_t*), Next, nullptr, 0)                               \
+  X(pthread_mutex_unlock, int (*)(pthread_mutex_t*), Next, nullptr, 0)                             \
   /* public data and functions found wherever they are defined */                                  \
   /* the process allocator: goshim's jemalloc, unless the executable (or a  \
      library before libgoshim.so) defines its own; glibc allocates with it */ \

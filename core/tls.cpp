@@ -132,8 +132,20 @@ ModTls note_module(struct dl_phdr_info* info) {
       dynamic_tls.store(true, std::memory_order_release);  // fall back to glibc's path
       return ModTls::None;
     }
-    static_mods[n] = StaticModule{info->dlpi_addr + ph->p_vaddr, ph->p_filesz, ph->p_memsz, off,
-                                  false};
+    // goshim's own copy of the image: the module may be unloaded (dlclose)
+    // while recycled blocks are still re-initialized from it.
+    uintptr_t image = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_filesz) {
+      void* copy = sys::mmap(nullptr, ph->p_filesz, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (copy == MAP_FAILED) {
+        dynamic_tls.store(true, std::memory_order_release);  // glibc's path
+        return ModTls::None;
+      }
+      memcpy(copy, (const void*)image, ph->p_filesz);
+      image = (uintptr_t)copy;
+    }
+    static_mods[n] = StaticModule{image, ph->p_filesz, ph->p_memsz, off, false};
     if (own_known) {
       intptr_t lo = (intptr_t)module_block(0, off);
       static_mods[n].own = keys_stored_off >= lo && keys_stored_off < lo + (intptr_t)ph->p_memsz &&
@@ -679,10 +691,34 @@ void copy_module(uintptr_t tp, void* ctx) {
   memset((void*)(dest + nm->filesz), 0, nm->memsz - nm->filesz);
 }
 
-int visit_module(struct dl_phdr_info* info, size_t, void*) {
+// Whether glibc has set up the module's static TLS in the initial thread's
+// block (T0, on glibc's list): its bytes there are the image's, then zeros.
+bool initialized_in_t0(struct dl_phdr_info* info) {
+  const ElfW(Phdr)* ph = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) ph = &info->dlpi_phdr[i];
+  if (!ph) return true;  // nothing to copy: note_module says so
+  for (struct link_map* lm = _r_debug.r_map; lm; lm = lm->l_next) {
+    if (lm->l_addr != info->dlpi_addr) continue;
+    if (strcmp(lm->l_name ? lm->l_name : "", info->dlpi_name ? info->dlpi_name : "") != 0)
+      continue;
+    size_t off = *(size_t*)((uintptr_t)lm + link_map_tls_offset);
+    if (off == 0 || off == (size_t)-1) return true;  // not static: note_module says so
+    const unsigned char* t = (const unsigned char*)module_block(t0, off);
+    if (memcmp(t, (const void*)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz) != 0) return false;
+    for (size_t i = ph->p_filesz; i < ph->p_memsz; i++)
+      if (t[i]) return false;
+    return true;
+  }
+  return false;
+}
+
+// ctx: non-null (before_ctors) to copy only what glibc initialized in T0.
+int visit_module(struct dl_phdr_info* info, size_t, void* ctx) {
   size_t modid = info->dlpi_tls_modid;
   if (!modid || modid >= kMaxModid) return 0;
   if (modid_done[modid / 64] & (1ull << (modid % 64))) return 0;
+  if (ctx && !initialized_in_t0(info)) return 0;
   // Without a static offset yet the module is looked at again at the next
   // load (a dlopen on another thread may be relocating it now); dynamic
   // TLS meanwhile: __tls_get_addr handles it.
@@ -707,6 +743,27 @@ void after_fork() { dlopen_lock.reset(); }
 void after_dlopen() {
   dlopen_lock.lock();
   dl_iterate_phdr(visit_module, nullptr);
+  dlopen_lock.unlock();
+}
+
+void before_ctors() {
+  dlopen_lock.lock();
+  static int check = 1;
+  dl_iterate_phdr(visit_module, &check);
+  dlopen_lock.unlock();
+}
+
+void forget_unloaded() {
+  uint64_t loaded[kMaxModid / 64] = {};
+  dlopen_lock.lock();
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* ctx) -> int {
+        size_t modid = info->dlpi_tls_modid;
+        if (modid && modid < kMaxModid) ((uint64_t*)ctx)[modid / 64] |= 1ull << (modid % 64);
+        return 0;
+      },
+      loaded);
+  for (size_t i = 0; i < kMaxModid / 64; i++) modid_done[i] &= loaded[i];
   dlopen_lock.unlock();
 }
 
