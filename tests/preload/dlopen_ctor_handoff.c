@@ -4,10 +4,7 @@
  * the module's initial-exec TLS variable there. glibc sets up the module's
  * TLS in every thread before it runs constructors, so both the old thread
  * and the loading thread (the constructor reads it too) see the initial
- * value, 4321.
- * Not in cases.txt: goshim cannot give a dlopen'd module's constructors
- * its initial-exec TLS in goroutines (LD_PRELOAD.md 7.20); this program
- * shows it (both reads see 0 under goshim). */
+ * value, 4321. */
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
