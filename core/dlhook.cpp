@@ -24,7 +24,12 @@
 //    GL(dl_load_write_lock) lies between them), and copies when a thread
 //    inside _dl_open releases it: the constructors then see their TLS, in
 //    every goroutine.
-// 3. When ld.so releases GL(dl_load_lock) for good (a dlopen or dlclose
+// 3. GLRO(dl_close), the next word: marks the thread as inside _dl_close.
+//    There ld.so takes dl_load_tls_lock right after THREAD_GSCOPE_WAIT
+//    (the wait for its own threads in a symbol lookup) and before it
+//    unmaps anything: goshim waits for goroutines in a symbol lookup there
+//    (tls::gscope_wait, x86-64).
+// 4. When ld.so releases GL(dl_load_lock) for good (a dlopen or dlclose
 //    ended, or a dlopen failed and unloaded what it had mapped), the
 //    module ids no longer loaded are forgotten (tls::forget_unloaded), so
 //    that a module given one of them later is copied.
@@ -66,8 +71,10 @@ namespace {
 // ld.so's _dl_open (elf/dl-open.c): file, mode, caller_dlopen, nsid, argc,
 // argv, env. The hook passes them on unchanged.
 using dl_open_t = void* (*)(const char*, int, const void*, Lmid_t, int, char**, char**);
+using dl_close_t = void (*)(void*);
 using mutex_fn_t = int (*)(pthread_mutex_t*);
 dl_open_t glibc_dl_open;  // the pointers' values before the hooks
+dl_close_t glibc_dl_close;
 mutex_fn_t glibc_rtld_lock, glibc_rtld_unlock;
 std::atomic<bool> dl_open_hooked_{false};
 
@@ -76,6 +83,7 @@ std::atomic<bool> dl_open_hooked_{false};
 __thread int dl_open_depth __attribute__((tls_model("initial-exec")));
 __thread int dl_open_nlocks __attribute__((tls_model("initial-exec")));
 __thread pthread_mutex_t* dl_open_locks[2] __attribute__((tls_model("initial-exec")));
+__thread int dl_close_depth __attribute__((tls_model("initial-exec")));  // in _dl_close
 
 // GL(dl_load_tls_lock) and GL(dl_load_lock), once learned and checked;
 // nullptr until then.
@@ -113,6 +121,16 @@ int hooked_rtld_lock(pthread_mutex_t* m) {
     if (dl_open_nlocks == 2 && !tls_lock.load(std::memory_order_acquire) &&
         !tls_lock_bad.load(std::memory_order_relaxed))
       learn_tls_lock(dl_open_locks[0], dl_open_locks[1]);
+  }
+  if (__builtin_expect(dl_close_depth > 0, 0) && m == tls_lock.load(std::memory_order_acquire) &&
+      !tls_lock_bad.load(std::memory_order_relaxed) && mn_active() &&
+      load_lock->__data.__owner == my_tid()) {
+    // _dl_close_worker (elf/dl-close.c, glibc 2.35 to 2.41) takes
+    // dl_load_tls_lock right after its THREAD_GSCOPE_WAIT and before it
+    // unmaps the modules: goroutines in a symbol lookup are waited for
+    // here, as glibc waited for its own threads.
+    GOSHIM_NO_LOCKS("ld.so's dl_load_tls_lock taken in _dl_close");
+    tls::gscope_wait();
   }
   return glibc_rtld_lock(m);
 }
@@ -180,6 +198,15 @@ void* hooked_dl_open(const char* file, int mode, const void* caller, Lmid_t nsid
   void* h = (void*)goshim_call_undo_on_unwind(do_dl_open, &o, leave_dl_open, nullptr);
   leave_dl_open(nullptr);
   return h;
+}
+
+// GLRO(dl_close) once hooked: marks the thread as inside _dl_close (it
+// returns; errors there are fatal).
+void hooked_dl_close(void* map) {
+  GOSHIM_NO_LOCKS("glibc's _dl_close");
+  dl_close_depth++;
+  glibc_dl_close(map);
+  dl_close_depth--;
 }
 
 // ld.so's segments.
@@ -258,7 +285,7 @@ uintptr_t* unique_word(uintptr_t lo, uintptr_t hi, uintptr_t v) {
 
 }  // namespace
 
-// Finds GLRO(dl_open) by value and hooks it, then
+// Finds GLRO(dl_open) and GLRO(dl_close) by value and hooks them, then
 // ___rtld_mutex_lock/_unlock. The layout of _rtld_global_ro is
 // glibc-private; from glibc 2.34 to 2.41 its table of entry points for
 // libc reads (sysdeps/generic/ldsodefs.h, elf/rtld.c): _dl_debug_printf,
@@ -314,6 +341,11 @@ bool install_dl_open_hook(const char** why) {
   bool in_relro = s.relro_lo && (uintptr_t)slot >= s.relro_lo && (uintptr_t)slot < s.relro_hi;
   int prot = in_relro ? PROT_READ : s.seg_prot;
   glibc_dl_open = (dl_open_t)slot[0];
+  glibc_dl_close = (dl_close_t)slot[1];
+  if (!store_word(&slot[1], (uintptr_t)&hooked_dl_close, prot)) {
+    *why = "cannot make _rtld_global_ro writable";
+    return false;
+  }
   dl_open_hooked_.store(true, std::memory_order_release);
   if (!store_word(&slot[0], (uintptr_t)&hooked_dl_open, prot)) {
     dl_open_hooked_.store(false, std::memory_order_release);

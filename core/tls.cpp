@@ -753,6 +753,34 @@ void before_ctors() {
   dlopen_lock.unlock();
 }
 
+namespace {
+// tcbhead_t.gscope_flag (x86-64: a fixed ABI, after multiple_threads) and
+// its values (sysdeps/x86_64/nptl/tls.h THREAD_GSCOPE_FLAG_*): a thread in
+// a symbol lookup sets it USED and, leaving, exchanges it for UNUSED and
+// wakes the futex on it if it found WAIT.
+constexpr size_t kTcbGscopeFlag = 0x1c;
+constexpr int kGscopeUnused = 0, kGscopeUsed = 1, kGscopeWait = 2;
+
+void wait_gscope(uintptr_t tp, void* self) {
+  if (tp == t0 || tp == (uintptr_t)self) return;  // glibc waits for T0 itself
+  int* f = &at<int>(tp, kTcbGscopeFlag);
+  for (;;) {
+    int v = __atomic_load_n(f, __ATOMIC_ACQUIRE);
+    if (v == kGscopeUnused) return;
+    if (v == kGscopeUsed &&
+        !__atomic_compare_exchange_n(f, &v, kGscopeWait, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+      continue;
+    sys::futex_wait(f, kGscopeWait, nullptr);
+  }
+}
+}  // namespace
+
+void gscope_wait() {
+  if (kVariantI) return;
+  for_each_block(wait_gscope, (void*)arch::get_tp());
+}
+
 void forget_unloaded() {
   uint64_t loaded[kMaxModid / 64] = {};
   dlopen_lock.lock();

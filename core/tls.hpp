@@ -169,6 +169,12 @@ void after_dlopen();
 // glibc's own list), compared byte for byte with their image; the others
 // are left to after_dlopen. Holding ld.so's dl_load_lock.
 void before_ctors();
+// Inside _dl_close, after glibc waited for the threads on its lists that
+// are in a symbol lookup and before it unmaps anything (core/dlhook.cpp):
+// waits the same way for every goroutine but the caller (the TCB's
+// gscope_flag, THREAD_GSCOPE_WAIT's protocol). x86-64 only (a fixed
+// tcbhead_t field); nothing elsewhere. Holding ld.so's dl_load_lock.
+void gscope_wait();
 // After ld.so released its dl_load_lock (a dlopen or dlclose ended, or
 // failed): forgets the module ids no longer loaded, so that a module given
 // one of them later is copied. Any thread; no lock held.
