@@ -152,9 +152,11 @@ int hooked_rtld_unlock(pthread_mutex_t* m) {
         tls::before_ctors();
       }
     } else if (load_lock->__data.__owner != my_tid()) {
-      // GL(dl_load_lock) released for good: no _dl_open of this thread is
-      // in progress (one that failed longjmped past hooked_dl_open).
+      // GL(dl_load_lock) released for good: no _dl_open or _dl_close of
+      // this thread is in progress (one that failed longjmped past the
+      // hook).
       dl_open_depth = 0;
+      dl_close_depth = 0;
       GOSHIM_NO_LOCKS("ld.so's dl_load_lock released");
       tls::forget_unloaded();
     }
@@ -200,8 +202,9 @@ void* hooked_dl_open(const char* file, int mode, const void* caller, Lmid_t nsid
   return h;
 }
 
-// GLRO(dl_close) once hooked: marks the thread as inside _dl_close (it
-// returns; errors there are fatal).
+// GLRO(dl_close) once hooked: marks the thread as inside _dl_close (an
+// error there longjmps past this frame: the depth is reset when ld.so
+// releases its dl_load_lock).
 void hooked_dl_close(void* map) {
   GOSHIM_NO_LOCKS("glibc's _dl_close");
   dl_close_depth++;
