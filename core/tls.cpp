@@ -104,13 +104,24 @@ std::atomic<int> nstatic_mods{0};
 // hold DTV entries that glibc must free, so they take glibc's path.
 std::atomic<bool> dynamic_tls{false};
 
+// A module's static TLS: its image, sizes and place in a block.
+struct NewModule {
+  uintptr_t image;
+  size_t filesz, memsz;
+  size_t offset;  // l_tls_offset: see module_block
+};
+
 // What note_module found.
 enum class ModTls {
   Static,     // static TLS, recorded in static_mods
   None,       // no TLS, or dynamic TLS for good (FORCED_DYNAMIC_TLS_OFFSET)
   NotStatic,  // no static TLS offset yet: a dlopen may still be relocating it,
               // or a later module's initial-exec reference may give it one
+  Unrecorded, // static TLS, but not recorded (static_mods full, or no memory
+              // for the copy): recycled blocks take glibc's path
 };
+// The static TLS of the module note_module saw last (Static, Unrecorded).
+NewModule last_noted;
 
 // Records a module's TLS.
 ModTls note_module(struct dl_phdr_info* info) {
@@ -127,10 +138,11 @@ ModTls note_module(struct dl_phdr_info* info) {
       dynamic_tls.store(true, std::memory_order_release);
       return off == 0 ? ModTls::NotStatic : ModTls::None;
     }
+    last_noted = NewModule{info->dlpi_addr + ph->p_vaddr, ph->p_filesz, ph->p_memsz, off};
     int n = nstatic_mods.load(std::memory_order_relaxed);
     if (n >= kMaxStaticModules) {
       dynamic_tls.store(true, std::memory_order_release);  // fall back to glibc's path
-      return ModTls::None;
+      return ModTls::Unrecorded;
     }
     // goshim's own copy of the image: the module may be unloaded (dlclose)
     // while recycled blocks are still re-initialized from it.
@@ -140,7 +152,7 @@ ModTls note_module(struct dl_phdr_info* info) {
                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (copy == MAP_FAILED) {
         dynamic_tls.store(true, std::memory_order_release);  // glibc's path
-        return ModTls::None;
+        return ModTls::Unrecorded;
       }
       memcpy(copy, (const void*)image, ph->p_filesz);
       image = (uintptr_t)copy;
@@ -677,11 +689,6 @@ void move_kernel_registrations(uintptr_t s0) {
 
 namespace {
 
-struct NewModule {
-  uintptr_t image;
-  size_t filesz, memsz;
-  size_t offset;  // l_tls_offset: see module_block
-};
 
 void copy_module(uintptr_t tp, void* ctx) {
   const NewModule* nm = (const NewModule*)ctx;
@@ -725,11 +732,9 @@ int visit_module(struct dl_phdr_info* info, size_t, void* ctx) {
   ModTls t = note_module(info);
   if (t == ModTls::NotStatic) return 0;
   modid_done[modid / 64] |= 1ull << (modid % 64);
-  if (t != ModTls::Static) return 0;
-  int n = nstatic_mods.load(std::memory_order_acquire);
-  if (n == 0) return 0;
-  const StaticModule& m = static_mods[n - 1];
-  NewModule nm{m.image, m.filesz, m.memsz, m.offset};
+  if (t != ModTls::Static && t != ModTls::Unrecorded) return 0;
+  // The module's own image: it is loaded now.
+  NewModule nm = last_noted;
   for_each_block(copy_module, &nm);
   return 0;
 }
