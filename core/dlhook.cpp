@@ -59,11 +59,21 @@
 
 namespace goshim {
 
+namespace {
+pthread_mutex_t* loader_lock();
+}
+
 void dl_after_load(void*) {
-  if (mn_active()) {
-    tls::after_dlopen();
-    preempt_refresh_ranges();
-  }
+  if (!mn_active()) return;
+  // Under ld.so's dl_load_lock (once learned), as libc's own dladdr takes
+  // it: no dlopen of another thread is then half done (its modules listed,
+  // their TLS not yet set up). Recursive: a canceled constructor leaves
+  // this thread holding it, and a constructor's dlopen runs under it.
+  pthread_mutex_t* a = loader_lock();
+  if (a) real::lazy::pthread_mutex_lock()(a);
+  tls::after_dlopen();
+  if (a) real::lazy::pthread_mutex_unlock()(a);
+  preempt_refresh_ranges();
 }
 
 namespace {
@@ -91,6 +101,12 @@ std::atomic<pthread_mutex_t*> tls_lock{nullptr};
 pthread_mutex_t* load_lock;
 std::atomic<bool> tls_lock_bad{false};  // learned wrong once: never again
 uintptr_t rtld_global_lo, rtld_global_hi;  // the segment holding _rtld_global
+
+pthread_mutex_t* loader_lock() {
+  if (!tls_lock.load(std::memory_order_acquire) || tls_lock_bad.load(std::memory_order_relaxed))
+    return nullptr;
+  return load_lock;
+}
 
 // The calling thread's id as glibc's recursive mutexes record their owner
 // (the TCB's tid: a goroutine's virtual tid).
