@@ -292,6 +292,14 @@ namespace goshim::real {
   X(_thread_db_rtld_global__dl_stack_user, const uint32_t*, Any, "GLIBC_PRIVATE", 234)             \
   X(_thread_db_list_t_next, const uint32_t*, Any, "GLIBC_PRIVATE", 234)                            \
   X(_rtld_global, char*, Any, "GLIBC_PRIVATE", 0)                                                  \
+  /* ld.so's table of entry points for libc (shim/dlopen.cpp: the dl_open                        \
+     hook), found by value next to the public _dl_mcount */                                        \
+  X(_rtld_global_ro, char*, Any, "GLIBC_PRIVATE", 0)                                               \
+  X(_dl_mcount, void (*)(uintptr_t, uintptr_t), Any, nullptr, 0)                                   \
+  /* libc's mutex functions, which ld.so's recursive locks call through                           \
+     ___rtld_mutex_lock/_unlock (core/dlhook.cpp finds those by value) */                          \
+  X(pthread_mutex_lock, int (*)(pthread_mutex_t*), Next, nullptr, 0)                               \
+  X(pthread_mutex_unlock, int (*)(pthread_mutex_t*), Next, nullptr, 0)                             \
   /* public data and functions found wherever they are defined */                                  \
   /* the process allocator: goshim's jemalloc, unless the executable (or a  \
      library before libgoshim.so) defines its own; glibc allocates with it */ \

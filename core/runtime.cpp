@@ -15,6 +15,7 @@
 #include "core/config.hpp"
 #include "core/contract.hpp"
 #include "core/debug.hpp"
+#include "core/dlhook.hpp"
 #include "core/dump.hpp"
 #include "core/fork.hpp"
 #include "core/memclass.hpp"
@@ -515,6 +516,13 @@ static bool runtime_init_mn() {
   signal_init();
   dump_init();
   preempt_init();
+  {
+    // Without it, libc's own dlopen calls do not copy initial-exec TLS
+    // (LD_PRELOAD.md 7.20); the program's go through the interposers.
+    const char* hwhy = nullptr;
+    if (!install_dl_open_hook(&hwhy) && config.stats)
+      rawlog("goshim: the dl_open hook is not installed: %s\n", hwhy);
+  }
   if (config.trace_file) {
     trace_init(config.trace_file);
     trace_ev(TraceEv::GStart, getg());

@@ -104,12 +104,31 @@ std::atomic<int> nstatic_mods{0};
 // hold DTV entries that glibc must free, so they take glibc's path.
 std::atomic<bool> dynamic_tls{false};
 
-// Records a module's TLS; returns false if it has no static TLS.
-bool note_module(struct dl_phdr_info* info) {
+// A module's static TLS: its image, sizes and place in a block.
+struct NewModule {
+  uintptr_t image;
+  size_t filesz, memsz;
+  size_t offset;  // l_tls_offset: see module_block
+};
+
+// What note_module found.
+enum class ModTls {
+  Static,     // static TLS, recorded in static_mods
+  None,       // no TLS, or dynamic TLS for good (FORCED_DYNAMIC_TLS_OFFSET)
+  NotStatic,  // no static TLS offset yet: a dlopen may still be relocating it,
+              // or a later module's initial-exec reference may give it one
+  Unrecorded, // static TLS, but not recorded (static_mods full, or no memory
+              // for the copy): recycled blocks take glibc's path
+};
+// The static TLS of the module note_module saw last (Static, Unrecorded).
+NewModule last_noted;
+
+// Records a module's TLS.
+ModTls note_module(struct dl_phdr_info* info) {
   const ElfW(Phdr)* ph = nullptr;
   for (int i = 0; i < info->dlpi_phnum; i++)
     if (info->dlpi_phdr[i].p_type == PT_TLS) ph = &info->dlpi_phdr[i];
-  if (!ph) return false;
+  if (!ph) return ModTls::None;
   for (struct link_map* lm = _r_debug.r_map; lm; lm = lm->l_next) {
     if (lm->l_addr != info->dlpi_addr) continue;
     if (strcmp(lm->l_name ? lm->l_name : "", info->dlpi_name ? info->dlpi_name : "") != 0)
@@ -117,25 +136,38 @@ bool note_module(struct dl_phdr_info* info) {
     size_t off = *(size_t*)((uintptr_t)lm + link_map_tls_offset);
     if (off == 0 || off == (size_t)-1) {
       dynamic_tls.store(true, std::memory_order_release);
-      return false;
+      return off == 0 ? ModTls::NotStatic : ModTls::None;
     }
+    last_noted = NewModule{info->dlpi_addr + ph->p_vaddr, ph->p_filesz, ph->p_memsz, off};
     int n = nstatic_mods.load(std::memory_order_relaxed);
     if (n >= kMaxStaticModules) {
       dynamic_tls.store(true, std::memory_order_release);  // fall back to glibc's path
-      return true;
+      return ModTls::Unrecorded;
     }
-    static_mods[n] = StaticModule{info->dlpi_addr + ph->p_vaddr, ph->p_filesz, ph->p_memsz, off,
-                                  false};
+    // goshim's own copy of the image: the module may be unloaded (dlclose)
+    // while recycled blocks are still re-initialized from it.
+    uintptr_t image = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_filesz) {
+      void* copy = sys::mmap(nullptr, ph->p_filesz, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (copy == MAP_FAILED) {
+        dynamic_tls.store(true, std::memory_order_release);  // glibc's path
+        return ModTls::Unrecorded;
+      }
+      memcpy(copy, (const void*)image, ph->p_filesz);
+      image = (uintptr_t)copy;
+    }
+    static_mods[n] = StaticModule{image, ph->p_filesz, ph->p_memsz, off, false};
     if (own_known) {
       intptr_t lo = (intptr_t)module_block(0, off);
       static_mods[n].own = keys_stored_off >= lo && keys_stored_off < lo + (intptr_t)ph->p_memsz &&
                            keys_stored_off >= lo + (intptr_t)ph->p_filesz;
     }
     nstatic_mods.store(n + 1, std::memory_order_release);
-    return true;
+    return ModTls::Static;
   }
   dynamic_tls.store(true, std::memory_order_release);  // unknown: be conservative
-  return false;
+  return ModTls::NotStatic;
 }
 
 template <typename T>
@@ -404,10 +436,9 @@ bool init(const char** why) {
   // Every module loaded now is in the static TLS image of every block.
   dl_iterate_phdr(
       [](struct dl_phdr_info* info, size_t, void*) -> int {
-        if (info->dlpi_tls_modid && info->dlpi_tls_modid < kMaxModid) {
+        if (info->dlpi_tls_modid && info->dlpi_tls_modid < kMaxModid &&
+            note_module(info) != ModTls::NotStatic)
           modid_done[info->dlpi_tls_modid / 64] |= 1ull << (info->dlpi_tls_modid % 64);
-          note_module(info);
-        }
         return 0;
       },
       nullptr);
@@ -658,11 +689,6 @@ void move_kernel_registrations(uintptr_t s0) {
 
 namespace {
 
-struct NewModule {
-  uintptr_t image;
-  size_t filesz, memsz;
-  size_t offset;  // l_tls_offset: see module_block
-};
 
 void copy_module(uintptr_t tp, void* ctx) {
   const NewModule* nm = (const NewModule*)ctx;
@@ -672,16 +698,43 @@ void copy_module(uintptr_t tp, void* ctx) {
   memset((void*)(dest + nm->filesz), 0, nm->memsz - nm->filesz);
 }
 
-int visit_module(struct dl_phdr_info* info, size_t, void*) {
+// Whether glibc has set up the module's static TLS in the initial thread's
+// block (T0, on glibc's list): its bytes there are the image's, then zeros.
+bool initialized_in_t0(struct dl_phdr_info* info) {
+  const ElfW(Phdr)* ph = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) ph = &info->dlpi_phdr[i];
+  if (!ph) return true;  // nothing to copy: note_module says so
+  for (struct link_map* lm = _r_debug.r_map; lm; lm = lm->l_next) {
+    if (lm->l_addr != info->dlpi_addr) continue;
+    if (strcmp(lm->l_name ? lm->l_name : "", info->dlpi_name ? info->dlpi_name : "") != 0)
+      continue;
+    size_t off = *(size_t*)((uintptr_t)lm + link_map_tls_offset);
+    if (off == 0 || off == (size_t)-1) return true;  // not static: note_module says so
+    const unsigned char* t = (const unsigned char*)module_block(t0, off);
+    if (memcmp(t, (const void*)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz) != 0) return false;
+    for (size_t i = ph->p_filesz; i < ph->p_memsz; i++)
+      if (t[i]) return false;
+    return true;
+  }
+  return false;
+}
+
+// ctx: non-null (before_ctors) to copy only what glibc initialized in T0.
+int visit_module(struct dl_phdr_info* info, size_t, void* ctx) {
   size_t modid = info->dlpi_tls_modid;
   if (!modid || modid >= kMaxModid) return 0;
   if (modid_done[modid / 64] & (1ull << (modid % 64))) return 0;
+  if (ctx && !initialized_in_t0(info)) return 0;
+  // Without a static offset yet the module is looked at again at the next
+  // load (a dlopen on another thread may be relocating it now); dynamic
+  // TLS meanwhile: __tls_get_addr handles it.
+  ModTls t = note_module(info);
+  if (t == ModTls::NotStatic) return 0;
   modid_done[modid / 64] |= 1ull << (modid % 64);
-  if (!note_module(info)) return 0;  // dynamic TLS: __tls_get_addr handles it
-  int n = nstatic_mods.load(std::memory_order_acquire);
-  if (n == 0) return 0;
-  const StaticModule& m = static_mods[n - 1];
-  NewModule nm{m.image, m.filesz, m.memsz, m.offset};
+  if (t != ModTls::Static && t != ModTls::Unrecorded) return 0;
+  // The module's own image: it is loaded now.
+  NewModule nm = last_noted;
   for_each_block(copy_module, &nm);
   return 0;
 }
@@ -695,6 +748,55 @@ void after_fork() { dlopen_lock.reset(); }
 void after_dlopen() {
   dlopen_lock.lock();
   dl_iterate_phdr(visit_module, nullptr);
+  dlopen_lock.unlock();
+}
+
+void before_ctors() {
+  dlopen_lock.lock();
+  static int check = 1;
+  dl_iterate_phdr(visit_module, &check);
+  dlopen_lock.unlock();
+}
+
+namespace {
+// tcbhead_t.gscope_flag (x86-64: a fixed ABI, after multiple_threads) and
+// its values (sysdeps/x86_64/nptl/tls.h THREAD_GSCOPE_FLAG_*): a thread in
+// a symbol lookup sets it USED and, leaving, exchanges it for UNUSED and
+// wakes the futex on it if it found WAIT.
+constexpr size_t kTcbGscopeFlag = 0x1c;
+constexpr int kGscopeUnused = 0, kGscopeUsed = 1, kGscopeWait = 2;
+
+void wait_gscope(uintptr_t tp, void* self) {
+  if (tp == t0 || tp == (uintptr_t)self) return;  // glibc waits for T0 itself
+  int* f = &at<int>(tp, kTcbGscopeFlag);
+  for (;;) {
+    int v = __atomic_load_n(f, __ATOMIC_ACQUIRE);
+    if (v == kGscopeUnused) return;
+    if (v == kGscopeUsed &&
+        !__atomic_compare_exchange_n(f, &v, kGscopeWait, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+      continue;
+    sys::futex_wait(f, kGscopeWait, nullptr);
+  }
+}
+}  // namespace
+
+void gscope_wait() {
+  if (kVariantI) return;
+  for_each_block(wait_gscope, (void*)arch::get_tp());
+}
+
+void forget_unloaded() {
+  uint64_t loaded[kMaxModid / 64] = {};
+  dlopen_lock.lock();
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* ctx) -> int {
+        size_t modid = info->dlpi_tls_modid;
+        if (modid && modid < kMaxModid) ((uint64_t*)ctx)[modid / 64] |= 1ull << (modid % 64);
+        return 0;
+      },
+      loaded);
+  for (size_t i = 0; i < kMaxModid / 64; i++) modid_done[i] &= loaded[i];
   dlopen_lock.unlock();
 }
 

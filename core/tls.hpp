@@ -160,8 +160,25 @@ void move_kernel_registrations(uintptr_t s0);
 void after_fork();
 
 // After a successful dlopen: copies the initial-exec TLS image of every
-// newly loaded module into every live goroutine block. User G, no locks.
+// newly loaded module into every live goroutine block. Any thread; no
+// runtime lock held (ld.so's dl_load_lock may be: a constructor's dlopen).
 void after_dlopen();
+// Inside _dl_open, once glibc initialized the new modules' static TLS and
+// before their constructors (core/dlhook.cpp): the same, for the modules
+// whose TLS glibc has initialized in the initial thread's block (T0, on
+// glibc's own list), compared byte for byte with their image; the others
+// are left to after_dlopen. Holding ld.so's dl_load_lock.
+void before_ctors();
+// Inside _dl_close, after glibc waited for the threads on its lists that
+// are in a symbol lookup and before it unmaps anything (core/dlhook.cpp):
+// waits the same way for every goroutine but the caller (the TCB's
+// gscope_flag, THREAD_GSCOPE_WAIT's protocol). x86-64 only (a fixed
+// tcbhead_t field); nothing elsewhere. Holding ld.so's dl_load_lock.
+void gscope_wait();
+// After ld.so released its dl_load_lock (a dlopen or dlclose ended, or
+// failed): forgets the module ids no longer loaded, so that a module given
+// one of them later is copied. Any thread; no lock held.
+void forget_unloaded();
 
 // Iterates all goroutine blocks (for after_dlopen); provided by proc.cpp.
 void for_each_block(void (*fn)(uintptr_t tp, void* ctx), void* ctx);

@@ -2,6 +2,11 @@
 // exist gets its TLS image copied into every goroutine's block (glibc only
 // initializes the blocks of the kernel threads it knows about).
 //
+// With the GLRO(dl_open) hook in place (core/dlhook.cpp) every dlopen, the
+// program's and libc's own, comes back through the hook, and these
+// interposers only pass the call on. Without it they do the bookkeeping,
+// for the program's own calls.
+//
 // glibc runs the new modules' constructors inside dlopen, after it set up
 // their TLS; a constructor that calls a cancellation point with the
 // caller's cancellation pending unwinds the caller out of dlopen, the
@@ -9,21 +14,13 @@
 // (tests/preload/dlopen_cancel_ctor).
 #include <dlfcn.h>
 
-#include "core/preempt.hpp"
-#include "core/tls.hpp"
+#include "core/dlhook.hpp"
 #include "shim/shim.hpp"
 #include "syscalls/blocking.hpp"
 
 using namespace goshim;
 
 namespace {
-
-void after_load(void*) {
-  if (mn_active()) {
-    tls::after_dlopen();
-    preempt_refresh_ranges();
-  }
-}
 
 struct OpenArgs {
   Lmid_t lmid;
@@ -39,8 +36,9 @@ long do_open(void* a) {
 
 void* open_guarded(OpenArgs* o) {
   shim::ensure_real();
-  void* h = (void*)goshim_call_undo_on_unwind(do_open, o, after_load, nullptr);
-  if (h) after_load(nullptr);
+  if (dl_open_hooked()) return (void*)do_open(o);
+  void* h = (void*)goshim_call_undo_on_unwind(do_open, o, dl_after_load, nullptr);
+  if (h) dl_after_load(nullptr);
   return h;
 }
 
