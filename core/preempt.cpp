@@ -110,12 +110,12 @@ void kick_self_after(G* gp, int magic) {
 
 // A preemption request reached gp's M: switch gp out here if this is a
 // safe point. Signal context.
-void async_preempt(G* gp, ucontext_t* uc, bool stuck) {
+bool async_preempt(G* gp, ucontext_t* uc, bool stuck) {
   M* mp = gp->m;
   if (mp) mp->preempt_sent.store(false, std::memory_order_release);
   // Not here (or the frame is stuck on the M's signal stack): the next
   // interposed call yields.
-  if (stuck || !preempt_safe_point(gp, uc)) return;
+  if (stuck || !preempt_safe_point(gp, uc)) return false;
   GOSHIM_DCHECK(!signal_on_m_stack(mp, arch::get_sp()) && !signal_on_m_stack(mp, (uintptr_t)uc),
                 "async_preempt: switching out on the M's signal stack");
   // A safe point. The kernel saved every register (and the xsave area)
@@ -159,6 +159,14 @@ void async_preempt(G* gp, ucontext_t* uc, bool stuck) {
     kick_self_after(gp, kCancelMagic);
   else if (signal_has_pending(gp))
     kick_self_after(gp, kKickMagic);
+  return true;
+}
+
+// Whether a delivery of the preemption signal finds signals pending on gp
+// that it may deliver where gp runs (as a delivery kick does).
+bool deliver_due(G* gp) {
+  return gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig &&
+         signal_has_pending(gp);
 }
 
 }  // namespace
@@ -231,12 +239,10 @@ PreemptMove preempt_move_wanted(siginfo_t* si, void* uctx, G* gp) {
   switch (magic) {
     case kPreemptMagic:
       if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) return PreemptMove::Move;
-      return preempt_safe_point(gp, uc) ? PreemptMove::MoveOwnStack : PreemptMove::Stay;
+      if (preempt_safe_point(gp, uc)) return PreemptMove::MoveOwnStack;
+      return deliver_due(gp) ? PreemptMove::Move : PreemptMove::Stay;
     case kKickMagic:
-      return gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig &&
-                     signal_has_pending(gp)
-                 ? PreemptMove::Move
-                 : PreemptMove::Stay;
+      return deliver_due(gp) ? PreemptMove::Move : PreemptMove::Stay;
     case kCancelMagic:
       return cancel_async_pending(gp) && async_cancel_safe(gp, uctx) ? PreemptMove::Move
                                                                      : PreemptMove::Stay;
@@ -268,13 +274,16 @@ bool preempt_on_signal(siginfo_t* si, void* uctx, bool stuck) {
         cancel_point();  // unwinds: never returns
         break;
       }
-      async_preempt(gp, (ucontext_t*)uctx, stuck);
+      // Not switched out: signals pending on gp are delivered here, as a
+      // kick would (a kick sent while this request was pending in the
+      // kernel merged with it: the signal is a standard one).
+      if (!async_preempt(gp, (ucontext_t*)uctx, stuck) && !stuck && deliver_due(gp))
+        signal_deliver(gp);
       break;
     }
     case kKickMagic:  // signals are pending on gp: deliver them where it runs
       // (From the M's signal stack: at its next delivery point instead.)
-      if (!stuck && gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig)
-        signal_deliver(gp);
+      if (!stuck && deliver_due(gp)) signal_deliver(gp);
       break;
     case kCancelMagic:  // asynchronous cancellation
       // The kick may reach another G than the one it was sent for (the

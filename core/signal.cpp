@@ -1427,6 +1427,17 @@ int signal_send(G* target, int sig, const union sigval* value) {
     return 0;
   }
   GStatus st = target->status.load(std::memory_order_acquire);
+  if ((st == GStatus::Running || st == GStatus::Syscall) && sig == config.preempt_signal) {
+    // goshim's preemption requests are this signal too, and a standard
+    // signal has one pending slot per thread in the kernel: a tgkill of
+    // the program's arriving while one is pending there would be dropped
+    // (a handshake test lost SIGURG, tests/preload/sigstack_handler_block).
+    // It stays pending on target, and a delivery kick delivers it where
+    // target runs (any delivery of goshim's preemption signal delivers
+    // what is pending, so a kick merged with a request is not lost).
+    preempt_kick(target, false);
+    return 0;
+  }
   if (st == GStatus::Running || st == GStatus::Syscall) {
     if (target->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
       // The oldest queued instance goes to its M (the kernel queues
