@@ -60,7 +60,8 @@ inline uint64_t bit(int sig) { return 1ull << (sig - 1); }
 
 // Bytes left above a G's guard, below a handler frame moved onto its
 // stack, for goshim's own frames there when it switches the G out, runs
-// a delivery or unwinds (sigstack_move).
+// a delivery or unwinds (sigstack_move); a quarter of it in front of a
+// program handler.
 constexpr uintptr_t kSigframeReserve = 4096;
 
 // The program's disposition of each signal, readable from a handler.
@@ -715,10 +716,13 @@ void sigstack_move(int sig, siginfo_t* si, ucontext_t* uc, G* gp) {
   if (signal_on_m_stack(mp, isp)) return;  // nested in goshim's handler here
   if (!arch::sigframe_is_kernel(si, uc)) return;
   bool own = gp->stack.hi && isp > gp->stack.lo && isp <= gp->stack.hi;
-  size_t reserve = 0;
+  // A program handler's frame, and room for goshim's frames before it
+  // (without it the signal waits on the G, "stuck").
+  size_t reserve = kSigframeReserve / 4;
   if (sig == config.preempt_signal) {
     switch (preempt_move_wanted(si, uc, gp)) {
       case PreemptMove::NotOurs:  // the program's own: its handler runs
+        reserve = kSigframeReserve / 4;
         break;
       case PreemptMove::Stay:
         return;
