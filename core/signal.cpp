@@ -782,18 +782,36 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) { signal_handler_entry(s
 void signal_handler_moved(int sig, siginfo_t* si, void* uctx) { signal_handler_entry(sig, si, uctx, true); }
 
 // A signal whose handler would run on gp but whose frame is stuck on the
-// M's signal stack: pending on gp, delivered at its next delivery point
-// (its siginfo queued first on gp, as ThreadWaiting below). Signal-safe.
-void hold_stuck(G* gp, int sig, siginfo_t* si, G* want, bool proc_fwd) {
+// M's signal stack: pending on gp (its siginfo queued first on gp, as
+// ThreadWaiting below), delivered at its next delivery point. gp may be
+// about to park in goshim code, where nothing looks at its pending
+// signals: nested in goshim's handler on this stack (the preemption
+// signal's, which blocks it), this M gets a delivery kick, taken once that
+// handler has returned (the preemption signal stays blocked in this
+// frame's mask until then); sysmon interrupts gp if it is found parked.
+// Signal-safe.
+void hold_stuck(G* gp, int sig, siginfo_t* si, G* want, bool proc_fwd, void* uctx) {
   uint64_t b = bit(sig);
   if (want && (gp->sigpending_proc.load(std::memory_order_acquire) & b)) {
     gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // the routed instance stays held
-    return;
+  } else if (proc_fwd) {
+    return;  // taken another way already
+  } else {
+    if (si && (sig >= kSigRtMin || si->si_code != SI_TKILL || si->si_pid != (pid_t)sys::getpid()))
+      gq_push_front(gp, sig, si);
+    gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
   }
-  if (proc_fwd) return;  // taken another way already
-  if (si && (sig >= kSigRtMin || si->si_code != SI_TKILL || si->si_pid != (pid_t)sys::getpid()))
-    gq_push_front(gp, sig, si);
-  gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+  if (uctx && config.preempt_signal && gp->m &&
+      signal_on_m_stack(gp->m, arch::uc_sp((ucontext_t*)uctx))) {
+    ucontext_t* uc = (ucontext_t*)uctx;
+    uint64_t k;
+    memcpy(&k, &uc->uc_sigmask, sizeof k);
+    k |= bit(config.preempt_signal);
+    memcpy(&uc->uc_sigmask, &k, sizeof k);
+    preempt_kick(gp, false);
+  }
+  g_unrouted.store(true, std::memory_order_release);
+  sysmon_wake();
 }
 
 void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
@@ -880,7 +898,7 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
         if (synchronous(sig, si))
           die_default(sig);
         else
-          hold_stuck(gp, sig, si, want, proc_fwd);
+          hold_stuck(gp, sig, si, want, proc_fwd, uctx);
         break;
       }
       // Routed process signals carry their original siginfo.
