@@ -337,6 +337,13 @@ struct M {
   // on an M that no longer runs its G.
   std::atomic<uint64_t> fwd_bits{0};
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
+  // This M's own signal stack (core/signal.cpp, "The M's signal stack"):
+  // its kernel sigaltstack whenever the G it runs has none (and on g0).
+  // SS_DISABLE where frames are not moved (arch::kSigframeMove) or it could
+  // not be had. sigstk_map/sigstk_maplen: the mapping, guard included.
+  stack_t sigstk = {nullptr, SS_DISABLE, 0};
+  void* sigstk_map = nullptr;
+  size_t sigstk_maplen = 0;
   void* tracebuf = nullptr;   // GOSHIM_TRACE event buffer (trace.cpp)
   // Gs parked in netpoll, as counted on this M: +1 when one parks here, -1
   // when one is woken here (only the sum over allm and netpoll_epoll.cpp's

@@ -211,9 +211,12 @@ static G* direct_next(M* mp, int64_t coarse_now) {
 // A G switching out while it runs on its alternate signal stack (inside a
 // handler there) leaves a live frame on a stack its M keeps installed until
 // the next G's signal_apply or the scheduler loop (signal_leave_altstack):
-// no signal may be taken on this M until then (on user G).
+// no signal may be taken on this M until then (on user G). Never on the
+// M's own signal stack (signal.cpp moves every frame that may switch).
 static inline void leave_altstack_guard(M* mp) {
-  if (__builtin_expect(!(mp->cur_altstack.ss_flags & SS_DISABLE), 0) && signal_on_altstack(mp))
+  GOSHIM_DCHECK(!signal_on_m_stack(mp, arch::get_sp()), "switching a G out on the M's signal stack");
+  if (__builtin_expect(mp->cur_altstack.ss_sp != mp->sigstk.ss_sp, 0) &&
+      !(mp->cur_altstack.ss_flags & SS_DISABLE) && signal_on_altstack(mp))
     signal_block_all(mp);
 }
 

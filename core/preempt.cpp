@@ -84,23 +84,48 @@ bool on_own_stack(G* gp, ucontext_t* uc) {
   return gp->stack.hi && sp > gp->stack.lo && sp <= gp->stack.hi;
 }
 
+// Whether a preemption request reaching gp's M at uc finds a safe point.
+// Signal context.
+bool preempt_safe_point(G* gp, ucontext_t* uc) {
+  M* mp = gp->m;
+  return !gp->is_g0() && mp && mp->curg == gp &&
+         gp->status.load(std::memory_order_relaxed) == GStatus::Running && gp->insig == 0 &&
+         gp->preempt.load(std::memory_order_relaxed) && !pc_unsafe(arch::uc_pc(uc)) &&
+         on_own_stack(gp, uc);
+}
+
+bool send_magic(G* target, int magic);
+
+// Signal context, on gp's M (the current thread), after a switch: kicks
+// this M so that gp's pending signals (cancel: its asynchronous
+// cancellation) are acted on once this handler has returned, in a frame
+// of their own pushed where the kernel would push one, not deeper in this
+// one. The preemption signal stays blocked here until rt_sigreturn. If
+// the kick cannot be sent, gp acts at its next interposed call.
+void kick_self_after(G* gp, int magic) {
+  uint64_t b = 1ull << (config.preempt_signal - 1);
+  sys::rt_sigprocmask(SIG_BLOCK, &b, nullptr, 8);
+  if (!send_magic(gp, magic)) gp->preempt.store(true, std::memory_order_release);
+}
+
 // A preemption request reached gp's M: switch gp out here if this is a
 // safe point. Signal context.
-void async_preempt(G* gp, ucontext_t* uc) {
+bool async_preempt(G* gp, ucontext_t* uc, bool stuck) {
   M* mp = gp->m;
   if (mp) mp->preempt_sent.store(false, std::memory_order_release);
-  if (gp->is_g0() || !mp || mp->curg != gp ||
-      gp->status.load(std::memory_order_relaxed) != GStatus::Running || gp->insig > 0 ||
-      !gp->preempt.load(std::memory_order_relaxed) ||
-      pc_unsafe(arch::uc_pc(uc)) || !on_own_stack(gp, uc))
-    return;  // not here: the next interposed call yields
+  // Not here (or the frame is stuck on the M's signal stack): the next
+  // interposed call yields.
+  if (stuck || !preempt_safe_point(gp, uc)) return false;
+  GOSHIM_DCHECK(!signal_on_m_stack(mp, arch::get_sp()) && !signal_on_m_stack(mp, (uintptr_t)uc),
+                "async_preempt: switching out on the M's signal stack");
   // A safe point. The kernel saved every register (and the xsave area)
   // in uc on this G's stack. Let the M run other Gs with the signal mask
   // the G had, park the G on the global queue from inside this frame, and
   // return (on whatever M resumes it) through rt_sigreturn.
   //
-  // The frame may be on the G's own alternate signal stack (the preemption
-  // signal is SA_ONSTACK). It stays the G's while the G is switched out,
+  // The frame is on the G's stack (moved there from the M's signal stack)
+  // or on the G's own alternate signal stack (the preemption signal is
+  // SA_ONSTACK). It stays the G's while the G is switched out,
   // but this M's kernel thread keeps that stack installed until its
   // scheduler loop drops it (signal_leave_altstack): until then no signal
   // may be taken here, or its frame would be pushed over this one (the G
@@ -126,9 +151,22 @@ void async_preempt(G* gp, ucontext_t* uc) {
   k = signal_kmask_for(now, k);
   memcpy(&uc->uc_sigmask, &k, sizeof k);
   now->cur_sigmask = k;
-  if (signal_has_pending(gp)) signal_deliver(gp);
-  // pthread_cancel may have missed it while it was switched out.
-  if (__builtin_expect(cancel_async_pending(gp), 0)) cancel_point();
+  // Signals pending on gp, and an asynchronous cancellation pthread_cancel
+  // may have missed while it was switched out: acted on after rt_sigreturn
+  // (kick_self_after), where the kernel would have pushed their frames, not
+  // below this frame (the G may have had just room for this one).
+  if (__builtin_expect(cancel_async_pending(gp), 0))
+    kick_self_after(gp, kCancelMagic);
+  else if (signal_has_pending(gp))
+    kick_self_after(gp, kKickMagic);
+  return true;
+}
+
+// Whether a delivery of the preemption signal finds signals pending on gp
+// that it may deliver where gp runs (as a delivery kick does).
+bool deliver_due(G* gp) {
+  return gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig &&
+         signal_has_pending(gp);
 }
 
 }  // namespace
@@ -183,11 +221,39 @@ void preempt_init() { preempt_refresh_ranges(); }
 
 void preempt_after_fork() { ranges_lock.reset(); }
 
-bool preempt_on_signal(siginfo_t* si, void* uctx) {
-  if (!si || si->si_code != SI_QUEUE || si->si_pid != (pid_t)sys::getpid()) return false;
+namespace {
+// goshim's own tag on a delivery of the preemption signal, or 0.
+int own_magic(const siginfo_t* si) {
+  if (!si || si->si_code != SI_QUEUE || si->si_pid != (pid_t)sys::getpid()) return 0;
   int magic = si->si_value.sival_int;
   if (magic != kPreemptMagic && magic != kKickMagic && magic != kCancelMagic && magic != kDumpMagic)
-    return false;
+    return 0;
+  return magic;
+}
+}  // namespace
+
+PreemptMove preempt_move_wanted(siginfo_t* si, void* uctx, G* gp) {
+  int magic = own_magic(si);
+  if (!magic) return PreemptMove::NotOurs;
+  ucontext_t* uc = (ucontext_t*)uctx;
+  switch (magic) {
+    case kPreemptMagic:
+      if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) return PreemptMove::Move;
+      if (preempt_safe_point(gp, uc)) return PreemptMove::MoveOwnStack;
+      return deliver_due(gp) ? PreemptMove::Move : PreemptMove::Stay;
+    case kKickMagic:
+      return deliver_due(gp) ? PreemptMove::Move : PreemptMove::Stay;
+    case kCancelMagic:
+      return cancel_async_pending(gp) && async_cancel_safe(gp, uctx) ? PreemptMove::Move
+                                                                     : PreemptMove::Stay;
+    default:
+      return PreemptMove::Stay;
+  }
+}
+
+bool preempt_on_signal(siginfo_t* si, void* uctx, bool stuck) {
+  int magic = own_magic(si);
+  if (!magic) return false;
   G* gp = tls_g;
   // A preemption request that finds the M between Gs (on g0) is spent all
   // the same: the next one must be sent.
@@ -201,22 +267,35 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
       // G may be unwound from here.
       if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) {
         if (M* mp = gp->m) mp->preempt_sent.store(false, std::memory_order_release);
+        if (stuck) {  // not from the M's signal stack: at its next interposed call
+          gp->preempt.store(true, std::memory_order_release);
+          break;
+        }
         cancel_point();  // unwinds: never returns
         break;
       }
-      async_preempt(gp, (ucontext_t*)uctx);
+      // Not switched out: signals pending on gp are delivered here, as a
+      // kick would (a kick sent while this request was pending in the
+      // kernel merged with it: the signal is a standard one).
+      if (!async_preempt(gp, (ucontext_t*)uctx, stuck) && !stuck && deliver_due(gp))
+        signal_deliver(gp);
       break;
     }
     case kKickMagic:  // signals are pending on gp: deliver them where it runs
-      if (gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig)
-        signal_deliver(gp);
+      // (From the M's signal stack: at its next delivery point instead.)
+      if (!stuck && deliver_due(gp)) signal_deliver(gp);
       break;
     case kCancelMagic:  // asynchronous cancellation
       // The kick may reach another G than the one it was sent for (the
       // target moved): only an asynchronous cancellation of this G, and
       // only where it may be unwound (async_cancel_safe); else it acts at
       // its next safe point.
-      if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) cancel_point();
+      if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) {
+        if (stuck)
+          gp->preempt.store(true, std::memory_order_release);
+        else
+          cancel_point();
+      }
       break;
     case kDumpMagic:
       gp->insig++;  // libc calls made while unwinding go straight to libc
@@ -227,10 +306,11 @@ bool preempt_on_signal(siginfo_t* si, void* uctx) {
   return true;
 }
 
-static void send_magic(G* target, int magic) {
+namespace {
+bool send_magic(G* target, int magic) {
   M* mp = target->m;
   int sig = config.preempt_signal;
-  if (!mp || mp->tid <= 0 || !sig) return;
+  if (!mp || mp->tid <= 0 || !sig) return false;
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = sig;
@@ -238,8 +318,9 @@ static void send_magic(G* target, int magic) {
   si.si_pid = (pid_t)sys::getpid();
   si.si_uid = getuid();
   si.si_value.sival_int = magic;
-  sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
+  return sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si) == 0;
 }
+}  // namespace
 
 void preempt_dump_kick(G* target) { send_magic(target, kDumpMagic); }
 

@@ -8,8 +8,13 @@
 // libgcc_s, the vDSO and libgoshim (which holds jemalloc), the G is not
 // inside a program signal handler, and the G is the M's current G. There,
 // the kernel has already saved the full register state (general registers
-// and the xsave area with every vector register) in the signal frame on the
-// G's stack; the handler parks the G on the global queue from inside the
+// and the xsave area with every vector register) in the signal frame. The
+// signal is SA_ONSTACK: the frame is on the G's own sigaltstack if it has
+// one, else on the M's signal stack (M::sigstk), from which the handler
+// first moves it onto the G's stack below the interrupted stack pointer,
+// when there is room above the guard (signal.cpp, "The M's signal stack";
+// with no room the G is not switched: it yields at its next interposed
+// call). The handler parks the G on the global queue from inside the
 // frame, and when the G runs again (on any M) the handler returns and
 // rt_sigreturn restores everything. Elsewhere G::preempt stays set and the
 // G yields at its next interposed call made from the program's own code.
@@ -37,7 +42,16 @@ void preemptone(P* pp);
 // Called by the signal handler (signal.cpp) for the preemption signal:
 // handles goshim's own requests (preemption, delivery kicks, asynchronous
 // cancellation) and returns true; false for a signal of the program.
-bool preempt_on_signal(siginfo_t* si, void* uctx);
+// stuck: the frame lies on the M's own signal stack (signal.cpp, "The M's
+// signal stack"): nothing that may switch, park or unwind is done there.
+bool preempt_on_signal(siginfo_t* si, void* uctx, bool stuck);
+// For a delivery of the preemption signal whose frame lies on the M's own
+// signal stack: whether it is goshim's, and whether its handler must move
+// the frame to the G's stack first (it will switch the G out: only on the
+// G's own stack; deliver the G's pending signals or unwind it: wherever
+// the G runs). Signal context, on gp's M.
+enum class PreemptMove : uint8_t { NotOurs, Stay, Move, MoveOwnStack };
+PreemptMove preempt_move_wanted(siginfo_t* si, void* uctx, G* gp);
 // Asks target's M, through the preemption signal, to deliver target's
 // pending signals (cancel: to act on its asynchronous cancellation).
 void preempt_kick(G* target, bool cancel);

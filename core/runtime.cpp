@@ -73,6 +73,7 @@ M* allocm() {
   mp->g0.flags = kGFlagG0;
   mp->g0.m = mp;
   mp->g0.status.store(GStatus::Running, std::memory_order_relaxed);
+  signal_m_stack_alloc(mp);  // without one, the M works as before (frames on the G's stack)
   mp->alllink = sched.allm;
   sched.allm = mp;
   sched.mcount++;
@@ -113,6 +114,7 @@ void* mstart(void* arg) {
   // now that tls_g says g0, it takes its creator's mask (signal_new_m_mask),
   // not the process's initial one: signals the program has blocked since
   // must not land on this M.
+  signal_m_stack_install(mp);  // before any signal can land here
   uint64_t k = signal_new_m_mask(mp->start_sigmask);
   sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
   mp->cur_sigmask = k;
@@ -496,6 +498,18 @@ static bool runtime_init_mn() {
   signal_g_start(g1);
   g1->status.store(GStatus::Running, std::memory_order_relaxed);
   m0->curg = g1;
+  {
+    // A sigaltstack set before the runtime started is main's own (G1's);
+    // else M0's own signal stack goes in (signal.cpp, "The M's signal
+    // stack").
+    stack_t cur;
+    if (sys::raw2(SYS_sigaltstack, 0, (long)&cur) == 0 && !(cur.ss_flags & SS_DISABLE)) {
+      g1->altstack = stack_t{cur.ss_sp, cur.ss_flags & (int)(1U << 31) /* SS_AUTODISARM */, cur.ss_size};
+      m0->cur_altstack = g1->altstack;
+    } else {
+      signal_m_stack_install(m0);
+    }
+  }
   tls::adopt_main(g1);
   tls::move_kernel_registrations(s0);
   tls::set_tid(g1->tp, g1->vtid);

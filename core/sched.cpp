@@ -237,6 +237,7 @@ static std::atomic<M*> purge_sleeper{nullptr};
   M* me = mp;
   purge_sleeper.compare_exchange_strong(me, nullptr, std::memory_order_release);
   mcache_destroy(mp);  // its cached objects go back to the arenas
+  signal_m_stack_free(mp);
   mp->dead = true;
   sched.lock.lock();
   sched.mcount--;

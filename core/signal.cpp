@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/ucontext.h>
 #include <ucontext.h>
@@ -56,6 +57,12 @@ constexpr uintptr_t kHandlerIgn = 1;
 constexpr unsigned long kSaRestorer = 0x04000000;
 
 inline uint64_t bit(int sig) { return 1ull << (sig - 1); }
+
+// Bytes left above a G's guard, below a handler frame moved onto its
+// stack, for goshim's own frames there when it switches the G out, runs
+// a delivery or unwinds (sigstack_move); a quarter of it in front of a
+// program handler.
+constexpr uintptr_t kSigframeReserve = 4096;
 
 // The program's disposition of each signal, readable from a handler.
 std::atomic<uintptr_t> prog_handler[65];
@@ -550,6 +557,9 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   }
   uint64_t saved = 0;
   if (gp) {
+    // A program handler may block or park: never on the M's stack.
+    GOSHIM_DCHECK(!gp->m || !signal_on_m_stack(gp->m, arch::get_sp()),
+                  "run_program: a program handler on the M's signal stack");
     gp->nhandled++;
     gp->handled_restart = flags & SA_RESTART;  // for a goshim wait it ran into (fd layer)
     __atomic_store_n(&gp->insig, gp->insig + 1, __ATOMIC_RELAXED);
@@ -681,22 +691,132 @@ SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bo
 
 namespace {
 
-void signal_handler_body(int sig, siginfo_t* si, void* uctx);
+void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck);
+void signal_handler_moved(int sig, siginfo_t* si, void* uctx);
 
-// The single kernel handler for every signal goshim routes.
-void signal_handler(int sig, siginfo_t* si, void* uctx) {
+// Handler frames a G may leave on one M and return through on another
+// carry the sigaltstack rt_sigreturn sets: the current M's (goshim's
+// record of it), never the one the frame was pushed under (another M's
+// own signal stack). Signal-safe.
+inline void fix_uc_stack(G* gp, void* uctx) {
+  M* mp = gp->m;
+  if (!mp || !uctx) return;
+  ucontext_t* uc = (ucontext_t*)uctx;
+  uc->uc_stack = mp->cur_altstack;
+  if (uc->uc_stack.ss_flags & SS_DISABLE) uc->uc_stack = stack_t{nullptr, SS_DISABLE, 0};
+}
+
+// The frame of this delivery lies on the M's own signal stack (gp a
+// goroutine): moves it onto the stack the G was interrupted on and
+// enters signal_handler_moved there, unless it may stay or cannot move
+// (then it returns; "The M's signal stack" above).
+void sigstack_move(int sig, siginfo_t* si, ucontext_t* uc, G* gp) {
+  M* mp = gp->m;
+  uintptr_t isp = arch::uc_sp(uc);
+  if (signal_on_m_stack(mp, isp)) return;  // nested in goshim's handler here
+  if (!arch::sigframe_is_kernel(si, uc)) return;
+  bool own = gp->stack.hi && isp > gp->stack.lo && isp <= gp->stack.hi;
+  // A program handler's frame, and room for goshim's frames before it
+  // (without it the signal waits on the G, "stuck").
+  size_t reserve = kSigframeReserve / 4;
+  if (sig == config.preempt_signal) {
+    switch (preempt_move_wanted(si, uc, gp)) {
+      case PreemptMove::NotOurs:  // the program's own: its handler runs
+        reserve = kSigframeReserve / 4;
+        break;
+      case PreemptMove::Stay:
+        return;
+      case PreemptMove::Move:  // a delivery or a cancellation: as the kernel would push one
+        reserve = kSigframeReserve;
+        break;
+      case PreemptMove::MoveOwnStack:  // a switch: only on the G's own stack
+        if (!own) return;
+        reserve = kSigframeReserve;
+        break;
+    }
+  }
+  uintptr_t top = isp - arch::kRedZone;
+  // On the G's own stack, only above its guard (with room for the
+  // handler's own frames when goshim switches or unwinds there); on a
+  // stack goshim does not know, where the kernel would push it.
+  if (own && (arch::sigframe_copy_lo(uc, top) < gp->stack.lo + reserve ||
+              arch::sigframe_copy_lo(uc, top) > top))
+    return;
+  siginfo_t* nsi;
+  ucontext_t* nuc;
+  uintptr_t nsp = arch::sigframe_copy(si, uc, top, &nsi, &nuc);
+  goshim_sigframe_enter(nsp, sig, nsi, nuc, signal_handler_moved);
+}
+
+void signal_handler_entry(int sig, siginfo_t* si, void* uctx, bool moved) {
   G* gp = tls_g;
+  bool stuck = false;
+  if (arch::kSigframeMove && gp && !gp->is_g0() && gp->m && uctx) {
+    M* mp = gp->m;
+    if (signal_on_m_stack(mp, (uintptr_t)uctx)) {
+      GOSHIM_DCHECK(!moved, "signal_handler: a moved frame on the M's signal stack");
+      sigstack_move(sig, si, (ucontext_t*)uctx, gp);  // returns only if it stays here
+      stuck = true;
+    } else if (!moved && sig == config.preempt_signal && mp->sigstk.ss_sp &&
+               mp->cur_altstack.ss_sp == mp->sigstk.ss_sp && (gp->altstack.ss_flags & SS_DISABLE) &&
+               !signal_on_m_stack(mp, arch::uc_sp((ucontext_t*)uctx))) {
+      // The contract: goshim's preemption signal never lands on a
+      // goroutine's stack that has no sigaltstack.
+      GOSHIM_DCHECK(false, "signal_handler: the preemption signal's frame is not on the M's signal stack");
+    }
+    GOSHIM_DCHECK(!moved || !signal_on_m_stack(mp, arch::get_sp()),
+                  "signal_handler: moved, but running on the M's signal stack");
+  }
   bool count = gp && sig != config.preempt_signal && !synchronous(sig, si) &&
                (gp->is_g0() || (gp->sigmask & bit(sig)) ||
                 (gp->sigwaiting.load(std::memory_order_relaxed) & bit(sig)));
   if (count) deferring.fetch_add(1, std::memory_order_seq_cst);
-  signal_handler_body(sig, si, uctx);
+  signal_handler_body(sig, si, uctx, stuck);
   if (count) deferring.fetch_sub(1, std::memory_order_seq_cst);
+  if (gp && !gp->is_g0() && !stuck) fix_uc_stack(gp, uctx);
 }
 
-void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
+// The single kernel handler for every signal goshim routes.
+void signal_handler(int sig, siginfo_t* si, void* uctx) { signal_handler_entry(sig, si, uctx, false); }
+// The same, entered on a frame sigstack_move made.
+void signal_handler_moved(int sig, siginfo_t* si, void* uctx) { signal_handler_entry(sig, si, uctx, true); }
+
+// A signal whose handler would run on gp but whose frame is stuck on the
+// M's signal stack: pending on gp (its siginfo queued first on gp, as
+// ThreadWaiting below), delivered at its next delivery point. gp may be
+// about to park in goshim code, where nothing looks at its pending
+// signals: nested in goshim's handler on this stack (the preemption
+// signal's, which blocks it), this M gets a delivery kick, taken once that
+// handler has returned (the preemption signal stays blocked in this
+// frame's mask until then); sysmon interrupts gp if it is found parked.
+// Signal-safe.
+void hold_stuck(G* gp, int sig, siginfo_t* si, G* want, bool proc_fwd, void* uctx) {
+  uint64_t b = bit(sig);
+  if (want && (gp->sigpending_proc.load(std::memory_order_acquire) & b)) {
+    gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // the routed instance stays held
+  } else if (proc_fwd) {
+    return;  // taken another way already
+  } else {
+    if (si && (sig >= kSigRtMin || si->si_code != SI_TKILL || si->si_pid != (pid_t)sys::getpid()))
+      gq_push_front(gp, sig, si);
+    gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+  }
+  if (uctx && config.preempt_signal && gp->m &&
+      signal_on_m_stack(gp->m, arch::uc_sp((ucontext_t*)uctx))) {
+    ucontext_t* uc = (ucontext_t*)uctx;
+    uint64_t k;
+    memcpy(&k, &uc->uc_sigmask, sizeof k);
+    k |= bit(config.preempt_signal);
+    memcpy(&uc->uc_sigmask, &k, sizeof k);
+    preempt_kick(gp, false);
+  }
+  g_unrouted.store(true, std::memory_order_release);
+  sysmon_wake();
+}
+
+void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
   int saved_errno = errno;
-  if (sig == config.preempt_signal && preempt_on_signal(si, uctx)) {
+  if (sig == config.preempt_signal && preempt_on_signal(si, uctx, stuck)) {
     errno = saved_errno;
     return;
   }
@@ -771,6 +891,16 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx) {
       wake_waiter_later();
       break;
     case SigHere::Run:
+      if (__builtin_expect(stuck, 0)) {
+        // The frame could not move to gp's stack (no room above its
+        // guard): a fault gets its default action, as the kernel gives
+        // one whose frame it cannot push; anything else waits on gp.
+        if (synchronous(sig, si))
+          die_default(sig);
+        else
+          hold_stuck(gp, sig, si, want, proc_fwd, uctx);
+        break;
+      }
       // Routed process signals carry their original siginfo.
       if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
         siginfo_t orig;
@@ -815,6 +945,9 @@ void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
     return;
   G* gp = tls_g;
   if (!gp || gp->is_g0()) return;
+  // Nested in goshim's handler on the M's own signal stack: never unwound
+  // from there.
+  if (gp->m && signal_on_m_stack(gp->m, arch::get_sp())) return;
   int ch = __atomic_load_n((int*)(gp->tp + tls::L.cancelhandling), __ATOMIC_ACQUIRE);
   // enabled (bit 0 clear), canceled (bit 3), not exiting (bit 4)
   if ((ch & 0x19) != 0x08) return;
@@ -978,15 +1111,23 @@ uint64_t signal_create_begin() {
 
 void signal_create_end(uint64_t saved) { sys::rt_sigprocmask(SIG_SETMASK, &saved, nullptr, 8); }
 
+namespace {
+// Installs want as mp's kernel sigaltstack unless it has it. On mp's
+// thread, not on the stack it replaces.
+inline void set_altstack(M* mp, const stack_t& want) {
+  if (want.ss_sp == mp->cur_altstack.ss_sp && want.ss_size == mp->cur_altstack.ss_size &&
+      !((want.ss_flags ^ mp->cur_altstack.ss_flags) & SS_DISABLE))
+    return;
+  stack_t ss = want;
+  if (ss.ss_flags & SS_DISABLE) ss = stack_t{nullptr, SS_DISABLE, 0};
+  if (sys::raw2(SYS_sigaltstack, (long)&ss, 0) == 0) mp->cur_altstack = want;
+}
+}  // namespace
+
 void signal_apply(M* mp, G* gp) {
   set_kmask(mp, kmask(gp->sigmask));
-  if (gp->altstack.ss_sp != mp->cur_altstack.ss_sp ||
-      gp->altstack.ss_size != mp->cur_altstack.ss_size ||
-      ((gp->altstack.ss_flags ^ mp->cur_altstack.ss_flags) & SS_DISABLE)) {
-    stack_t ss = gp->altstack;
-    if (ss.ss_flags & SS_DISABLE) ss = stack_t{nullptr, SS_DISABLE, 0};
-    if (sys::raw2(SYS_sigaltstack, (long)&ss, 0) == 0) mp->cur_altstack = gp->altstack;
-  }
+  // The G's own alternate stack, else the M's (M::sigstk).
+  set_altstack(mp, (gp->altstack.ss_flags & SS_DISABLE) ? mp->sigstk : gp->altstack);
 }
 
 void signal_apply_resume(M* mp, G* gp) {
@@ -1022,9 +1163,100 @@ void signal_block_all(M* mp) {
 }
 
 void signal_leave_altstack(M* mp) {
-  if (__builtin_expect(mp->cur_altstack.ss_flags & SS_DISABLE, 1)) return;
-  stack_t ss = {nullptr, SS_DISABLE, 0};
-  if (sys::raw2(SYS_sigaltstack, (long)&ss, 0) == 0) mp->cur_altstack = ss;
+  if (__builtin_expect(mp->cur_altstack.ss_sp == mp->sigstk.ss_sp &&
+                           !((mp->cur_altstack.ss_flags ^ mp->sigstk.ss_flags) & SS_DISABLE),
+                       1))
+    return;
+  set_altstack(mp, mp->sigstk);
+}
+
+// ---- The M's signal stack ------------------------------------------------------
+//
+// goshim's preemption signal is SA_ONSTACK, and so are the program's
+// handlers installed with it. The kernel pushes such a frame (the full
+// xsave area: several KiB with AVX-512) on the thread's sigaltstack, else
+// below the interrupted stack pointer. A goroutine without a sigaltstack
+// of its own would get the preemption signal's frame below its stack
+// pointer, where natively no signal lands: a program running close to the
+// end of a small stack crashed (tests/preload/sigstack_deep). So every M
+// has a signal stack of its own (M::sigstk, as Go's gsignal), installed
+// whenever the G it runs has no sigaltstack (signal_apply) and on g0; a
+// G's own sigaltstack is installed while that G runs, as before.
+//
+// A frame on the M's stack belongs to the M: the G must never be switched
+// out, park or unwind while its handler runs there (it could resume on
+// another M, whose signal stack this is not, while this M takes another
+// signal there). signal_handler therefore moves the frame (siginfo,
+// context, xsave area: arch::sigframe_copy) onto the G's stack, below the
+// interrupted stack pointer and its red zone, exactly where the kernel
+// would have pushed it without an alternate stack, and enters itself again
+// there (goshim_sigframe_enter), before anything that may switch: goshim's
+// preemption switch (only on the G's own stack, with kSigframeReserve
+// bytes left above its guard for the handler's own frames), a delivery
+// kick, an asynchronous cancellation, and every program handler (a
+// program's SA_ONSTACK handler for a thread without a sigaltstack runs on
+// the thread's stack natively, and may block). Where the frame cannot be
+// moved (no room above the guard, or a signal nested in goshim's handler
+// on this stack), the handler stays on the M's stack and does nothing
+// that may switch: no preemption switch (the G yields at its next
+// interposed call), the program's signal stays pending on the G
+// (delivered at its next delivery point), a fault the program handles
+// gets its default action (the kernel could not have pushed the frame
+// either).
+//
+// rt_sigreturn sets the thread's sigaltstack from the frame's uc_stack:
+// every handler frame of a G that may have moved to another M meanwhile
+// gets that M's current one written there (fix_uc_stack).
+
+namespace {
+size_t m_sigstk_size() {
+  static size_t size = 0;
+  if (size) return size;
+  // The largest frame the kernel pushes on this CPU (AT_MINSIGSTKSZ, Linux
+  // 5.14+; else a bound above AVX-512's), room for nested frames (faults
+  // and the credential broadcast in goshim's handler) and for the handler
+  // itself (a libunwind walk for a dump or an asynchronous cancellation).
+  size_t frame = (size_t)getauxval(51 /* AT_MINSIGSTKSZ */);
+  if (!frame) frame = 16384;
+  size_t n = 4 * frame + 64 * 1024;
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  size = (n + pg - 1) & ~(pg - 1);
+  return size;
+}
+}  // namespace
+
+bool signal_m_stack_alloc(M* mp) {
+  if (!arch::kSigframeMove) return false;
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  size_t size = m_sigstk_size();
+  void* p = sys::mmap(nullptr, size + pg, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  sys::mprotect(p, pg, PROT_NONE);  // the guard
+  mp->sigstk_map = p;
+  mp->sigstk_maplen = size + pg;
+  mp->sigstk = stack_t{(char*)p + pg, 0, size};
+  return true;
+}
+
+void signal_m_stack_install(M* mp) {
+  if (mp->sigstk.ss_flags & SS_DISABLE) return;
+  set_altstack(mp, mp->sigstk);
+}
+
+void signal_m_stack_free(M* mp) {
+  GOSHIM_ON_G0();
+  if (!mp->sigstk_map) return;
+  // Off first (a signal on the way out is then pushed on g0's stack).
+  uint64_t all = ~0ull, old = 0;
+  sys::rt_sigprocmask(SIG_SETMASK, &all, &old, 8);
+  set_altstack(mp, stack_t{nullptr, SS_DISABLE, 0});
+  if (mp->cur_altstack.ss_flags & SS_DISABLE) {
+    sys::munmap(mp->sigstk_map, mp->sigstk_maplen);
+    mp->sigstk_map = nullptr;
+    mp->sigstk = stack_t{nullptr, SS_DISABLE, 0};
+  }
+  sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
 }
 
 int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
@@ -1217,6 +1449,17 @@ int signal_send(G* target, int sig, const union sigval* value) {
     return 0;
   }
   GStatus st = target->status.load(std::memory_order_acquire);
+  if ((st == GStatus::Running || st == GStatus::Syscall) && sig == config.preempt_signal) {
+    // goshim's preemption requests are this signal too, and a standard
+    // signal has one pending slot per thread in the kernel: a tgkill of
+    // the program's arriving while one is pending there would be dropped
+    // (a handshake test lost SIGURG, tests/preload/sigstack_handler_block).
+    // It stays pending on target, and a delivery kick delivers it where
+    // target runs (any delivery of goshim's preemption signal delivers
+    // what is pending, so a kick merged with a request is not lost).
+    preempt_kick(target, false);
+    return 0;
+  }
   if (st == GStatus::Running || st == GStatus::Syscall) {
     if (target->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
       // The oldest queued instance goes to its M (the kernel queues

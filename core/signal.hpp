@@ -63,18 +63,31 @@ void signal_apply(M* mp, G* gp);
 // caller's g0 would otherwise take a signal at that stack's top).
 void signal_apply_resume(M* mp, G* gp);
 // Signal context, on mp: whether this code runs on mp's alternate signal
-// stack (a G's sigaltstack, applied to mp).
+// stack (a G's sigaltstack or mp's own, applied to mp).
 bool signal_on_altstack(M* mp);
 // Signal context: blocks every signal on mp's kernel thread (recorded, so
 // that the next signal_apply or signal_m_sleep sets the mask again).
 void signal_block_all(M* mp);
 // On g0 (or on the next G's stack in a direct switch), before the G that
 // ran is published (parked, queued or exited): mp keeps no G's alternate
-// signal stack. Once published, that G may run on another M at once, even
+// signal stack (its own again, M::sigstk). Once published, that G may run on another M at once, even
 // on its alternate stack (a handler, or a frame it was preempted in), or
 // exit and have the stack freed; a signal mp takes (the preemption signal
 // is SA_ONSTACK) must not be pushed there.
 void signal_leave_altstack(M* mp);
+
+// The M's signal stack (signal.cpp, "The M's signal stack"). Allocates
+// mp's own stack, with a guard (allocm; false without memory: mp then
+// works as before, without one); installs it as the calling kernel
+// thread's sigaltstack (mp's thread, on g0, at its start); uninstalls and
+// frees it (mexit, on g0).
+bool signal_m_stack_alloc(M* mp);
+void signal_m_stack_install(M* mp);
+void signal_m_stack_free(M* mp);
+// Whether addr lies on mp's own signal stack. Signal-safe.
+inline bool signal_on_m_stack(const M* mp, uintptr_t addr) {
+  return addr - (uintptr_t)mp->sigstk.ss_sp < mp->sigstk.ss_size;
+}
 
 // The kernel mask a new M starts with, given the mask it inherited from
 // the thread that created it (the G that started it, or sysmon): that mask

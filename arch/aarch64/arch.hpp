@@ -3,6 +3,8 @@
 // arch/x86_64/arch.hpp; both provide the same names.
 #pragma once
 
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -15,6 +17,11 @@ void goshim_gstart();
 // fn(arg) with the stack pointer at sp (16-byte aligned down); returns here.
 void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp);
 void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
+}
+// Never called on aarch64 (arch::kSigframeMove is false).
+[[noreturn]] inline void goshim_sigframe_enter(uintptr_t, int, void*, void*,
+                                               void (*)(int, siginfo_t*, void*)) {
+  __builtin_trap();
 }
 
 namespace goshim::arch {
@@ -99,4 +106,23 @@ inline void uc_from_frame(ucontext_t* uc, uintptr_t sp) {
   uc->uc_mcontext.sp = sp + kFrameSize;
 }
 
+// ---- Signal frames (core/signal.cpp, "The M's signal stack").
+//
+// Not moved on aarch64: its frame (siginfo, ucontext with the __reserved
+// records: fpsimd, esr, sve, za, and an extra_context whose datap points
+// right past the frame) is not copied elsewhere by goshim yet, so an M has
+// no signal stack of its own here and a G without a sigaltstack takes
+// goshim's preemption signal on its own stack, as before (LD_PRELOAD.md
+// 7.7). These stubs are never called (kSigframeMove guards every use).
+inline constexpr bool kSigframeMove = false;
+inline constexpr size_t kRedZone = 0;
+inline bool sigframe_is_kernel(const siginfo_t*, const ucontext_t*) { return false; }
+inline uintptr_t sigframe_copy_lo(const ucontext_t*, uintptr_t top) { return top; }
+inline uintptr_t sigframe_copy(const siginfo_t*, const ucontext_t*, uintptr_t top, siginfo_t**,
+                               ucontext_t**) {
+  __builtin_trap();
+  return top;
+}
+
 }  // namespace goshim::arch
+

@@ -3,6 +3,8 @@
 // arch/aarch64/arch.hpp; both provide the same names.
 #pragma once
 
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -18,6 +20,12 @@ void goshim_gstart();
 // fn(arg) with the stack pointer at sp (16-byte aligned down); returns here.
 void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp);
 void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
+// Enters fn(sig, si, uc) as the kernel enters a signal handler, with the
+// stack pointer at sp (a signal frame made by arch::sigframe_copy, its
+// restorer's address at sp): fn's return is the frame's rt_sigreturn. Never
+// returns here.
+[[noreturn]] void goshim_sigframe_enter(uintptr_t sp, int sig, void* si, void* uc,
+                                        void (*fn)(int, siginfo_t*, void*));
 }
 
 namespace goshim::arch {
@@ -117,6 +125,64 @@ inline void uc_from_frame(ucontext_t* uc, uintptr_t sp) {
   uc->uc_mcontext.gregs[REG_RBP] = (greg_t)f[6];
   uc->uc_mcontext.gregs[REG_RIP] = (greg_t)f[7];
   uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp + 0x40);
+}
+
+// ---- Signal frames (core/signal.cpp, "The M's signal stack").
+//
+// A handler's frame can be moved: the kernel's x86-64 rt_sigframe is the
+// restorer's address, the kernel's ucontext (304 bytes: flags, link, stack,
+// the 256-byte sigcontext, an 8-byte mask) and the siginfo (128 bytes)
+// right after it, with the xsave area (uc_mcontext.fpregs, 64-byte
+// aligned, its size in the software-reserved bytes of its fxsave part)
+// above. A copy elsewhere is a frame rt_sigreturn accepts once fpregs
+// points at the copied xsave area; nothing else in it points into it.
+inline constexpr bool kSigframeMove = true;
+// The bytes below the stack pointer a signal frame never overwrites.
+inline constexpr size_t kRedZone = 128;
+inline constexpr size_t kKernelUcSize = 304;
+inline constexpr size_t kSigframeHead = 8 + kKernelUcSize + 128;  // restorer, uc, siginfo
+
+// The size of uc's xsave area (0 without one). Signal-safe.
+inline size_t sigframe_fpsize(const ucontext_t* uc) {
+  const unsigned char* fp = (const unsigned char*)uc->uc_mcontext.fpregs;
+  if (!fp) return 0;
+  uint32_t magic1, ext;
+  __builtin_memcpy(&magic1, fp + 464, 4);  // fxsave's sw_reserved: struct _fpx_sw_bytes
+  __builtin_memcpy(&ext, fp + 468, 4);
+  if (magic1 == 0x46505853u && ext >= 512 && ext <= (1u << 20)) return ext;  // FP_XSTATE_MAGIC1
+  return 512;
+}
+
+// Whether (si, uc) are laid out as the kernel's frame (the handler's own
+// arguments, not a context of goshim's making).
+inline bool sigframe_is_kernel(const siginfo_t* si, const ucontext_t* uc) {
+  return (const char*)si == (const char*)uc + kKernelUcSize;
+}
+
+// The lowest address a copy of the frame of (si, uc) below top takes.
+inline uintptr_t sigframe_copy_lo(const ucontext_t* uc, uintptr_t top) {
+  uintptr_t fp = (top - sigframe_fpsize(uc)) & ~(uintptr_t)63;
+  return ((fp - kSigframeHead) & ~(uintptr_t)15) - 8;
+}
+
+// Copies the frame of (si, uc) (sigframe_is_kernel) below top, as the
+// kernel lays one out below a stack pointer (top: that pointer less the
+// red zone). Returns the stack pointer to enter the handler with
+// (goshim_sigframe_enter); *nsi, *nuc: the copy's siginfo and context.
+// Signal-safe.
+inline uintptr_t sigframe_copy(const siginfo_t* si, const ucontext_t* uc, uintptr_t top,
+                               siginfo_t** nsi, ucontext_t** nuc) {
+  (void)si;
+  size_t fpsize = sigframe_fpsize(uc);
+  uintptr_t fp = (top - fpsize) & ~(uintptr_t)63;
+  uintptr_t sp = ((fp - kSigframeHead) & ~(uintptr_t)15) - 8;
+  if (fpsize) __builtin_memcpy((void*)fp, (const void*)uc->uc_mcontext.fpregs, fpsize);
+  __builtin_memcpy((void*)sp, (const char*)uc - 8, kSigframeHead);
+  ucontext_t* u = (ucontext_t*)(sp + 8);
+  if (fpsize) u->uc_mcontext.fpregs = (struct _libc_fpstate*)fp;
+  *nuc = u;
+  *nsi = (siginfo_t*)(sp + 8 + kKernelUcSize);
+  return sp;
 }
 
 }  // namespace goshim::arch

@@ -227,6 +227,28 @@ goshim_restore_rt:
 	.size	goshim_restore_rt,.-goshim_restore_rt
 
 /*
+ * void goshim_sigframe_enter(uintptr_t sp, int sig, void* si, void* uc, fn)
+ * Enters fn(sig, si, uc) with %rsp = sp, where a copied signal frame
+ * begins with its restorer's address: fn's ret goes to the restorer,
+ * whose rt_sigreturn reads the frame above it, as after a kernel delivery.
+ */
+	.text
+	.globl	goshim_sigframe_enter
+	.hidden	goshim_sigframe_enter
+	.type	goshim_sigframe_enter,@function
+	.p2align 4
+goshim_sigframe_enter:
+	.cfi_startproc
+	.cfi_undefined rip
+	movq	%rdi, %rsp
+	movl	%esi, %edi
+	movq	%rdx, %rsi
+	movq	%rcx, %rdx
+	jmp	*%r8
+	.cfi_endproc
+	.size	goshim_sigframe_enter,.-goshim_sigframe_enter
+
+/*
  * void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp)
  * Calls fn(arg) with the stack pointer at sp (aligned down to 16 bytes),
  * then returns on the caller's stack. The frame record (RBP) keeps the
