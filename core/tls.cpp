@@ -220,6 +220,18 @@ void* probe_main(void* arg) {
   }
   pr->cleanup_jmp_buf_val = at<uintptr_t>(tp, L.cancelhandling - 8);
   pr->specific0 = at<uintptr_t>(tp, L.specific);
+  // specific_used, the byte after specific[]: glibc's pthread_setspecific
+  // sets it when it stores a value (block_reinit_static relies on it).
+  size_t su = L.specific + 32 * sizeof(void*);
+  pthread_key_t key;
+  if (su - L.pd < L.sizeof_pthread && real::pthread_key_create(&key, nullptr) == 0) {
+    static int value;
+    pr->specific_used_before = *(volatile uint8_t*)(tp + su);
+    if (real::pthread_setspecific(key, &value) == 0)
+      pr->specific_used_after = *(volatile uint8_t*)(tp + su);
+    real::pthread_setspecific(key, nullptr);
+    real::pthread_key_delete(key);
+  }
   pr->list_next = at<uintptr_t>(tp, L.list);
   if (!kVariantI) {
     pr->multiple_threads = at<int>(tp, kTcbMultipleThreads);
@@ -443,6 +455,10 @@ const char* check_probe(const Probe& pr) {
     return "cannot locate specific_1stblock in struct pthread";
   }
   L.specific_1stblock = pr.specific0 - ptp;
+  // Not a reason to refuse: without it every recycled block clears its keys.
+  L.keys_region = pr.specific_used_before == 0 && pr.specific_used_after == 1 &&
+                  L.specific == L.specific_1stblock + 32 * 16;
+  L.specific_used = L.specific + 32 * sizeof(void*);
   if (pr.cleanup_jmp_buf_val < pr.stack_lo || pr.cleanup_jmp_buf_val >= pr.stack_lo + probe_size) {
     return "cleanup_jmp_buf is not where TLS.md says";
   }
@@ -530,9 +546,43 @@ GOSHIM_NO_MEMSET_IDIOM static void zero16(uintptr_t p, size_t n) {
   for (size_t i = 0; i < n / 16; i++) q[i] = z;
 }
 
+// struct pthread, cleared in parts: what a thread's life cannot have
+// written is already zero (it was cleared before this block's last use,
+// or is fresh memory) and is not touched again, so its cache lines stay
+// where they are.
+//  - x86-64's tcbhead_t from 0x80 to its end at 0x2c0 (__glibc_unused2
+//    and __padding, nine lines): kept only for the ABI's size, written by
+//    nothing in glibc 2.26 and later (goshim needs 2.34); the used fields
+//    are all in the first two lines.
+//  - specific_1stblock and specific[] (twelve lines): written only by
+//    pthread_setspecific, which is goshim's key_set (keys_stored, set
+//    first thing, for NULL values too) or glibc's own, which sets
+//    specific_used when it stores a value (the probe checks that; a NULL
+//    stored there over a zero slot leaves only a sequence number that no
+//    reader looks at while data is NULL), and by key reads and the exit
+//    destructors, which only clear values stored before.
+constexpr size_t kTcbUnusedLo = 0x80, kTcbUnusedHi = 0x2c0;
+
+static void zero_pthread(uintptr_t tp, bool keys) {
+  uintptr_t pd = tp + L.pd, end = pd + L.sizeof_pthread;
+  uintptr_t at0 = pd;
+  if (!kVariantI && L.list >= kTcbUnusedHi) {
+    zero16(pd, kTcbUnusedLo);
+    at0 = pd + kTcbUnusedHi;
+  }
+  if (!keys && L.keys_region) {
+    uintptr_t klo = tp + L.specific_1stblock, khi = tp + L.specific_used;
+    zero16(at0, klo - at0);
+    at0 = khi;
+  }
+  zero16(at0, end - at0);
+}
+
 static void block_reinit_static(uintptr_t tp) {
   int n = nstatic_mods.load(std::memory_order_acquire);
   // Read before the loop clears it.
+  bool keys = !L.keys_region || !own_known || at<bool>(tp, keys_stored_off) ||
+              at<uint8_t>(tp, L.specific_used);
   bool stored = !own_known || !own_tdata_allocator.load(std::memory_order_relaxed) ||
                 at<bool>(tp, keys_stored_off);
   for (int i = 0; i < n; i++) {
@@ -543,7 +593,7 @@ static void block_reinit_static(uintptr_t tp) {
     memset((void*)(dest + m.filesz), 0, m.memsz - m.filesz);
   }
   uintptr_t dtv = at<uintptr_t>(tp, kTcbDtv);
-  zero16(tp + L.pd, L.sizeof_pthread);
+  zero_pthread(tp, keys);
   if (kVariantI) at<uintptr_t>(tp, kTcbPrivate) = 0;
   at<uintptr_t>(tp, kTcbDtv) = dtv;
 }

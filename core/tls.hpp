@@ -38,6 +38,11 @@ struct Layout {
   size_t list = 0, tid = 0, robust_prev = 0, robust_head = 0, cleanup_jmp_buf = 0,
          cancelhandling = 0, specific_1stblock = 0, specific = 0, report_events = 0,
          stackblock = 0, stackblock_size = 0, res = 0;
+  // specific_used (glibc's "a value was stored" flag, just after specific[]),
+  // relative to tp; valid when keys_region is set: the probe saw glibc's
+  // pthread_setspecific set it and specific[] follow specific_1stblock.
+  size_t specific_used = 0;
+  bool keys_region = false;
   // TLS offsets relative to tp (negative on x86-64, positive on aarch64)
   intptr_t resp = 0;        // glibc's __resp
   intptr_t tls_g = 0;       // goshim's tls_g
@@ -85,6 +90,9 @@ struct Probe {
   // must unwind to the buffer goshim put in cleanup_jmp_buf (landed), not
   // return (returned).
   bool cancel_landed = false, cancel_returned = false;
+  // The byte after specific[] before and after glibc's own
+  // pthread_setspecific stored a value (-1: not looked at).
+  int specific_used_before = -1, specific_used_after = -1;
 };
 extern Probe last_probe;  // init's probe (for tests)
 
