@@ -255,7 +255,12 @@ void goexit_g0(void* arg) {
     stack_release_unused(gp->stack, gp->sched_sp);
   // The block is dead and hot in this CPU's cache: reset it here rather
   // than at the next create, which may run on another CPU.
-  if (!gp->is_main()) gp->block_clean = tls::block_clean_at_exit(gp->tp);
+  if (!gp->is_main()) {
+    Stack ss = slot_stack ? slot_stack_of(gp->tp) : Stack{};
+    bool slot = slot_stack && gp->stack.lo == ss.lo && gp->stack.hi == ss.hi;
+    gp->block_clean = tls::block_clean_at_exit(gp->tp, gp, slot ? ss.lo : 0, ss.hi - ss.lo);
+    gp->block_slot_stack = slot;
+  }
   gp->status.store(GStatus::Dead, std::memory_order_release);
   if (!gp->is_main() && !(gp->flags & kGFlagUserStack) && gp->stack.map_lo)
     stack_free(pp, gp->stack);
@@ -513,13 +518,14 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     if (slot_stack && ((size + pg - 1) & ~(pg - 1)) == slot_stack &&
         ((guard + pg - 1) & ~(pg - 1)) == pg) {
       gp->stack = slot_stack_of(gp->tp);
+      if (clean && gp->block_slot_stack) goto stack_set;  // block_clean_at_exit did
     } else if (!stack_alloc(pp, size, guard, &gp->stack)) {
       gfput(pp, gp);
       return EAGAIN;
     }
   }
   tls::set_stack(gp->tp, gp->stack.lo, gp->stack.hi - gp->stack.lo);
-
+stack_set:
   gp->start_routine = fn;
   gp->start_arg = arg;
   gp->retval = nullptr;

@@ -638,8 +638,12 @@ void account_mask(uint64_t m, int delta) {
   for (m &= ~internal_mask(); m; m &= m - 1) nblock[__builtin_ctzll(m) + 1].fetch_add(delta, std::memory_order_relaxed);
 }
 // A G's counted mask goes from cur to n (0: not counted).
-void account_mask_change(uint64_t cur, uint64_t n) {
-  bool was = cur & ~internal_mask(), is = n & ~internal_mask();
+inline void account_mask_change(uint64_t cur, uint64_t n) {
+  uint64_t im = internal_mask();
+  cur &= ~im;
+  n &= ~im;
+  if (cur == n) return;
+  bool was = cur, is = n;
   if (is && !was) nmasked.fetch_add(1, std::memory_order_seq_cst);
   account_mask(n & ~cur, 1);
   account_mask(cur & ~n, -1);

@@ -578,7 +578,12 @@ static void zero_pthread(uintptr_t tp, bool keys) {
   zero16(at0, end - at0);
 }
 
-static void block_reinit_static(uintptr_t tp) {
+template <bool kHot>
+static void set_fixed(uintptr_t tp, G* gp);
+
+// Returns whether specific[] was cleared (else it holds what set_fixed
+// stored there, untouched since).
+static bool block_reinit_static(uintptr_t tp) {
   int n = nstatic_mods.load(std::memory_order_acquire);
   // Read before the loop clears it.
   bool keys = !L.keys_region || !own_known || at<bool>(tp, keys_stored_off) ||
@@ -596,21 +601,74 @@ static void block_reinit_static(uintptr_t tp) {
   zero_pthread(tp, keys);
   if (kVariantI) at<uintptr_t>(tp, kTcbPrivate) = 0;
   at<uintptr_t>(tp, kTcbDtv) = dtv;
+  return keys || !L.keys_region;
 }
 
-bool block_clean_at_exit(uintptr_t tp) {
+bool block_clean_at_exit(uintptr_t tp, G* gp, uintptr_t stack_lo, size_t stack_size) {
   if (dynamic_tls.load(std::memory_order_acquire)) return false;
-  block_reinit_static(tp);
+  bool keys = block_reinit_static(tp);
+  // The fields every thread of this block holds alike, written now, on
+  // lines this CPU has just cleared, rather than read and written cold at
+  // the next create. tid stays 0, as in an exited glibc thread.
+  set_fixed<true>(tp, gp);
+  if (keys) at<uintptr_t>(tp, L.specific) = tp + L.specific_1stblock;
+  if (stack_lo) set_stack(tp, stack_lo, stack_size);
   return true;
 }
 
+// What block_init writes in every block whatever its thread, tid and
+// report_events aside. specific[0] too: clean blocks keep it (see above).
+// kHot: the lines were just written (plain stores); else set_if.
+template <bool kHot>
+static void set_fixed(uintptr_t tp, G* gp) {
+  auto set_if = [](uintptr_t base, size_t off, auto v) {
+    if (kHot)
+      at<decltype(v)>(base, off) = v;
+    else
+      tls::set_if<decltype(v)>(base, off, v);
+  };
+  if (!kVariantI) {
+    set_if(tp, kTcbSelf0, (uintptr_t)(tp));
+    set_if(tp, kTcbSelf, (uintptr_t)(tp));
+    set_if(tp, kTcbMultipleThreads, (int)(1));
+    set_if(tp, kTcbSysinfo, (uintptr_t)(at<uintptr_t>(t0, kTcbSysinfo)));
+    set_if(tp, kTcbStackGuard, (uintptr_t)(at<uintptr_t>(t0, kTcbStackGuard)));
+    set_if(tp, kTcbPointerGuard, (uintptr_t)(at<uintptr_t>(t0, kTcbPointerGuard)));
+    set_if(tp, kTcbFeature1, (uint32_t)(at<uint32_t>(t0, kTcbFeature1)));
+  }
+  // list points at itself: glibc's list_del on it (fork) stays harmless and
+  // the G is on none of glibc's thread lists.
+  set_if(tp, L.list, (uintptr_t)(tp + L.list));
+  set_if(tp, L.list + 8, (uintptr_t)(tp + L.list));
+  set_if(tp, L.robust_prev, (uintptr_t)(tp + L.robust_head));
+  set_if(tp, L.robust_head, (uintptr_t)(tp + L.robust_head));
+  set_if(tp, L.robust_head + 8, (intptr_t)(robust_futex_offset));
+  set_if(tp, L.robust_head + 16, (uintptr_t)(0));
+  // Also when glibc's own registration failed (__rseq_size 0: qemu-user
+  // has no rseq): pthread_create passes "register rseq" on to the new
+  // thread when the creator's cpu_id is >= 0, and a new M created from a
+  // goroutine would then die in start_thread ("rseq registration failed").
+  if (L.rseq_area) {
+    set_if(tp + L.rseq, 0, (uint32_t)(0));
+    set_if(tp + L.rseq, 4, (uint32_t)(kRseqCpuIdRegistrationFailed));
+  }
+  set_if(tp + L.resp, 0, (uintptr_t)(tp + L.res));
+  set_if(tp + L.tls_g, 0, (G*)(gp));
+}
+
 bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
-  if (!fresh && !dynamic_tls.load(std::memory_order_acquire)) {
-    if (!clean)
-      block_reinit_static(tp);
-    else if (__atomic_load_n(&at<int>(tp, L.cancelhandling), __ATOMIC_RELAXED))
+  if (clean && !fresh && !dynamic_tls.load(std::memory_order_acquire)) {
+    // block_clean_at_exit left it as below but for these (tid and
+    // report_events are 0 there).
+    if (__atomic_load_n(&at<int>(tp, L.cancelhandling), __ATOMIC_RELAXED))
       // pthread_cancel may have marked the zombie after its block was reset
       __atomic_store_n(&at<int>(tp, L.cancelhandling), 0, __ATOMIC_RELAXED);
+    at<pid_t>(tp, L.tid) = gp->vtid;
+    if (uint8_t re = at<uint8_t>(t0, L.report_events)) at<uint8_t>(tp, L.report_events) = re;
+    return true;
+  }
+  if (!fresh && !dynamic_tls.load(std::memory_order_acquire)) {
+    block_reinit_static(tp);
   } else {
     if (!fresh) {
       dl_deallocate_tls((void*)tp, false);
@@ -619,36 +677,10 @@ bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
     }
     if (!dl_allocate_tls((void*)tp)) return false;
   }
-  if (!kVariantI) {
-    set_if<uintptr_t>(tp, kTcbSelf0, tp);
-    set_if<uintptr_t>(tp, kTcbSelf, tp);
-    set_if<int>(tp, kTcbMultipleThreads, 1);
-    set_if<uintptr_t>(tp, kTcbSysinfo, at<uintptr_t>(t0, kTcbSysinfo));
-    set_if<uintptr_t>(tp, kTcbStackGuard, at<uintptr_t>(t0, kTcbStackGuard));
-    set_if<uintptr_t>(tp, kTcbPointerGuard, at<uintptr_t>(t0, kTcbPointerGuard));
-    set_if<uint32_t>(tp, kTcbFeature1, at<uint32_t>(t0, kTcbFeature1));
-  }
-  // list points at itself: glibc's list_del on it (fork) stays harmless and
-  // the G is on none of glibc's thread lists.
-  set_if<uintptr_t>(tp, L.list, tp + L.list);
-  set_if<uintptr_t>(tp, L.list + 8, tp + L.list);
+  set_fixed<false>(tp, gp);
   set_if<pid_t>(tp, L.tid, gp->vtid);
-  set_if<uintptr_t>(tp, L.robust_prev, tp + L.robust_head);
-  set_if<uintptr_t>(tp, L.robust_head, tp + L.robust_head);
-  set_if<intptr_t>(tp, L.robust_head + 8, robust_futex_offset);
-  set_if<uintptr_t>(tp, L.robust_head + 16, 0);
   set_if<uintptr_t>(tp, L.specific, tp + L.specific_1stblock);
   set_if<uint8_t>(tp, L.report_events, at<uint8_t>(t0, L.report_events));
-  // Also when glibc's own registration failed (__rseq_size 0: qemu-user
-  // has no rseq): pthread_create passes "register rseq" on to the new
-  // thread when the creator's cpu_id is >= 0, and a new M created from a
-  // goroutine would then die in start_thread ("rseq registration failed").
-  if (L.rseq_area) {
-    set_if<uint32_t>(tp + L.rseq, 0, 0);
-    set_if<uint32_t>(tp + L.rseq, 4, kRseqCpuIdRegistrationFailed);
-  }
-  set_if<uintptr_t>(tp + L.resp, 0, tp + L.res);
-  set_if<G*>(tp + L.tls_g, 0, gp);
   return true;
 }
 

@@ -126,7 +126,11 @@ bool block_init(uintptr_t tp, G* gp, bool fresh = true, bool clean = false);
 // and a zeroed TCB, so that the next block_init on it writes only the
 // per-thread fields. Returns false (nothing done) once a module with
 // dynamic TLS is loaded (glibc's path then). No locks, no malloc.
-bool block_clean_at_exit(uintptr_t tp);
+// Also writes the fields block_init writes alike for every thread of the
+// block (its G gp's), so that block_init(clean) has only tid and
+// report_events to write; and the stack (lo, size) unless lo is 0, which
+// the next thread must then set (set_stack).
+bool block_clean_at_exit(uintptr_t tp, G* gp, uintptr_t stack_lo = 0, size_t stack_size = 0);
 
 // Records the stack in the TCB (pthread_getattr_np, alloca cutoff, unwinder).
 void set_stack(uintptr_t tp, uintptr_t lo, size_t size);
