@@ -543,7 +543,14 @@ GOSHIM_NO_MEMSET_IDIOM static void zero16(uintptr_t p, size_t n) {
   typedef long long v2 __attribute__((vector_size(16)));
   v2* q = (v2*)p;
   v2 z = {0, 0};
-  for (size_t i = 0; i < n / 16; i++) q[i] = z;
+  size_t i = 0, cnt = n / 16;
+  for (; i + 4 <= cnt; i += 4) {
+    q[i] = z;
+    q[i + 1] = z;
+    q[i + 2] = z;
+    q[i + 3] = z;
+  }
+  for (; i < cnt; i++) q[i] = z;
 }
 
 // struct pthread, cleared in parts: what a thread's life cannot have
