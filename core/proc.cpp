@@ -495,8 +495,11 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     fresh = true;
   }
   bool clean = !fresh && gp->started_tls && gp->block_clean;
+  bool slot_stack_kept = clean && gp->block_slot_stack;
   gp->block_clean = false;
-  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls, clean)) {
+  gp->block_slot_stack = false;
+  bool clean_kept = false;
+  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls, clean, &clean_kept)) {
     gp->started_tls = false;  // its TCB is zero again: start afresh next time
     gfput(pp, gp);
     return EAGAIN;
@@ -518,7 +521,7 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     if (slot_stack && ((size + pg - 1) & ~(pg - 1)) == slot_stack &&
         ((guard + pg - 1) & ~(pg - 1)) == pg) {
       gp->stack = slot_stack_of(gp->tp);
-      if (clean && gp->block_slot_stack) goto stack_set;  // block_clean_at_exit did
+      if (slot_stack_kept && clean_kept) goto stack_set;  // block_clean_at_exit did
     } else if (!stack_alloc(pp, size, guard, &gp->stack)) {
       gfput(pp, gp);
       return EAGAIN;

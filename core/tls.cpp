@@ -558,9 +558,10 @@ GOSHIM_NO_MEMSET_IDIOM static void zero16(uintptr_t p, size_t n) {
 // or is fresh memory) and is not touched again, so its cache lines stay
 // where they are.
 //  - x86-64's tcbhead_t from 0x80 to its end at 0x2c0 (__glibc_unused2
-//    and __padding, nine lines): kept only for the ABI's size, written by
-//    nothing in glibc 2.26 and later (goshim needs 2.34); the used fields
-//    are all in the first two lines.
+//    and __padding, nine lines): glibc's tls.h keeps them for the size of
+//    tcbhead_t only (programs such as AddressSanitizer depend on it) and
+//    no longer uses them; the fields glibc, libitm (__private_tm) and
+//    gcc's split stacks (__private_ss) use are all in the first two lines.
 //  - specific_1stblock and specific[] (twelve lines): written only by
 //    pthread_setspecific, which is goshim's key_set (keys_stored, set
 //    first thing, for NULL values too) or glibc's own, which sets
@@ -663,7 +664,7 @@ static void set_fixed(uintptr_t tp, G* gp) {
   set_if(tp + L.tls_g, 0, (G*)(gp));
 }
 
-bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
+bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean, bool* clean_kept) {
   if (clean && !fresh && !dynamic_tls.load(std::memory_order_acquire)) {
     // block_clean_at_exit left it as below but for these (tid and
     // report_events are 0 there).
@@ -672,6 +673,7 @@ bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
       __atomic_store_n(&at<int>(tp, L.cancelhandling), 0, __ATOMIC_RELAXED);
     at<pid_t>(tp, L.tid) = gp->vtid;
     if (uint8_t re = at<uint8_t>(t0, L.report_events)) at<uint8_t>(tp, L.report_events) = re;
+    if (clean_kept) *clean_kept = true;
     return true;
   }
   if (!fresh && !dynamic_tls.load(std::memory_order_acquire)) {

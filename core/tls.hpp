@@ -119,7 +119,11 @@ inline uintptr_t tp_of_pthread(uintptr_t pd) { return pd - L.pd; }
 // EAGAIN). On user G or g0, no runtime locks held (may malloc).
 // clean: a recycled block that block_clean_at_exit brought back already
 // (only the per-thread fields are written then).
-bool block_init(uintptr_t tp, G* gp, bool fresh = true, bool clean = false);
+// *clean_kept (if given) tells whether block_init kept such a block as it
+// was (not when a module with dynamic TLS was loaded since: glibc's path
+// then, which clears everything, the stack fields too).
+bool block_init(uintptr_t tp, G* gp, bool fresh = true, bool clean = false,
+                bool* clean_kept = nullptr);
 
 // At a G's exit, on g0 (the block is no longer in use, and still in this
 // CPU's cache): brings the block back to a new thread's static TLS images
