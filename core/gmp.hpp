@@ -195,6 +195,7 @@ struct G {
   bool started = false;    // has run at least once
   bool started_tls = false;  // its TLS block has been initialized once
   bool block_clean = false;  // its block was brought back at exit (tls::block_clean_at_exit)
+  bool block_slot_stack = false;  // ... and holds its slot's stack (set_stack) since
   bool exit_called = false;  // ended through pthread_exit (retval set)
   char name[16] = {0};     // pthread_setname_np
   int sched_policy = 0;

@@ -255,7 +255,12 @@ void goexit_g0(void* arg) {
     stack_release_unused(gp->stack, gp->sched_sp);
   // The block is dead and hot in this CPU's cache: reset it here rather
   // than at the next create, which may run on another CPU.
-  if (!gp->is_main()) gp->block_clean = tls::block_clean_at_exit(gp->tp);
+  if (!gp->is_main()) {
+    Stack ss = slot_stack ? slot_stack_of(gp->tp) : Stack{};
+    bool slot = slot_stack && gp->stack.lo == ss.lo && gp->stack.hi == ss.hi;
+    gp->block_clean = tls::block_clean_at_exit(gp->tp, gp, slot ? ss.lo : 0, ss.hi - ss.lo);
+    gp->block_slot_stack = slot;
+  }
   gp->status.store(GStatus::Dead, std::memory_order_release);
   if (!gp->is_main() && !(gp->flags & kGFlagUserStack) && gp->stack.map_lo)
     stack_free(pp, gp->stack);
@@ -490,8 +495,11 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     fresh = true;
   }
   bool clean = !fresh && gp->started_tls && gp->block_clean;
+  bool slot_stack_kept = clean && gp->block_slot_stack;
   gp->block_clean = false;
-  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls, clean)) {
+  gp->block_slot_stack = false;
+  bool clean_kept = false;
+  if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls, clean, &clean_kept)) {
     gp->started_tls = false;  // its TCB is zero again: start afresh next time
     gfput(pp, gp);
     return EAGAIN;
@@ -513,13 +521,14 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     if (slot_stack && ((size + pg - 1) & ~(pg - 1)) == slot_stack &&
         ((guard + pg - 1) & ~(pg - 1)) == pg) {
       gp->stack = slot_stack_of(gp->tp);
+      if (slot_stack_kept && clean_kept) goto stack_set;  // block_clean_at_exit did
     } else if (!stack_alloc(pp, size, guard, &gp->stack)) {
       gfput(pp, gp);
       return EAGAIN;
     }
   }
   tls::set_stack(gp->tp, gp->stack.lo, gp->stack.hi - gp->stack.lo);
-
+stack_set:
   gp->start_routine = fn;
   gp->start_arg = arg;
   gp->retval = nullptr;

@@ -639,9 +639,25 @@ std::atomic<uint32_t> deferring{0};
 // concurrent mask changes; a handler's temporary mask is not counted.
 std::atomic<int32_t> nblock[65];
 std::atomic<int64_t> nexiting{0};
+// How many of those Gs block any signal (a bound on every nblock[sig]:
+// raised before a G's first count, lowered after its last), so that an
+// exit with more other Gs than that skips the per-signal look.
+std::atomic<int64_t> nmasked{0};
 
 void account_mask(uint64_t m, int delta) {
   for (m &= ~internal_mask(); m; m &= m - 1) nblock[__builtin_ctzll(m) + 1].fetch_add(delta, std::memory_order_relaxed);
+}
+// A G's counted mask goes from cur to n (0: not counted).
+inline void account_mask_change(uint64_t cur, uint64_t n) {
+  uint64_t im = internal_mask();
+  cur &= ~im;
+  n &= ~im;
+  if (cur == n) return;
+  bool was = cur, is = n;
+  if (is && !was) nmasked.fetch_add(1, std::memory_order_seq_cst);
+  account_mask(n & ~cur, 1);
+  account_mask(cur & ~n, -1);
+  if (was && !is) nmasked.fetch_sub(1, std::memory_order_seq_cst);
 }
 // An exiting G's request that sysmon finish the handlers of what it took
 // from the kernel so far (signal_g_exit), and sysmon's acknowledgement.
@@ -1282,10 +1298,7 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // A signal some G blocks must be routed even when it hits a stale M.
   for (uint64_t nb = n & ~cur; nb; nb &= nb - 1) ensure_wrapped(__builtin_ctzll(nb) + 1);
   gp->sigmask = n;
-  if (n != cur) {
-    account_mask(n & ~cur, 1);
-    account_mask(cur & ~n, -1);
-  }
+  if (n != cur) account_mask_change(cur, n);
   // sysmon opens a wrapped signal at its default action only while some G
   // leaves it open (signal_route).
   if ((cur ^ n) & wrapped_bits.load(std::memory_order_relaxed) & ~handled_mask.load(std::memory_order_relaxed))
@@ -1644,7 +1657,7 @@ void signal_waiting(G* gp, uint64_t set) {
 void signal_g_exit(G* gp) {
   // From here on gp counts as blocking everything.
   nexiting.fetch_add(1, std::memory_order_seq_cst);
-  account_mask(gp->sigmask, -1);
+  account_mask_change(gp->sigmask, 0);
   uint64_t open = ~gp->sigmask & (handled_mask.load(std::memory_order_acquire) |
                                   wrapped_bits.load(std::memory_order_acquire)) &
                   ~internal_mask();
@@ -1655,9 +1668,13 @@ void signal_g_exit(G* gp) {
   if (open && gp->m && !gp->insig) {
     int64_t others = sched.ngoroutines.load(std::memory_order_seq_cst) -
                      nexiting.load(std::memory_order_seq_cst);
-    for (uint64_t s = open; s; s &= s - 1) {
-      int sig = __builtin_ctzll(s) + 1;
-      if (others - nblock[sig].load(std::memory_order_seq_cst) <= 0) last |= bit(sig);
+    // No signal can have every other G blocking it when fewer Gs block
+    // anything (the loop would read each nblock[sig] <= nmasked).
+    if (others <= nmasked.load(std::memory_order_seq_cst)) {
+      for (uint64_t s = open; s; s &= s - 1) {
+        int sig = __builtin_ctzll(s) + 1;
+        if (others - nblock[sig].load(std::memory_order_seq_cst) <= 0) last |= bit(sig);
+      }
     }
   }
   if (last) {
@@ -1713,14 +1730,15 @@ void signal_g_exit(G* gp) {
   sysmon_wake();
 }
 
-void signal_g_start(G* gp) { account_mask(gp->sigmask, 1); }
+void signal_g_start(G* gp) { account_mask_change(0, gp->sigmask); }
 
 void signal_g_gone() { nexiting.fetch_sub(1, std::memory_order_seq_cst); }
 
 void signal_after_fork(G* gp, M* mp) {
   for (auto& n : nblock) n.store(0, std::memory_order_relaxed);
+  nmasked.store(0, std::memory_order_relaxed);
   nexiting.store(0, std::memory_order_relaxed);
-  if (gp) account_mask(gp->sigmask, 1);
+  if (gp) account_mask_change(0, gp->sigmask);
   proc_pending.store(0, std::memory_order_relaxed);
   for (auto& q : held_std) q.reset();
   pool_reset();

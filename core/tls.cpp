@@ -252,6 +252,18 @@ void* probe_main(void* arg) {
   }
   pr->cleanup_jmp_buf_val = at<uintptr_t>(tp, L.cancelhandling - 8);
   pr->specific0 = at<uintptr_t>(tp, L.specific);
+  // specific_used, the byte after specific[]: glibc's pthread_setspecific
+  // sets it when it stores a value (block_reinit_static relies on it).
+  size_t su = L.specific + 32 * sizeof(void*);
+  pthread_key_t key;
+  if (su - L.pd < L.sizeof_pthread && real::pthread_key_create(&key, nullptr) == 0) {
+    static int value;
+    pr->specific_used_before = *(volatile uint8_t*)(tp + su);
+    if (real::pthread_setspecific(key, &value) == 0)
+      pr->specific_used_after = *(volatile uint8_t*)(tp + su);
+    real::pthread_setspecific(key, nullptr);
+    real::pthread_key_delete(key);
+  }
   pr->list_next = at<uintptr_t>(tp, L.list);
   if (!kVariantI) {
     pr->multiple_threads = at<int>(tp, kTcbMultipleThreads);
@@ -474,6 +486,10 @@ const char* check_probe(const Probe& pr) {
     return "cannot locate specific_1stblock in struct pthread";
   }
   L.specific_1stblock = pr.specific0 - ptp;
+  // Not a reason to refuse: without it every recycled block clears its keys.
+  L.keys_region = pr.specific_used_before == 0 && pr.specific_used_after == 1 &&
+                  L.specific == L.specific_1stblock + 32 * 16;
+  L.specific_used = L.specific + 32 * sizeof(void*);
   if (pr.cleanup_jmp_buf_val < pr.stack_lo || pr.cleanup_jmp_buf_val >= pr.stack_lo + probe_size) {
     return "cleanup_jmp_buf is not where TLS.md says";
   }
@@ -558,12 +574,59 @@ GOSHIM_NO_MEMSET_IDIOM static void zero16(uintptr_t p, size_t n) {
   typedef long long v2 __attribute__((vector_size(16)));
   v2* q = (v2*)p;
   v2 z = {0, 0};
-  for (size_t i = 0; i < n / 16; i++) q[i] = z;
+  size_t i = 0, cnt = n / 16;
+  for (; i + 4 <= cnt; i += 4) {
+    q[i] = z;
+    q[i + 1] = z;
+    q[i + 2] = z;
+    q[i + 3] = z;
+  }
+  for (; i < cnt; i++) q[i] = z;
 }
 
-static void block_reinit_static(uintptr_t tp) {
+// struct pthread, cleared in parts: what a thread's life cannot have
+// written is already zero (it was cleared before this block's last use,
+// or is fresh memory) and is not touched again, so its cache lines stay
+// where they are.
+//  - x86-64's tcbhead_t from 0x80 to its end at 0x2c0 (__glibc_unused2
+//    and __padding, nine lines): glibc's tls.h keeps them for the size of
+//    tcbhead_t only (programs such as AddressSanitizer depend on it) and
+//    no longer uses them; the fields glibc, libitm (__private_tm) and
+//    gcc's split stacks (__private_ss) use are all in the first two lines.
+//  - specific_1stblock and specific[] (twelve lines): written only by
+//    pthread_setspecific, which is goshim's key_set (keys_stored, set
+//    first thing, for NULL values too) or glibc's own, which sets
+//    specific_used when it stores a value (the probe checks that; a NULL
+//    stored there over a zero slot leaves only a sequence number that no
+//    reader looks at while data is NULL), and by key reads and the exit
+//    destructors, which only clear values stored before.
+constexpr size_t kTcbUnusedLo = 0x80, kTcbUnusedHi = 0x2c0;
+
+static void zero_pthread(uintptr_t tp, bool keys) {
+  uintptr_t pd = tp + L.pd, end = pd + L.sizeof_pthread;
+  uintptr_t at0 = pd;
+  if (!kVariantI && L.list >= kTcbUnusedHi) {
+    zero16(pd, kTcbUnusedLo);
+    at0 = pd + kTcbUnusedHi;
+  }
+  if (!keys && L.keys_region) {
+    uintptr_t klo = tp + L.specific_1stblock, khi = tp + L.specific_used;
+    zero16(at0, klo - at0);
+    at0 = khi;
+  }
+  zero16(at0, end - at0);
+}
+
+template <bool kHot>
+static void set_fixed(uintptr_t tp, G* gp);
+
+// Returns whether specific[] was cleared (else it holds what set_fixed
+// stored there, untouched since).
+static bool block_reinit_static(uintptr_t tp) {
   int n = nstatic_mods.load(std::memory_order_acquire);
   // Read before the loop clears it.
+  bool keys = !L.keys_region || !own_known || at<bool>(tp, keys_stored_off) ||
+              at<uint8_t>(tp, L.specific_used);
   bool stored = !own_known || !own_tdata_allocator.load(std::memory_order_relaxed) ||
                 at<bool>(tp, keys_stored_off);
   for (int i = 0; i < n; i++) {
@@ -574,24 +637,78 @@ static void block_reinit_static(uintptr_t tp) {
     memset((void*)(dest + m.filesz), 0, m.memsz - m.filesz);
   }
   uintptr_t dtv = at<uintptr_t>(tp, kTcbDtv);
-  zero16(tp + L.pd, L.sizeof_pthread);
+  zero_pthread(tp, keys);
   if (kVariantI) at<uintptr_t>(tp, kTcbPrivate) = 0;
   at<uintptr_t>(tp, kTcbDtv) = dtv;
+  return keys || !L.keys_region;
 }
 
-bool block_clean_at_exit(uintptr_t tp) {
+bool block_clean_at_exit(uintptr_t tp, G* gp, uintptr_t stack_lo, size_t stack_size) {
   if (dynamic_tls.load(std::memory_order_acquire)) return false;
-  block_reinit_static(tp);
+  bool keys = block_reinit_static(tp);
+  // The fields every thread of this block holds alike, written now, on
+  // lines this CPU has just cleared, rather than read and written cold at
+  // the next create. tid stays 0, as in an exited glibc thread.
+  set_fixed<true>(tp, gp);
+  if (keys) at<uintptr_t>(tp, L.specific) = tp + L.specific_1stblock;
+  if (stack_lo) set_stack(tp, stack_lo, stack_size);
   return true;
 }
 
-bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
-  if (!fresh && !dynamic_tls.load(std::memory_order_acquire)) {
-    if (!clean)
-      block_reinit_static(tp);
-    else if (__atomic_load_n(&at<int>(tp, L.cancelhandling), __ATOMIC_RELAXED))
+// What block_init writes in every block whatever its thread, tid and
+// report_events aside. specific[0] too: clean blocks keep it (see above).
+// kHot: the lines were just written (plain stores); else set_if.
+template <bool kHot>
+static void set_fixed(uintptr_t tp, G* gp) {
+  auto set_if = [](uintptr_t base, size_t off, auto v) {
+    if (kHot)
+      at<decltype(v)>(base, off) = v;
+    else
+      tls::set_if<decltype(v)>(base, off, v);
+  };
+  if (!kVariantI) {
+    set_if(tp, kTcbSelf0, (uintptr_t)(tp));
+    set_if(tp, kTcbSelf, (uintptr_t)(tp));
+    set_if(tp, kTcbMultipleThreads, (int)(1));
+    set_if(tp, kTcbSysinfo, (uintptr_t)(at<uintptr_t>(t0, kTcbSysinfo)));
+    set_if(tp, kTcbStackGuard, (uintptr_t)(at<uintptr_t>(t0, kTcbStackGuard)));
+    set_if(tp, kTcbPointerGuard, (uintptr_t)(at<uintptr_t>(t0, kTcbPointerGuard)));
+    set_if(tp, kTcbFeature1, (uint32_t)(at<uint32_t>(t0, kTcbFeature1)));
+  }
+  // list points at itself: glibc's list_del on it (fork) stays harmless and
+  // the G is on none of glibc's thread lists.
+  set_if(tp, L.list, (uintptr_t)(tp + L.list));
+  set_if(tp, L.list + 8, (uintptr_t)(tp + L.list));
+  set_if(tp, L.robust_prev, (uintptr_t)(tp + L.robust_head));
+  set_if(tp, L.robust_head, (uintptr_t)(tp + L.robust_head));
+  set_if(tp, L.robust_head + 8, (intptr_t)(robust_futex_offset));
+  set_if(tp, L.robust_head + 16, (uintptr_t)(0));
+  // Also when glibc's own registration failed (__rseq_size 0: qemu-user
+  // has no rseq): pthread_create passes "register rseq" on to the new
+  // thread when the creator's cpu_id is >= 0, and a new M created from a
+  // goroutine would then die in start_thread ("rseq registration failed").
+  if (L.rseq_area) {
+    set_if(tp + L.rseq, 0, (uint32_t)(0));
+    set_if(tp + L.rseq, 4, (uint32_t)(kRseqCpuIdRegistrationFailed));
+  }
+  set_if(tp + L.resp, 0, (uintptr_t)(tp + L.res));
+  set_if(tp + L.tls_g, 0, (G*)(gp));
+}
+
+bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean, bool* clean_kept) {
+  if (clean && !fresh && !dynamic_tls.load(std::memory_order_acquire)) {
+    // block_clean_at_exit left it as below but for these (tid and
+    // report_events are 0 there).
+    if (__atomic_load_n(&at<int>(tp, L.cancelhandling), __ATOMIC_RELAXED))
       // pthread_cancel may have marked the zombie after its block was reset
       __atomic_store_n(&at<int>(tp, L.cancelhandling), 0, __ATOMIC_RELAXED);
+    at<pid_t>(tp, L.tid) = gp->vtid;
+    if (uint8_t re = at<uint8_t>(t0, L.report_events)) at<uint8_t>(tp, L.report_events) = re;
+    if (clean_kept) *clean_kept = true;
+    return true;
+  }
+  if (!fresh && !dynamic_tls.load(std::memory_order_acquire)) {
+    block_reinit_static(tp);
   } else {
     if (!fresh) {
       dl_deallocate_tls((void*)tp, false);
@@ -600,36 +717,10 @@ bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean) {
     }
     if (!dl_allocate_tls((void*)tp)) return false;
   }
-  if (!kVariantI) {
-    set_if<uintptr_t>(tp, kTcbSelf0, tp);
-    set_if<uintptr_t>(tp, kTcbSelf, tp);
-    set_if<int>(tp, kTcbMultipleThreads, 1);
-    set_if<uintptr_t>(tp, kTcbSysinfo, at<uintptr_t>(t0, kTcbSysinfo));
-    set_if<uintptr_t>(tp, kTcbStackGuard, at<uintptr_t>(t0, kTcbStackGuard));
-    set_if<uintptr_t>(tp, kTcbPointerGuard, at<uintptr_t>(t0, kTcbPointerGuard));
-    set_if<uint32_t>(tp, kTcbFeature1, at<uint32_t>(t0, kTcbFeature1));
-  }
-  // list points at itself: glibc's list_del on it (fork) stays harmless and
-  // the G is on none of glibc's thread lists.
-  set_if<uintptr_t>(tp, L.list, tp + L.list);
-  set_if<uintptr_t>(tp, L.list + 8, tp + L.list);
+  set_fixed<false>(tp, gp);
   set_if<pid_t>(tp, L.tid, gp->vtid);
-  set_if<uintptr_t>(tp, L.robust_prev, tp + L.robust_head);
-  set_if<uintptr_t>(tp, L.robust_head, tp + L.robust_head);
-  set_if<intptr_t>(tp, L.robust_head + 8, robust_futex_offset);
-  set_if<uintptr_t>(tp, L.robust_head + 16, 0);
   set_if<uintptr_t>(tp, L.specific, tp + L.specific_1stblock);
   set_if<uint8_t>(tp, L.report_events, at<uint8_t>(t0, L.report_events));
-  // Also when glibc's own registration failed (__rseq_size 0: qemu-user
-  // has no rseq): pthread_create passes "register rseq" on to the new
-  // thread when the creator's cpu_id is >= 0, and a new M created from a
-  // goroutine would then die in start_thread ("rseq registration failed").
-  if (L.rseq_area) {
-    set_if<uint32_t>(tp + L.rseq, 0, 0);
-    set_if<uint32_t>(tp + L.rseq, 4, kRseqCpuIdRegistrationFailed);
-  }
-  set_if<uintptr_t>(tp + L.resp, 0, tp + L.res);
-  set_if<G*>(tp + L.tls_g, 0, gp);
   return true;
 }
 

@@ -38,6 +38,11 @@ struct Layout {
   size_t list = 0, tid = 0, robust_prev = 0, robust_head = 0, cleanup_jmp_buf = 0,
          cancelhandling = 0, specific_1stblock = 0, specific = 0, report_events = 0,
          stackblock = 0, stackblock_size = 0, res = 0;
+  // specific_used (glibc's "a value was stored" flag, just after specific[]),
+  // relative to tp; valid when keys_region is set: the probe saw glibc's
+  // pthread_setspecific set it and specific[] follow specific_1stblock.
+  size_t specific_used = 0;
+  bool keys_region = false;
   // TLS offsets relative to tp (negative on x86-64, positive on aarch64)
   intptr_t resp = 0;        // glibc's __resp
   intptr_t tls_g = 0;       // goshim's tls_g
@@ -85,6 +90,9 @@ struct Probe {
   // must unwind to the buffer goshim put in cleanup_jmp_buf (landed), not
   // return (returned).
   bool cancel_landed = false, cancel_returned = false;
+  // The byte after specific[] before and after glibc's own
+  // pthread_setspecific stored a value (-1: not looked at).
+  int specific_used_before = -1, specific_used_after = -1;
 };
 extern Probe last_probe;  // init's probe (for tests)
 
@@ -111,14 +119,22 @@ inline uintptr_t tp_of_pthread(uintptr_t pd) { return pd - L.pd; }
 // EAGAIN). On user G or g0, no runtime locks held (may malloc).
 // clean: a recycled block that block_clean_at_exit brought back already
 // (only the per-thread fields are written then).
-bool block_init(uintptr_t tp, G* gp, bool fresh = true, bool clean = false);
+// *clean_kept (if given) tells whether block_init kept such a block as it
+// was (not when a module with dynamic TLS was loaded since: glibc's path
+// then, which clears everything, the stack fields too).
+bool block_init(uintptr_t tp, G* gp, bool fresh = true, bool clean = false,
+                bool* clean_kept = nullptr);
 
 // At a G's exit, on g0 (the block is no longer in use, and still in this
 // CPU's cache): brings the block back to a new thread's static TLS images
 // and a zeroed TCB, so that the next block_init on it writes only the
 // per-thread fields. Returns false (nothing done) once a module with
 // dynamic TLS is loaded (glibc's path then). No locks, no malloc.
-bool block_clean_at_exit(uintptr_t tp);
+// Also writes the fields block_init writes alike for every thread of the
+// block (its G gp's), so that block_init(clean) has only tid and
+// report_events to write; and the stack (lo, size) unless lo is 0, which
+// the next thread must then set (set_stack).
+bool block_clean_at_exit(uintptr_t tp, G* gp, uintptr_t stack_lo = 0, size_t stack_size = 0);
 
 // Records the stack in the TCB (pthread_getattr_np, alloca cutoff, unwinder).
 void set_stack(uintptr_t tp, uintptr_t lo, size_t size);
