@@ -63,9 +63,16 @@ DEFS    ?=
 SAN     ?=
 COMMON  = $(OPT) $(DEFS) $(SAN) -g -fPIC -fno-omit-frame-pointer -fvisibility=hidden -D_GNU_SOURCE -I. \
           $(SYSROOT_INC) $(WARN)
-CXXFLAGS_LIB = -std=c++20 $(COMMON) -fno-exceptions -fno-rtti -fno-threadsafe-statics \
+# -foptimize-sibling-calls in every build (-O2 has it, the debug build's
+# -O1 does not): a shim that passes a call on to libc (a program signal
+# handler's poll, read, ...) must do it with a tail call, so that no goshim
+# frame lies between libc's cancellable system call and the program's code
+# and pthread_cancel can unwind the handler there (handler_cancel_safe;
+# tests/preload/cancel_wait_in_handler failed in the debug build).
+SIBCALL := -foptimize-sibling-calls
+CXXFLAGS_LIB = -std=c++20 $(COMMON) $(SIBCALL) -fno-exceptions -fno-rtti -fno-threadsafe-statics \
                 -fno-asynchronous-unwind-tables -funwind-tables -ftls-model=initial-exec
-CFLAGS_LIB   = -std=gnu11 $(COMMON) -fexceptions -ftls-model=initial-exec
+CFLAGS_LIB   = -std=gnu11 $(COMMON) $(SIBCALL) -fexceptions -ftls-model=initial-exec
 
 JEMALLOC_A := $(SYSROOT)/usr/lib/$(ARCH)-linux-gnu/libjemalloc_pic.a
 OBJCOPY    := $(CROSS)objcopy

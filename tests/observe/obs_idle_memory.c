@@ -15,7 +15,9 @@
 // released by a broadcast, and all N are joined. Prints
 //   threads N rss_growth_bytes G per_thread B
 // and "ok" on stdout; exits 1 with the reason on stderr otherwise.
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

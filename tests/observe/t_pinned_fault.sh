@@ -6,12 +6,20 @@
 # them without faulting: the backtrace names the blocked function (it
 # printed "<stack changed while it was read>", the fault guard's answer,
 # and a dump racing a late answer from a running goroutine crashed there),
-# and the program runs to its end.
+# and the program runs to its end. The stall lasts until this script has
+# seen the report (obs_pinned stdin).
 . "$(dirname "$0")/lib.sh"
 
 for procs in 1 2; do
-  timeout -s KILL 20 env LD_PRELOAD="$LIB" GOSHIM_MAXPROCS=$procs \
-    GOSHIM_DEBUG=pinned=300 "$BIN/obs_pinned" odd-stack >"$T/out" 2>"$T/err"
+  rm -f "$T/fifo" "$T/out" "$T/err" && mkfifo "$T/fifo" # no earlier run's lines
+  timeout -s KILL 90 env LD_PRELOAD="$LIB" GOSHIM_MAXPROCS=$procs \
+    GOSHIM_DEBUG=pinned=300 "$BIN/obs_pinned" odd-stack stdin <"$T/fifo" >"$T/out" 2>"$T/err" &
+  pid=$!
+  exec 3>"$T/fifo"
+  wait_for "$T/err" '^goshim: pinned:' 30 || fail "p$procs: no pinning report 30 s into the stall"
+  (trap "" PIPE; echo x >&3) 2>/dev/null
+  exec 3>&-
+  wait $pid
   rc=$?
   [ $rc = 0 ] || fail "p$procs: exit status $rc"
   contains "$T/out" '^joined ok$' "p$procs: the blocked thread got its byte"
