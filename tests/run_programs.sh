@@ -217,12 +217,28 @@ start_bg() {
 stop_bg() {
   [ -n "$bgchild" ] && [ "$(ppid_of "$bgchild")" = "$bg" ] && kill -KILL "$bgchild" 2>/dev/null
   kill -KILL "$bg" 2>/dev/null
-  wait "$bg" 2>/dev/null
-  local i
+  wait_bg 2>/dev/null
+}
+
+# wait_bg: waits for the last background program's timeout ($bg), returns
+# its exit status and forgets it: once reaped, its pid is free for any new
+# process of the machine, and cleanup must not signal it (nor its
+# "children"). (Reaping it with a plain `wait "$bg"` left it in bg_pids:
+# cleanup at the end then sent SIGKILL to whatever process had taken the
+# pid and to that process's children, unrelated tests of other runs,
+# which died at once with status 137; seen with perf's
+# signal:signal_generate, a run_programs.sh killing poll_select and a
+# sleep's shell of another run.)
+wait_bg() {
+  local st=0 i
+  [ -n "$bg" ] || return 0
+  wait "$bg" || st=$?
   for i in "${!bg_pids[@]}"; do
     [ "${bg_pids[$i]}" = "$bg" ] && unset "bg_pids[$i]"
   done
+  bg=""
   bgchild=""
+  return $st
 }
 
 why() { echo "$*" >>"$D/why"; }
@@ -481,7 +497,7 @@ case_mariadb() {
   # A clean shutdown, and mariadbd's own exit status.
   if timeout -s KILL 30 mariadb-admin --socket="$sock" shutdown >/dev/null 2>"$D/admin.err"; then
     local st=0
-    wait "$bg" || st=$?
+    wait_bg || st=$?
     bgchild=""
     [ $st = 0 ] || { why "mariadbd exit status $st after shutdown"; rc=1; }
   else
@@ -550,7 +566,7 @@ dbk_start() {
     stop_bg
   else
     local st=0
-    wait "$bg" || st=$?
+    wait_bg || st=$?
     bgchild=""
     why "mariadbd (start $dbk_starts) exited at start-up with status $st: $(tail -n 3 "$D/error.log"; tail -n 5 "$D/server.err.$dbk_starts")"
   fi
@@ -560,7 +576,7 @@ dbk_start() {
 dbk_stop() {
   if timeout -s KILL 60 mariadb-admin --socket="$D/sock" shutdown >/dev/null 2>"$D/admin.err"; then
     local st=0
-    wait "$bg" || st=$?
+    wait_bg || st=$?
     bgchild=""
     [ $st = 0 ] && return 0
     why "mariadbd exit status $st after shutdown"
@@ -775,7 +791,7 @@ case_memcached() {
   # memcached exits 0 on SIGTERM
   kill -TERM "$bgchild" 2>/dev/null
   local st=0
-  wait "$bg" || st=$?
+  wait_bg || st=$?
   bgchild=""
   [ $st = 0 ] || { why "memcached exit status $st after SIGTERM"; rc=1; }
   goshim_err "$mode" "$D/server.err" memcached || rc=1
@@ -849,7 +865,7 @@ http_load_and_stop() {
   kill -0 "$child" 2>/dev/null || { why "$what died before the end"; rc=1; }
   cpu_note "$child" "$what"
   kill -"$sig" "$bgchild" 2>/dev/null
-  wait "$bg" || st=$?
+  wait_bg || st=$?
   bgchild=""
   [ $st = 0 ] || { why "$name exit status $st after SIG$sig"; rc=1; }
   goshim_err "$mode" "$D/server.err" "$name" || rc=1
@@ -1182,7 +1198,7 @@ case_unbound() {
   kill -0 "$bgchild" 2>/dev/null || { why "unbound died before the end"; rc=1; }
   kill -TERM "$bgchild" 2>/dev/null
   local st=0
-  wait "$bg" || st=$?
+  wait_bg || st=$?
   bgchild=""
   [ $st = 0 ] || { why "unbound exit status $st after SIGTERM"; rc=1; }
   goshim_err "$mode" "$D/server.err" unbound || rc=1

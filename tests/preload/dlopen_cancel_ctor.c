@@ -8,8 +8,15 @@
  * glibc's loader lock stays held by the canceled thread (it unwound out of
  * the section it holds it in): nothing here may call dlsym, dlopen or
  * exit's destructors afterwards; the module's functions come from a table
- * its constructor fills, and the program ends with _exit. */
+ * its constructor fills, and the program ends with _exit.
+ * Before glibc 2.34 (Debian 11's 2.31), a thread's first access to a
+ * module's dynamic TLS variable (__tls_get_addr's slow path, for a module
+ * that also has static TLS) takes that same loader lock: natively every
+ * such read waits for ever after the cancellation. There the dynamic TLS
+ * variable is not read (the initial-exec one, the constructor and the
+ * cancellation are checked as everywhere). */
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -45,6 +52,9 @@ static struct mod_fns fns;
 static char path[PATH_MAX + 32];
 static int gate[2], go[2];
 static volatile int ready, noted, dlopen_returned;
+/* glibc >= 2.34: reading the module's dynamic TLS does not take the
+   loader's lock (see the top of the file). */
+static int read_gd;
 
 static void note(void *a) {
   (void)a;
@@ -71,7 +81,7 @@ static void *worker(void *arg) {
   char c;
   if (id <= OLD) LATE_CHECK(read(go[0], &c, 1) == 1, "read"); /* an old thread: waits for the load */
   if (fns.get_ie() != 1234) bad++;
-  if (fns.get_gd() != 5678) bad++;
+  if (read_gd && fns.get_gd() != 5678) bad++;
   fns.set_ie((int)id);
   for (int i = 0; i < 20; i++) {
     sched_yield();
@@ -82,6 +92,9 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  int gmaj = 0, gmin = 0;
+  sscanf(gnu_get_libc_version(), "%d.%d", &gmaj, &gmin);
+  read_gd = gmaj > 2 || (gmaj == 2 && gmin >= 34);
   char exe[PATH_MAX];
   if (argc > 0 && strchr(argv[0], '/')) { /* (also when run by an explicit ld.so) */
     snprintf(exe, sizeof exe, "%s", argv[0]);
@@ -123,9 +136,9 @@ int main(int argc, char **argv) {
   }
   LATE_CHECK(bad == 0, "%ld wrong TLS reads of the module's variables", bad);
   LATE_CHECK(fns.get_ie() == 1234, "main: %d", fns.get_ie());
-  LATE_CHECK(fns.get_gd() == 5678, "main: %d", fns.get_gd());
-  printf("its TLS correct in %d threads that existed before and %d created after, and main\n", OLD,
-         NEW);
+  if (read_gd) LATE_CHECK(fns.get_gd() == 5678, "main: %d", fns.get_gd());
+  printf("its TLS%s correct in %d threads that existed before and %d created after, and main\n",
+         read_gd ? "" : " (initial-exec only: glibc < 2.34)", OLD, NEW);
   fflush(stdout);
   _exit(0);
 }
