@@ -36,7 +36,9 @@
 #   name  skip          reason     the case is SKIP in every mode
 #   name  native=skip   reason     goshim runs only (SKIP for native)
 #   name  native=run:VAR=VAL  reason   a smaller native load
-#   name  goshim=skip   reason     native run only (SKIP for p1, p2, pd)
+#   name  goshim=skip   reason     native run only (SKIP for p1, p2, pd, o1)
+#   name  o1=skip       reason     no GOSHIM_MODE=1:1 run (one kernel thread
+#                                  per thread, as natively)
 #   name  goshim=run:VAR=VAL  reason   a smaller load for the goshim runs
 # Native and goshim runs both go through the emulator, goshim's as
 # QEMU_SET_ENV=LD_PRELOAD=... (an LD_PRELOAD of the emulator's own
@@ -197,6 +199,7 @@ while read -r name tmo expect native args; do
   wanted "$name" || continue
   emu_native=
   emu_goshim=
+  emu_o1=
   goshim_env=()
   emu_skip_all=
   if [ ${#emu[@]} -gt 0 ]; then
@@ -217,6 +220,8 @@ while read -r name tmo expect native args; do
           emu_native=${emu_action#native=} ;;
         goshim=skip)
           emu_goshim=skip; goshim_why=$emu_why ;;
+        o1=skip)
+          emu_o1=skip; o1_why=$emu_why ;;
         goshim=run:*)
           IFS=, read -r -a goshim_env <<<"${emu_action#goshim=run:}" ;;
       esac
@@ -271,6 +276,11 @@ while read -r name tmo expect native args; do
   for mode in $modes; do
     if [ "$emu_goshim" = skip ]; then
       printf 'SKIP %-28s %-6s emulated: %s\n' "$name" "$mode" "$goshim_why"
+      skip=$((skip + 1)); skipped+=("$name/$mode")
+      continue
+    fi
+    if [ "$mode" = o1 ] && [ "$emu_o1" = skip ]; then
+      printf 'SKIP %-28s %-6s emulated: %s\n' "$name" "$mode" "$o1_why"
       skip=$((skip + 1)); skipped+=("$name/$mode")
       continue
     fi

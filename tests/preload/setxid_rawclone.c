@@ -29,6 +29,7 @@ static int ready_pipe[2]; /* raw thread -> main: it blocks every signal */
 static int go_pipe[2];    /* main -> raw thread: exit */
 static volatile int child_tid;
 
+#if defined(__x86_64__)
 static inline long raw6(long nr, long a, long b, long c, long d, long e, long f) {
   long ret;
   register long r10 __asm__("r10") = d;
@@ -40,6 +41,24 @@ static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
                    : "rcx", "r11", "memory");
   return ret;
 }
+#elif defined(__aarch64__)
+static inline long raw6(long nr, long a, long b, long c, long d, long e, long f) {
+  register long x8 __asm__("x8") = nr;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc #0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory");
+  return x0;
+}
+#else
+#error "setxid_rawclone: no raw system call for this architecture"
+#endif
 
 /* The raw thread: raw system calls only. */
 static void raw_thread(void) {
@@ -55,6 +74,10 @@ static void raw_thread(void) {
 }
 
 /* clone(2) by hand: the child starts on its own stack in raw_thread. */
+#if defined(__x86_64__)
+/* clone(flags, stack, parent_tid, child_tid, tls); the child's stack top
+ * as a call would leave it (a return address's worth below 16-aligned). */
+#define STACK_TOP(top) ((top) - 8)
 static long raw_clone(unsigned long flags, void *stack_top) {
   long ret;
   register long r10 __asm__("r10") = (long)&child_tid;
@@ -74,6 +97,33 @@ static long raw_clone(unsigned long flags, void *stack_top) {
       : "rcx", "r11", "memory");
   return ret;
 }
+#elif defined(__aarch64__)
+/* clone(flags, stack, parent_tid, tls, child_tid); sp 16-aligned. The
+ * kernel returns with every register but x0 as it was, so the child finds
+ * raw_thread in x9. */
+#define STACK_TOP(top) (top)
+static long raw_clone(unsigned long flags, void *stack_top) {
+  register long x8 __asm__("x8") = SYS_clone;
+  register long x0 __asm__("x0") = (long)flags;
+  register long x1 __asm__("x1") = (long)stack_top;
+  register long x2 __asm__("x2") = (long)&child_tid;
+  register long x3 __asm__("x3") = 0;
+  register long x4 __asm__("x4") = (long)&child_tid;
+  register void (*x9)(void) __asm__("x9") = raw_thread;
+  __asm__ volatile(
+      "svc #0\n\t"
+      "cbnz x0, 1f\n\t"
+      "mov x29, #0\n\t"
+      "mov x30, #0\n\t"
+      "blr x9\n\t"
+      "brk #0\n"
+      "1:\n\t"
+      : "+r"(x0)
+      : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x9)
+      : "x30", "memory");
+  return x0;
+}
+#endif
 
 static int blocks_everything(long tid) {
   char path[64], line[256];
@@ -100,7 +150,7 @@ int main(void) {
   raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
   long tid = raw_clone(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
                            CLONE_SYSVSEM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
-                       stack + sz - 8);
+                       STACK_TOP(stack + sz));
   raw6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
   CHECK(tid > 0, "clone: %ld", tid);
   char c;
