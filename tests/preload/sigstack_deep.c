@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #endif
 #include <alloca.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,7 +29,10 @@
 
 #include "common.h"
 
-#define STACK (64 * 1024)
+// 64 KiB, or the platform's smallest thread stack where that is larger
+// (aarch64: PTHREAD_STACK_MIN is 128 KiB).
+#define STACK_WANT (64 * 1024)
+#define STACK (STACK_WANT > PTHREAD_STACK_MIN ? STACK_WANT : PTHREAD_STACK_MIN)
 #define NDEEP 3
 #define DEEP_MARGIN 1536
 #define DEEP_ITERS 150000000ul
