@@ -1176,7 +1176,7 @@ bool signal_on_altstack(M* mp) {
 void signal_block_all(M* mp) {
   uint64_t all = ~0ull;
   sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);
-  mp->cur_sigmask = all;
+  __atomic_store_n(&mp->cur_sigmask, all, __ATOMIC_RELEASE);
 }
 
 void signal_leave_altstack(M* mp) {
@@ -2045,7 +2045,7 @@ void cancel_point() {
   if (M* mp = gp->m) {
     uint64_t k = with_fwd(mp, kmask(gp->sigmask));
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-    mp->cur_sigmask = k;
+    __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
   }
   real::pthread_testcancel();  // glibc unwinds: cleanup handlers, destructors
 }
