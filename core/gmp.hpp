@@ -330,7 +330,12 @@ struct M {
   std::atomic<uint32_t> syscalltick{0};
   clockid_t cpuclock = 0;
   unsigned long pthread = 0;  // the real pthread_t of this kernel thread
-  uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now
+  uint64_t cur_sigmask = 0;   // the kernel signal mask this M has now (read by others atomically)
+  // Counts this M's passes through user-level points of its scheduler
+  // loop and mask changes: seen to move, it says the M ran its own code
+  // since, so any signal the kernel had handed it before has had its
+  // handler run (signal_g_exit, wait_stale_ms).
+  std::atomic<uint32_t> uprog{0};
   uint64_t start_sigmask = 0; // its creator's kernel mask (newm), for signal_new_m_mask
   std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G (bit 0: a routed process signal)
   // The signals with a sigfwd mark set: this M's kernel mask never blocks
@@ -351,6 +356,11 @@ struct M {
   // global means anything). Written only by this M: no locked instruction.
   std::atomic<int32_t> npwait{0};
 };
+
+// The M (the calling thread's own) ran user-level code of its own (M::uprog).
+inline void m_progress(M* mp) {
+  mp->uprog.store(mp->uprog.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
 
 // ---------------------------------------------------------------------------
 inline constexpr uint32_t kRunqSize = 256;

@@ -150,7 +150,7 @@ bool async_preempt(G* gp, ucontext_t* uc, bool stuck) {
   // Never a mask that blocks a forward in flight to this M (signal.cpp).
   k = signal_kmask_for(now, k);
   memcpy(&uc->uc_sigmask, &k, sizeof k);
-  now->cur_sigmask = k;
+  __atomic_store_n(&now->cur_sigmask, k, __ATOMIC_RELEASE);
   // Signals pending on gp, and an asynchronous cancellation pthread_cancel
   // may have missed while it was switched out: acted on after rt_sigreturn
   // (kick_self_after), where the kernel would have pushed their frames, not

@@ -117,7 +117,7 @@ void* mstart(void* arg) {
   signal_m_stack_install(mp);  // before any signal can land here
   uint64_t k = signal_new_m_mask(mp->start_sigmask);
   sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-  mp->cur_sigmask = k;
+  __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
   P* pp;
   if (mp->starting) {
     // Started by the M starter: the P newm kept for it may have been
@@ -471,7 +471,7 @@ static bool runtime_init_mn() {
   m0->g0_sp = g0stack.hi & ~(uintptr_t)15;
   m0->tid = (pid_t)sys::gettid();
   m0->pthread = (unsigned long)tls::pthread_of(tls::initial_tp());
-  m0->cur_sigmask = initial_sigmask;
+  __atomic_store_n(&m0->cur_sigmask, initial_sigmask, __ATOMIC_RELEASE);
 
   // G1: main, running now on M0. Read its stack while glibc can still
   // answer for the initial thread (before its tid becomes virtual).

@@ -480,6 +480,7 @@ G* find_runnable(bool* inherit) {
   int64_t purge_at = 0;
   bool was_spinning = false;
 top:
+  m_progress(mp);
   P* pp = mp->p;
   *inherit = false;
   int64_t now = 0;  // read lazily: only timers need it
@@ -645,6 +646,7 @@ void schedule() {
   GOSHIM_CHECK(mp->locks.load(std::memory_order_relaxed) == 0, "schedule: holding locks");
   GOSHIM_NO_LOCKS("schedule");
   signal_leave_altstack(mp);
+  m_progress(mp);
   if (__builtin_expect(mp->p->retired.load(std::memory_order_acquire), 0)) {
     // Sysmon gave this P's work to a replacement while this M was stuck in
     // the kernel. Retire it and find another P (or stop).

@@ -381,8 +381,9 @@ inline void set_kmask(M* mp, uint64_t k) {
   k = with_fwd(mp, k);
   if (mp->cur_sigmask != k) {
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-    mp->cur_sigmask = k;
+    __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
   }
+  m_progress(mp);
 }
 // Signal-safe. The handler consumed mp's mark for sig: clears its bit (set
 // again if a new mark came meanwhile).
@@ -1175,7 +1176,7 @@ bool signal_on_altstack(M* mp) {
 void signal_block_all(M* mp) {
   uint64_t all = ~0ull;
   sys::rt_sigprocmask(SIG_SETMASK, &all, nullptr, 8);
-  mp->cur_sigmask = all;
+  __atomic_store_n(&mp->cur_sigmask, all, __ATOMIC_RELEASE);
 }
 
 void signal_leave_altstack(M* mp) {
@@ -1641,6 +1642,39 @@ void signal_waiting(G* gp, uint64_t set) {
   if (set != old) bump_masks();
 }
 
+namespace {
+// Another M's kernel mask is the last one it set: that of the G it ran
+// last, until its next G or its sleep (set_kmask; changing it at every
+// switch would cost two system calls per switch). Such a stale mask may
+// leave open a signal that every G still running blocks, and the kernel
+// may hand a process signal to that M, on g0, looking for work: its
+// handler holds it for the process (defer) and sysmon routes it. Until
+// that handler has run the signal is nowhere goshim looks: the kernel
+// dequeued it (it is no longer pending there) on that thread's way back
+// to user mode, and a thread descheduled there (a loaded machine) can
+// hold it for milliseconds. A G exiting as the last taker of such a signal
+// (signal_g_exit) would then leave without it and the handler would never
+// run (tests/preload/signals_taker_exit, 1 run in 400 on a loaded
+// machine). Since a thread runs the handler of a signal it dequeued before
+// any other code of its own, it is enough to see each such M run some:
+// its uprog move, or its mask block the signals. Bounded: an M asleep in
+// the kernel on a stale mask (a lock's futex) has no handler to run.
+void wait_stale_ms(M* self, uint64_t open) {
+  for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
+    if (m == self) continue;
+    if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) continue;
+    uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
+    for (int i = 0; i < 20000; i++) {
+      // Two steps: the first may be a store made before the dequeue that
+      // this thread saw late.
+      if (m->uprog.load(std::memory_order_seq_cst) - p0 >= 2) break;
+      if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) break;
+      sys::sched_yield();
+    }
+  }
+}
+}  // namespace
+
 // On gp, at its exit (after its destructors). As the kernel does with a
 // process-directed signal pending when the thread it picked exits, the
 // process signals routed to gp and not delivered yet go back to the
@@ -1688,18 +1722,20 @@ void signal_g_exit(G* gp) {
     uint64_t k = with_fwd(mp, kmask(gp->sigmask)), t = k | bit(kSigCancel);
     sys::rt_sigprocmask(SIG_SETMASK, &t, nullptr, 8);
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-    mp->cur_sigmask = k;
+    __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
     // sysmon's next look (signal_route) comes after the handlers of what
     // it took from the kernel before the change above (it may have been
     // preempted between the kernel's dequeue and its handler), and after
     // the routing pass under way, which may have chosen gp (taken the
     // process bit, not yet claimed it for gp). Idle Ms block these signals
-    // (signal_m_sleep); other Ms hold one only for the moment a stale mask
-    // lasts (deferring).
+    // (signal_m_sleep); other Ms may hold one taken on a stale mask, from
+    // the kernel's dequeue (wait_stale_ms) until their handler ends
+    // (deferring).
     uint64_t req = sysmon_barrier_req.fetch_add(1, std::memory_order_seq_cst) + 1;
     sysmon_wake();
     for (int i = 0; sysmon_barrier_ack.load(std::memory_order_seq_cst) < req && i < 1000000; i++)
       sys::sched_yield();
+    wait_stale_ms(mp, open);
     for (int i = 0; deferring.load(std::memory_order_seq_cst) != 0 && i < 100000; i++) sys::sched_yield();
     // A forward sysmon sent to this M for gp: let it arrive while gp still
     // runs here with the signal open (it runs the routed instance), rather
@@ -2009,7 +2045,7 @@ void cancel_point() {
   if (M* mp = gp->m) {
     uint64_t k = with_fwd(mp, kmask(gp->sigmask));
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
-    mp->cur_sigmask = k;
+    __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
   }
   real::pthread_testcancel();  // glibc unwinds: cleanup handlers, destructors
 }
