@@ -245,6 +245,11 @@ struct G {
   stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   int insig = 0;  // depth of program signal handlers running on this G
+  // signal_deliver is choosing and taking the next signal for a handler
+  // (core/signal.cpp): a delivery nested in it (goshim's preemption or
+  // kick handler) would run a later signal first. Written and read on this
+  // G only (its own handlers).
+  bool delivering = false;
   std::atomic<uint32_t> cancel{0};
   bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
   bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)

@@ -166,7 +166,7 @@ bool async_preempt(G* gp, ucontext_t* uc, bool stuck) {
 // that it may deliver where gp runs (as a delivery kick does).
 bool deliver_due(G* gp) {
   return gp->status.load(std::memory_order_relaxed) != GStatus::Idle && !gp->insig &&
-         signal_has_pending(gp);
+         !__atomic_load_n(&gp->delivering, __ATOMIC_RELAXED) && signal_has_pending(gp);
 }
 
 }  // namespace

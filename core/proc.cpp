@@ -560,6 +560,7 @@ stack_set:
   gp->sig_exiting.store(false, std::memory_order_relaxed);
   gp->altstack = stack_t{nullptr, SS_DISABLE, 0};
   gp->insig = 0;
+  gp->delivering = false;
   gp->waitreason = WaitReason::None;
   gp->sched_sp = arch::frame_init(gp->stack.hi, g_entry, gp, arch::get_fpctl());
 

@@ -557,6 +557,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     set_wrapped(sig, false);  // the kernel reset it
   }
   uint64_t saved = 0;
+  bool delivering = false;
   if (gp) {
     // A program handler may block or park: never on the M's stack.
     GOSHIM_DCHECK(!gp->m || !signal_on_m_stack(gp->m, arch::get_sp()),
@@ -570,6 +571,10 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     saved = gp->sigmask;
     gp->sigmask |= prog_mask[sig].load(std::memory_order_relaxed) |
                    ((flags & SA_NODEFER) ? 0 : bit(sig));
+    // The handler runs: insig now keeps nested deliveries out (and a
+    // handler that leaves by siglongjmp leaves no mark behind).
+    delivering = __atomic_load_n(&gp->delivering, __ATOMIC_RELAXED);
+    __atomic_store_n(&gp->delivering, false, __ATOMIC_RELAXED);
   } else {
     kt_nhandled++;
     kt_restart = flags & SA_RESTART;
@@ -580,6 +585,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     ((void (*)(int))h)(sig);
   if (gp) {
     gp->sigmask = saved;
+    __atomic_store_n(&gp->delivering, delivering, __ATOMIC_RELAXED);
     gp->insig--;
   }
 }
@@ -1347,10 +1353,29 @@ void signal_deliver(G* gp) {
   // gp->m is read afresh where it is used: a handler may park (it should
   // not, but it may), and a local live across getcontext could be
   // clobbered if the program returns through the saved context.
-  if (!gp->m || gp->insig) return;
+  if (!gp->m || gp->insig || __atomic_load_n(&gp->delivering, __ATOMIC_RELAXED)) return;
+  // From choosing a signal until its handler runs, a delivery nested here
+  // (goshim's preemption or kick handler interrupting this G) would find
+  // the chosen signal's pending bit cleared, or its oldest instance taken,
+  // and run a later one first: lowest number first and each real-time
+  // signal's instances in sending order, as the kernel delivers them
+  // (tests/preload/signals_rt_many). Such a delivery leaves them to this
+  // loop, which looks again after every handler.
+  __atomic_store_n(&gp->delivering, true, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   for (;;) {
     uint64_t due = gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask;
-    if (!due) break;
+    if (!due) {
+      // A kick that came after the last look found this mark: look once
+      // more without it.
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      __atomic_store_n(&gp->delivering, false, __ATOMIC_RELAXED);
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      if (!(gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask)) break;
+      __atomic_store_n(&gp->delivering, true, __ATOMIC_RELAXED);
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      continue;
+    }
     int sig = __builtin_ctzll(due) + 1;
     uint64_t b = bit(sig);
     if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;

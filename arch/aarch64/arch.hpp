@@ -18,11 +18,14 @@ void goshim_gstart();
 void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp);
 void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
 }
-// Never called on aarch64 (arch::kSigframeMove is false).
-[[noreturn]] inline void goshim_sigframe_enter(uintptr_t, int, void*, void*,
-                                               void (*)(int, siginfo_t*, void*)) {
-  __builtin_trap();
-}
+// Enters fn(sig, si, uc) as the kernel enters a signal handler: the stack
+// pointer at sp (a signal frame made by arch::sigframe_copy), x29 at fp
+// (the frame record above it), x30 at goshim_restore_rt: fn's return is
+// the frame's rt_sigreturn. Never returns here. (goshim_sigframe_enter
+// below computes fp.)
+extern "C" [[noreturn]] void goshim_sigframe_enter_fp(uintptr_t sp, int sig, void* si, void* uc,
+                                                      void (*fn)(int, siginfo_t*, void*),
+                                                      uintptr_t fp);
 
 namespace goshim::arch {
 
@@ -108,21 +111,120 @@ inline void uc_from_frame(ucontext_t* uc, uintptr_t sp) {
 
 // ---- Signal frames (core/signal.cpp, "The M's signal stack").
 //
-// Not moved on aarch64: its frame (siginfo, ucontext with the __reserved
-// records: fpsimd, esr, sve, za, and an extra_context whose datap points
-// right past the frame) is not copied elsewhere by goshim yet, so an M has
-// no signal stack of its own here and a G without a sigaltstack takes
-// goshim's preemption signal on its own stack, as before (LD_PRELOAD.md
-// 7.7). These stubs are never called (kSigframeMove guards every use).
-inline constexpr bool kSigframeMove = false;
+// A handler's frame can be moved. The kernel's arm64 rt_sigframe is the
+// siginfo (128 bytes) and right after it the ucontext (glibc's ucontext_t
+// has the kernel's layout: 4560 bytes, uc_mcontext.__reserved 4096 bytes
+// at offset 464, 16-byte aligned), the stack pointer at the siginfo. The
+// __reserved area holds records, each a header {magic, size} (size
+// including the header): fpsimd_context first, then those the CPU and the
+// signal call for (esr_context for a fault, sve_context, za, tpidr2, ...:
+// qemu-user writes fpsimd and, with SVE, sve_context, never esr), ended
+// by a null header. A frame whose records do not fit there has an
+// extra_context record whose datap points at the rest, inside the same
+// frame past its fixed part (the kernel: right after the rt_sigframe;
+// qemu-user: right after the __reserved terminator), size bytes ending at
+// or before the frame's end. The frame is rounded up to 16 bytes, and
+// above it lies the frame record {x29, x30} of the interrupted code,
+// where the handler's x29 points; its x30 is the restorer (rt_sigreturn).
+// rt_sigreturn reads the frame at the stack pointer (which must be
+// 16-byte aligned) and follows datap: a copy elsewhere is a frame it
+// accepts once datap is moved by the same distance; nothing else in it
+// points into it. There is no red zone on aarch64.
+inline constexpr bool kSigframeMove = true;
 inline constexpr size_t kRedZone = 0;
-inline bool sigframe_is_kernel(const siginfo_t*, const ucontext_t*) { return false; }
-inline uintptr_t sigframe_copy_lo(const ucontext_t*, uintptr_t top) { return top; }
-inline uintptr_t sigframe_copy(const siginfo_t*, const ucontext_t*, uintptr_t top, siginfo_t**,
-                               ucontext_t**) {
-  __builtin_trap();
-  return top;
+inline constexpr size_t kSiginfoSize = 128;
+inline constexpr size_t kSigframeFixed = kSiginfoSize + sizeof(ucontext_t);
+inline constexpr uint32_t kExtraMagic = 0x45585401;  // EXTRA_MAGIC
+// A bound on a sane frame (the kernel's own, SIGFRAME_MAXSZ, is 256 KiB).
+inline constexpr size_t kSigframeMax = 256 * 1024;
+static_assert(sizeof(ucontext_t) == 4560, "glibc's aarch64 ucontext_t is the kernel's");
+static_assert(offsetof(ucontext_t, uc_mcontext.__reserved) == 464, "the kernel's layout");
+static_assert(kSigframeFixed % 16 == 0, "the kernel's layout");
+
+// The size of the kernel's frame of uc (a multiple of 16, the frame record
+// above it not counted) and where its extra_context record is (offset from
+// the frame's start, 0 without one); 0 when its records are not a frame's
+// (bad sizes, no terminator, datap outside the frame). Signal-safe.
+inline size_t sigframe_span(const ucontext_t* uc, size_t* extra_off = nullptr) {
+  const char* base = (const char*)uc - kSiginfoSize;
+  const char* res = (const char*)uc->uc_mcontext.__reserved;
+  const size_t lim = sizeof(uc->uc_mcontext.__reserved);
+  uintptr_t end = (uintptr_t)base + kSigframeFixed;
+  size_t off = 0, xoff = 0;
+  for (;;) {
+    if (off + 8 > lim) return 0;
+    uint32_t magic, size;
+    __builtin_memcpy(&magic, res + off, 4);
+    __builtin_memcpy(&size, res + off + 4, 4);
+    if (magic == 0) {
+      if (size != 0) return 0;
+      break;
+    }
+    if (size < 8 || (size & 7) || size > lim - off) return 0;
+    if (magic == kExtraMagic) {
+      uint64_t datap;
+      uint32_t xsize;
+      if (xoff || size < 24) return 0;
+      __builtin_memcpy(&datap, res + off + 8, 8);
+      __builtin_memcpy(&xsize, res + off + 16, 4);
+      if ((datap & 15) || datap < (uintptr_t)res || xsize > kSigframeMax ||
+          datap + xsize > (uintptr_t)base + kSigframeMax)
+        return 0;
+      if (datap + xsize > end) end = datap + xsize;
+      xoff = (size_t)(res + off - base);
+    }
+    off += size;
+  }
+  if (extra_off) *extra_off = xoff;
+  return (end - (uintptr_t)base + 15) & ~(size_t)15;
+}
+
+// Whether (si, uc) are laid out as the kernel's frame (the handler's own
+// arguments, not a context of goshim's making) with records it can move.
+inline bool sigframe_is_kernel(const siginfo_t* si, const ucontext_t* uc) {
+  return (const char*)si + kSiginfoSize == (const char*)uc && sigframe_span(uc) != 0;
+}
+
+// The lowest address a copy of the frame of (si, uc) below top takes.
+inline uintptr_t sigframe_copy_lo(const ucontext_t* uc, uintptr_t top) {
+  return ((top - 16) & ~(uintptr_t)15) - sigframe_span(uc);
+}
+
+// Copies the frame of (si, uc) (sigframe_is_kernel) below top, as the
+// kernel lays one out below a stack pointer (top): the frame record of the
+// interrupted x29/x30, the frame below it, its extra_context's datap
+// moved with it. Returns the stack pointer to enter the handler with
+// (goshim_sigframe_enter); *nsi, *nuc: the copy's siginfo and context.
+// Signal-safe.
+inline uintptr_t sigframe_copy(const siginfo_t* si, const ucontext_t* uc, uintptr_t top,
+                               siginfo_t** nsi, ucontext_t** nuc) {
+  size_t xoff = 0;
+  size_t span = sigframe_span(uc, &xoff);
+  uintptr_t rec = (top - 16) & ~(uintptr_t)15;
+  uintptr_t sp = rec - span;
+  uintptr_t base = (uintptr_t)si;
+  __builtin_memcpy((void*)sp, (const void*)base, span);
+  uint64_t* fr = (uint64_t*)rec;
+  fr[0] = uc->uc_mcontext.regs[29];
+  fr[1] = uc->uc_mcontext.regs[30];
+  if (xoff) {
+    uint64_t datap;
+    __builtin_memcpy(&datap, (const char*)sp + xoff + 8, 8);
+    datap = datap - base + sp;
+    __builtin_memcpy((char*)sp + xoff + 8, &datap, 8);
+  }
+  *nsi = (siginfo_t*)sp;
+  *nuc = (ucontext_t*)(sp + kSiginfoSize);
+  return sp;
 }
 
 }  // namespace goshim::arch
 
+
+// Enters fn on a frame sigframe_copy made at sp (its context uc): x29 at
+// the frame record right above the frame.
+[[noreturn]] inline void goshim_sigframe_enter(uintptr_t sp, int sig, void* si, void* uc,
+                                               void (*fn)(int, siginfo_t*, void*)) {
+  goshim_sigframe_enter_fp(sp, sig, si, uc, fn,
+                           sp + goshim::arch::sigframe_span((const ucontext_t*)uc));
+}

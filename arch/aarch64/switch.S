@@ -170,6 +170,33 @@ goshim_restore_rt:
 
 
 /*
+ * void goshim_sigframe_enter_fp(uintptr_t sp, int sig, void* si, void* uc,
+ *                               fn, uintptr_t fp)
+ * Enters fn(sig, si, uc) as the kernel enters a handler: sp at a copied
+ * signal frame, x29 at the frame record above it, x30 at the restorer:
+ * fn's ret goes to goshim_restore_rt, whose rt_sigreturn reads the frame
+ * at sp, as after a kernel delivery.
+ */
+	.globl	goshim_sigframe_enter_fp
+	.hidden	goshim_sigframe_enter_fp
+	.type	goshim_sigframe_enter_fp,%function
+	.p2align 4
+goshim_sigframe_enter_fp:
+	.cfi_startproc
+	.cfi_undefined x30
+	mov	sp, x0
+	mov	x29, x5
+	adr	x30, goshim_restore_rt
+	mov	x16, x4
+	mov	w0, w1
+	mov	x1, x2
+	mov	x2, x3
+	br	x16
+	.cfi_endproc
+	.size	goshim_sigframe_enter_fp,.-goshim_sigframe_enter_fp
+
+
+/*
  * void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp)
  * Calls fn(arg) with the stack pointer at sp (aligned down to 16 bytes),
  * then returns on the caller's stack (frame record in x29).
