@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <new>
@@ -27,6 +29,10 @@ namespace {
 size_t g_page = 4096;
 std::atomic<size_t> g_default_size{8 << 20};
 std::atomic<bool> g_guard_madvise{true};
+// Guards of many ranges in one process_madvise call: 1 yes, 0 no, -1 not
+// probed yet (madvise_batch_works probes at its first call, which only a
+// program that creates a few dozen threads makes).
+std::atomic<int> g_madvise_batch{-1};
 
 // A freed stack keeps its descriptor in its own top bytes while pooled.
 struct FreeStack {
@@ -141,6 +147,21 @@ bool guard_madvise_works() {
   return works;
 }
 
+// The same for guards installed by process_madvise on the process itself
+// (a kernel before 6.14 refuses PIDFD_SELF, before 6.13 the advice; an
+// emulator may accept it and do nothing). Probed while the program runs,
+// so without file descriptors: the kernel reads a signal set from the
+// guarded page (blocking nothing if it could: the page holds zeros).
+bool guard_batch_works() {
+  void* p = sys::mmap(nullptr, g_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  struct iovec r = {p, g_page};
+  bool works = sys::process_madvise_self(&r, 1, MADV_GUARD_INSTALL) == (long)g_page &&
+               sys::rt_sigprocmask(SIG_BLOCK, p, nullptr, 8) == -EFAULT;
+  sys::munmap(p, g_page);
+  return works;
+}
+
 }  // namespace
 
 void stack_init() {
@@ -179,6 +200,14 @@ void set_default_stack_size(size_t size) {
 }
 size_t default_guard_size() { return g_page; }
 bool stack_guard_is_madvise() { return g_guard_madvise.load(std::memory_order_relaxed); }
+bool madvise_batch_works() {
+  int v = g_madvise_batch.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = stack_guard_is_madvise() && guard_batch_works();
+    g_madvise_batch.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
 
 // Whether the page at p (page aligned, readable) holds only zeros.
 // 16-byte loads, one test per KiB: the page looked at is nearly always the
