@@ -164,6 +164,14 @@ struct PollWaiter {
 
 // ---------------------------------------------------------------------------
 struct G {
+  // The first five lines (64 bytes each: the Gs are an array of strides
+  // of sizeof(G) rounded to 64) hold what a G's create writes and its
+  // first run and exit read or write (thread_create, g_entry,
+  // signal_g_exit, goexit_g0, the join): a goroutine in a wave of many
+  // touches 5 cold lines of its G, not 8 (bench/RESULTS.md, "create+join
+  // again, helper cj15b"). Keep a new field out of them unless create
+  // writes it, and sizeof(G) at most 704 (each stride is resident for
+  // every thread: "Idle memory: where each byte goes").
   // Saved stack pointer of a switched-out context. Offset 0: switch.S.
   uintptr_t sched_sp = 0;
   // Thread pointer: this G's TCB. pthread_t == tls::pthread_of(tp).
@@ -171,12 +179,12 @@ struct G {
   std::atomic<GStatus> status{GStatus::Idle};
   uint32_t flags = 0;
   M* m = nullptr;          // the M running it (Running, Syscall)
-  M* alloc_m = nullptr;    // whose jemalloc cache it is taking or using (core/mcache.hpp)
   G* schedlink = nullptr;  // run queue and free list link
   uint64_t goid = 0;       // unique, never reused
-  int64_t freed_at = 0;    // on the global free list since (coarse ns; proc.cpp)
   int32_t vtid = 0;        // virtual tid stored in the TCB
   uint32_t magic = 0;      // kGMagic while the slot holds a G
+  std::atomic<uint32_t> cancel{0};
+  int insig = 0;  // depth of program signal handlers running on this G
   Stack stack;
 
   // pthread
@@ -185,34 +193,49 @@ struct G {
   void* retval = nullptr;
   // Join protocol (proc.cpp): kJoin* bits; the word is also a sema address.
   std::atomic<uint32_t> join_state{0};
+  int sched_policy = 0;
   // CPU time (core/cputime.hpp): ns used in finished runs, and its M's
   // thread CPU clock when the current run began (-1: not running, or not
   // accounted).
   std::atomic<int64_t> cpu_ns{0};
   std::atomic<int64_t> cpu_mark{-1};
   std::atomic<G*> joiner{nullptr};
-  uint64_t creator_goid = 0;
+  // Signals and cancellation (process semantics); more below.
+  uint64_t sigmask = 0;                     // the program's blocked set for this G
+  std::atomic<uint64_t> sigpending{0};      // signals sent to this G, undelivered
+  std::atomic<uint64_t> sigpending_proc{0}; // of those: routed process signals (their siginfo is global)
+  std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
+  stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
+  void* rt_start = nullptr;  // pthread_create's handshake (core/rtlock.cpp), or nullptr
+  int sched_priority = 0;
+  // Priority protection as glibc's tpp (core/rtlock.cpp rt_pp_change): the
+  // maximum of the ceilings counted below (0: none).
+  int rt_pp_max = 0;
   bool started = false;    // has run at least once
   bool started_tls = false;  // its TLS block has been initialized once
   bool block_clean = false;  // its block was brought back at exit (tls::block_clean_at_exit)
   bool block_slot_stack = false;  // ... and holds its slot's stack (set_stack) since
   bool exit_called = false;  // ended through pthread_exit (retval set)
-  char name[16] = {0};     // pthread_setname_np
-  int sched_policy = 0;
-  int sched_priority = 0;
   // Real-time scheduling (core/rtlock.hpp): bound to its M, whose kernel
   // thread has sched_policy applied; the G stays in GStatus::Syscall.
   bool rt_locked = false;
-  // Priority protection as glibc's tpp (core/rtlock.cpp rt_pp_change): the
-  // ceilings counted (up to 8 distinct ones) and their maximum (0: none).
-  int rt_pp_max = 0;
+  std::atomic<bool> rt_pending{false};  // another G gave it a real-time policy: bind at its next call
+  std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
+  std::atomic<bool> preempt{false};
+  WaitReason waitreason = WaitReason::None;
+
+  int64_t freed_at = 0;    // on the global free list since (coarse ns; proc.cpp)
+  // The fifth line: also written at create.
+  uint64_t creator_goid = 0;
+  char name[16] = {0};     // pthread_setname_np
+  // The ceilings rt_pp_max is the maximum of (up to 8 distinct ones) and
+  // how often each is held.
   uint8_t rt_pp_ceil[8] = {};
   uint32_t rt_pp_count[8] = {};
-  void* rt_start = nullptr;  // pthread_create's handshake (core/rtlock.cpp), or nullptr
-  std::atomic<bool> rt_pending{false};  // another G gave it a real-time policy: bind at its next call
+
+  M* alloc_m = nullptr;    // whose jemalloc cache it is taking or using (core/mcache.hpp)
 
   // Parking
-  WaitReason waitreason = WaitReason::None;
   const void* waitobj = nullptr;  // address or fd the G waits on (dumps)
   // Futile wake chains (sema_wait, park): the word of this G's last
   // sema wait and its value when the G resumed; the word it last woke a
@@ -229,35 +252,23 @@ struct G {
   Timer timer;
 
   // Preemption and blocking calls (sysmon)
-  std::atomic<bool> preempt{false};
   int64_t runstart = 0;
   const char* blocking_what = nullptr;  // the blocking call it is in (Syscall)
   int64_t syscall_since = 0;
 
   // Signals and cancellation (process semantics)
-  uint64_t sigmask = 0;                     // the program's blocked set for this G
-  std::atomic<uint64_t> sigpending{0};      // signals sent to this G, undelivered
-  std::atomic<uint64_t> sigpending_proc{0}; // of those: routed process signals (their siginfo is global)
-  std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
-  std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
   uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend; +1 per wake
   uint32_t nhandled = 0;                    // program handlers run on this G
-  stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
-  int insig = 0;  // depth of program signal handlers running on this G
   // signal_deliver is choosing and taking the next signal for a handler
   // (core/signal.cpp): a delivery nested in it (goshim's preemption or
   // kick handler) would run a later signal first. Written and read on this
   // G only (its own handlers).
   bool delivering = false;
-  std::atomic<uint32_t> cancel{0};
   bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
   bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
   // Whether the program handler that ran last on this G (nhandled) had
   // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.
-  // (Here, in a hole: the Gs are an array of 64-byte-rounded strides, each
-  // stride resident for every thread, so 704 bytes cost 704 and 712 cost
-  // 768; see bench/RESULTS.md, "Idle memory: where each byte goes".)
   bool handled_restart = false;
 
   // GOSHIM_TRACE (trace.cpp): start of its current slice and block.

@@ -50,5 +50,8 @@ void stack_scavenge(int64_t now);
 
 // Whether guards use MADV_GUARD_INSTALL (true) or mprotect (false).
 bool stack_guard_is_madvise();
+// Whether sys::process_madvise_self installs guards (MADV_GUARD_INSTALL,
+// checked as stack guards are) and so can prepare many ranges in one call.
+bool madvise_batch_works();
 
 }  // namespace goshim

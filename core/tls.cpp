@@ -10,7 +10,9 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
-extern "C" struct __res_state* __res_state(void);
+#include <netinet/in.h>
+#include <resolv.h>  // struct __res_state (a public ABI)
+#undef p_type      // resolv.h's name for __p_type: ElfW(Phdr)'s member here
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -600,6 +602,15 @@ GOSHIM_NO_MEMSET_IDIOM static void zero16(uintptr_t p, size_t n) {
 //    stored there over a zero slot leaves only a sequence number that no
 //    reader looks at while data is NULL), and by key reads and the exit
 //    destructors, which only clear values stored before.
+//  - the resolver state `res` (nine lines) past its first 16-byte word,
+//    when its options are 0: res_init has not run in the thread (it sets
+//    RES_INIT, and the resolver's sockets and name-server copies exist
+//    only after it), so the thread wrote nothing there or only fields
+//    that a new thread's res_init overwrites. That is glibc's own
+//    contract for a reused thread descriptor (its __res_thread_freeres
+//    sets only options to 0, leaving the other fields; tests/preload/
+//    thread_starts_clean). A thread whose options are not 0 has its res
+//    cleared whole, as before.
 constexpr size_t kTcbUnusedLo = 0x80, kTcbUnusedHi = 0x2c0;
 
 static void zero_pthread(uintptr_t tp, bool keys) {
@@ -613,6 +624,15 @@ static void zero_pthread(uintptr_t tp, bool keys) {
     uintptr_t klo = tp + L.specific_1stblock, khi = tp + L.specific_used;
     zero16(at0, klo - at0);
     at0 = khi;
+  }
+  // res, from its first 16-byte boundary after the options word's start
+  // to its end's (the rest is cleared with its neighbours).
+  uintptr_t rlo = ((tp + L.res + offsetof(struct __res_state, options)) + 15) & ~(uintptr_t)15;
+  uintptr_t rhi = (tp + L.res + sizeof(struct __res_state)) & ~(uintptr_t)15;
+  if (rlo >= at0 && rhi <= end && rlo < rhi &&
+      at<unsigned long>(tp + L.res, offsetof(struct __res_state, options)) == 0) {
+    zero16(at0, rlo - at0);
+    at0 = rhi;
   }
   zero16(at0, end - at0);
 }

@@ -2,6 +2,7 @@
 #include "syscalls/sys.hpp"
 
 #include <linux/futex.h>
+#include <errno.h>
 #include <sys/mman.h>
 
 namespace goshim::sys {
@@ -44,6 +45,15 @@ long mprotect(void* addr, size_t len, int prot) {
 }
 long madvise(void* addr, size_t len, int advice) {
   return raw3(SYS_madvise, (long)addr, (long)len, advice);
+}
+long process_madvise_self(const struct iovec* ranges, size_t n, int advice) {
+#ifdef SYS_process_madvise
+  constexpr long kPidfdSelf = -10000;  // PIDFD_SELF (PIDFD_SELF_THREAD: the same mm)
+  return raw5(SYS_process_madvise, kPidfdSelf, (long)ranges, (long)n, advice, 0);
+#else
+  (void)ranges, (void)n, (void)advice;
+  return -ENOSYS;
+#endif
 }
 
 long write(int fd, const void* buf, size_t n) { return raw3(SYS_write, fd, (long)buf, (long)n); }

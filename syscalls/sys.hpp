@@ -19,6 +19,7 @@
 #endif
 
 struct epoll_event;
+struct iovec;
 
 namespace goshim::sys {
 
@@ -36,6 +37,10 @@ void* mmap(void* addr, size_t len, int prot, int flags, int fd, long off);  // M
 long munmap(void* addr, size_t len);
 long mprotect(void* addr, size_t len, int prot);
 long madvise(void* addr, size_t len, int advice);
+// process_madvise(2) on the calling process (PIDFD_SELF, Linux 6.14+; any
+// advice on oneself since 6.13): `advice` on each of n ranges in one call.
+// Returns the bytes advised (short when a range failed), or -errno.
+long process_madvise_self(const struct iovec* ranges, size_t n, int advice);
 
 long write(int fd, const void* buf, size_t n);
 long read(int fd, void* buf, size_t n);

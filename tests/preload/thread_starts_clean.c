@@ -11,9 +11,15 @@
  * not run in it: RES_INIT clear) and holds none of the options another
  * thread set in its own. (glibc clears only the options of a reused
  * thread descriptor's _res: retry, ndots, name servers and the rest may
- * survive there until res_init runs, so they are not checked.) */
+ * survive there until res_init runs, so they are not checked.) A thread
+ * that wrote those fields without running res_init (its options stay 0)
+ * leaves nothing that the next thread's res_init does not replace: the
+ * options, ndots and name servers res_init gives are those it gives in a
+ * thread nobody ran before. (Not retry and retrans: res_init keeps values
+ * a program set before it, and glibc hands a reused descriptor's on.) */
 #include <errno.h>
 #include <locale.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <resolv.h>
@@ -88,6 +94,51 @@ static void check_clean(const char *who) {
         (unsigned long)_res.options);
 }
 
+/* What res_init gives a thread: taken in a thread before any other. */
+static int ref_ndots, ref_nscount;
+static unsigned long ref_options;
+static struct sockaddr_in ref_ns0;
+
+static void *res_reference(void *arg) {
+  CHECK_EQ(res_init(), 0);
+  ref_ndots = _res.ndots;
+  ref_options = _res.options;
+  ref_nscount = _res.nscount;
+  ref_ns0 = _res.nsaddr_list[0];
+  return arg;
+}
+
+/* Changes its resolver state without res_init: options stay 0. */
+static void *res_fields_only(void *arg) {
+  CHECK((_res.options & RES_INIT) == 0, "res_fields_only: _res initialized");
+  _res.ndots = (ref_ndots + 3) & 15;
+  _res.nscount = 3;
+  for (int i = 0; i < 3; i++) {
+    _res.nsaddr_list[i].sin_family = AF_INET;
+    _res.nsaddr_list[i].sin_port = htons(5353 + i);
+    _res.nsaddr_list[i].sin_addr.s_addr = htonl(0x0a000001 + i);
+  }
+  return arg;
+}
+
+static void *res_reinit(void *arg) {
+  CHECK((_res.options & RES_INIT) == 0, "res_reinit: _res initialized (options %#lx)",
+        (unsigned long)_res.options);
+  CHECK_EQ(res_init(), 0);
+  CHECK(_res.ndots == ref_ndots && _res.options == ref_options && _res.nscount == ref_nscount,
+        "res_init after a thread that changed _res: ndots %d options %#lx nscount %d, "
+        "first thread's %d %#lx %d",
+        _res.ndots, (unsigned long)_res.options, _res.nscount, ref_ndots, ref_options,
+        ref_nscount);
+  CHECK(_res.nsaddr_list[0].sin_port == ref_ns0.sin_port &&
+            _res.nsaddr_list[0].sin_addr.s_addr == ref_ns0.sin_addr.s_addr,
+        "res_init after a thread that changed _res: first name server %#x:%u, first thread's "
+        "%#x:%u",
+        ntohl(_res.nsaddr_list[0].sin_addr.s_addr), ntohs(_res.nsaddr_list[0].sin_port),
+        ntohl(ref_ns0.sin_addr.s_addr), ntohs(ref_ns0.sin_port));
+  return arg;
+}
+
 static void *clean(void *arg) {
   check_clean((const char *)arg);
   /* Leaves nothing: the next thread checks again. */
@@ -102,6 +153,26 @@ int main(void) {
   CHECK(cloc != (locale_t)0, "newlocale");
   pthread_t t;
   void *r;
+  CHECK_EQ(pthread_create(&t, NULL, res_reference, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  /* Resolver fields written without res_init, then res_init: one at a
+   * time and in waves. */
+  for (int round = 0; round < 100; round++) {
+    CHECK_EQ(pthread_create(&t, NULL, res_fields_only, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(pthread_create(&t, NULL, res_reinit, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+  }
+  {
+    enum { RW = 16 };
+    pthread_t rw[RW];
+    for (int round = 0; round < 10; round++) {
+      for (int i = 0; i < RW; i++) CHECK_EQ(pthread_create(&rw[i], NULL, res_fields_only, NULL), 0);
+      for (int i = 0; i < RW; i++) CHECK_EQ(pthread_join(rw[i], NULL), 0);
+      for (int i = 0; i < RW; i++) CHECK_EQ(pthread_create(&rw[i], NULL, res_reinit, NULL), 0);
+      for (int i = 0; i < RW; i++) CHECK_EQ(pthread_join(rw[i], NULL), 0);
+    }
+  }
   /* One at a time: dirty, then clean, many times. */
   for (long round = 0; round < 300; round++) {
     CHECK_EQ(pthread_create(&t, NULL, dirty, (void *)round), 0);
