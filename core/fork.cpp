@@ -7,6 +7,8 @@
 #include <new>
 
 #include "core/cputime.hpp"
+#include "core/fdtable.hpp"
+#include "core/lockrank.hpp"
 #include "core/memclass.hpp"
 #include "core/netpoll.hpp"
 #include "core/ownthread.hpp"
@@ -80,6 +82,9 @@ bool threads_deferred;
 
 void after_fork_child() { fork_child_reset(); }
 
+// 1:1 mode: the pid whose state fork_child_reset_1to1 reset.
+std::atomic<long> reset_pid_1to1{0};
+
 }  // namespace
 
 bool fork_is_child() { return reset_pid.load(std::memory_order_relaxed) != 0; }
@@ -100,6 +105,27 @@ void fork_init() {
   register_fork_child_hook(sysmon_after_fork);
   if (pthread_atfork(nullptr, nullptr, after_fork_child) != 0)
     fatal("cannot register the fork child handler");
+}
+
+void fork_init_1to1() {
+  if (pthread_atfork(nullptr, nullptr, fork_child_reset_1to1) != 0)
+    fatal("cannot register the fork child handler");
+}
+
+void fork_child_reset_1to1() {
+  long pid = sys::getpid();
+  if (reset_pid_1to1.load(std::memory_order_relaxed) == pid) return;
+  reset_pid_1to1.store(pid, std::memory_order_relaxed);
+  // Every thread is a kernel thread, but the program's calls still go
+  // through goshim's fd table (reference counts, the tentative references
+  // close waits for, descriptor locks) and its semaphore buckets (bucket
+  // locks, queued waiters): what the parent's other threads held or were
+  // counted in at the fork describes threads the child does not have (a
+  // close in the child spun for ever on a parent thread's tentative
+  // reference). No epoll instance or scheduler to reset in this mode.
+  lock_rank_after_fork();
+  sema_after_fork();
+  fd_fork_child();
 }
 
 void fork_child_reset() {

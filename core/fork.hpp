@@ -20,6 +20,16 @@ namespace goshim {
 // Registers the child handler with glibc's pthread_atfork (runtime init).
 void fork_init();
 
+// 1:1 mode (goshim refused M:N, or GOSHIM_MODE=1:1): registers
+// fork_child_reset_1to1 as an atfork child handler (runtime_init, once).
+void fork_init_1to1();
+
+// 1:1 mode, in a fork child (only the forking thread): resets the state
+// 1:1 mode keeps for all threads (the fd table, the semaphore buckets).
+// Runs once per child (glibc's handler, or the shim's fork wrappers for
+// _Fork, which runs no handlers).
+void fork_child_reset_1to1();
+
 // Adds fn to the hooks run in the child (in registration order). Call
 // during initialization; at most 32 hooks.
 void register_fork_child_hook(void (*fn)());

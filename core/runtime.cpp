@@ -408,6 +408,7 @@ static bool runtime_init_mn();
 bool runtime_init() {
   if (runtime_init_mn()) return true;
   runtime_refused.store(true, std::memory_order_release);
+  fork_init_1to1();
   return false;
 }
 

@@ -23,6 +23,8 @@ GOSHIM_EXPORT pid_t fork(void) {
   if (pid == 0 && mn_active()) {
     fork_child_reset();
     rt_after_fork();
+  } else if (pid == 0) {
+    fork_child_reset_1to1();  // glibc's handler did it (fork), or not (_Fork)
   }
   fork_wrapper_end(pid == 0 && mn_active());
   return pid;
@@ -34,6 +36,8 @@ GOSHIM_EXPORT pid_t _Fork(void) {
   if (pid == 0 && mn_active()) {
     fork_child_reset();
     rt_after_fork();
+  } else if (pid == 0) {
+    fork_child_reset_1to1();  // glibc's handler did it (fork), or not (_Fork)
   }
   fork_wrapper_end(pid == 0 && mn_active());
   return pid;
