@@ -35,6 +35,24 @@ print(f"{n} wake-ups; ready to running (us):",
       f"max {waits[-1][0]:.0f}")
 nop = sum(1 for _, e in waits if e["pid"] == 2)
 print(f"made without a P (netpoll blocked, sysmon): {100.0 * nop / n:.1f} %")
+# By what the G had parked on (its previous slice's stop) and by who readied
+# it: a P, an M without one (out of a blocking netpoll), or no M at all
+# (sysmon: its netpoll when nobody polled for 10 ms; a foreign thread).
+by_g_sl = collections.defaultdict(list)
+for s in slices:
+    by_g_sl[s["args"]["goid"]].append(s)
+groups = collections.defaultdict(list)
+for d, e in waits:
+    sl = by_g_sl.get(e["args"]["goid"], [])
+    i = bisect.bisect_right([s["ts"] for s in sl], e["ts"]) - 1
+    on = sl[i]["args"].get("on", sl[i]["args"].get("stop", "?")) if i >= 0 else "?"
+    who = "P" if e["pid"] == 1 else ("no M (sysmon)" if e["tid"] == 999 else "M without P")
+    groups[(on, who)].append(d)
+for (on, who), ds in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+    ds.sort()
+    k = len(ds)
+    print(f"  parked on {on}, readied by {who}: {k} ({100.0 * k / n:.1f} %), "
+          f"p50 {ds[k // 2]:.0f} us, p90 {ds[min(k - 1, int(k * 0.9))]:.0f} us")
 nprocs = 1 + max(e["tid"] for e in slices)
 long_ = [w for w in waits if w[0] >= threshold]
 print(f"{len(long_)} waits of {threshold:.0f} us or more")
