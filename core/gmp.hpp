@@ -511,11 +511,6 @@ struct Sched {
   std::atomic<uint64_t> nparks{0};  // base of total_parks(): parks are counted per P (P::nparks)
   std::atomic<uint64_t> nhandoff{0};
   std::atomic<uint64_t> npreempt{0};
-  // Gs readied by sysmon's network poll (nobody else polled for
-  // kPollIdleNs) and by the scheduler's poll while its P had work queued
-  // (find_runnable, kBusyPollNs).
-  std::atomic<uint64_t> npollsysmon{0};
-  std::atomic<uint64_t> npollbusy{0};
   std::atomic<uint64_t> ngcreated{0};
   std::atomic<int64_t> ngpeak{0};
 

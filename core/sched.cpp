@@ -472,31 +472,6 @@ static int64_t check_timers_noP(int64_t poll_until) {
 }
 
 // Finds a runnable G; blocks (stopm or netpoll) until there is one. On g0.
-bool netpoll_due(int64_t now) {
-  int64_t last = sched.lastpoll.load(std::memory_order_relaxed);
-  // 0: an M is blocked in netpoll and sees events as they come.
-  return last != 0 && now - last >= kBusyPollNs && netpoll_any_waiters();
-}
-
-void netpoll_if_due(int64_t now) {
-  int64_t last = sched.lastpoll.load(std::memory_order_relaxed);
-  if (last == 0 || now - last < kBusyPollNs || !netpoll_any_waiters()) return;
-  if (sched.pollingNet.exchange(1, std::memory_order_acquire) != 0) return;
-  // Claims this round (an M about to block in netpoll swaps in 0 first:
-  // then it polls, not we).
-  if (!sched.lastpoll.compare_exchange_strong(last, now, std::memory_order_seq_cst)) {
-    sched.pollingNet.store(0, std::memory_order_release);
-    return;
-  }
-  GQueue q;
-  netpoll(0, q);
-  sched.pollingNet.store(0, std::memory_order_release);
-  if (q.empty()) return;
-  sched.npollbusy.fetch_add(q.size, std::memory_order_relaxed);
-  // Behind the Gs already queued here (one to each idle P, if any).
-  ready_list(q);
-}
-
 G* find_runnable(bool* inherit) {
   GOSHIM_ON_G0();
   GOSHIM_WITH_P();
@@ -511,12 +486,6 @@ top:
   int64_t now = 0;  // read lazily: only timers need it
   int64_t poll_until = 0;
   timers_run(&pp->timers, &now, &poll_until);
-
-  // Work queued here or globally: fd events would otherwise wait until a
-  // P runs out of work, or for sysmon (kBusyPollNs). With nothing queued
-  // the search below polls after older work on other Ps.
-  if (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) != 0)
-    netpoll_if_due(now != 0 ? now : sys::nanotime());
 
   if (G* gp = runq_pick(pp, inherit)) return gp;
 

@@ -60,21 +60,6 @@ void gosched_global();
 // when it came from runnext; the M may be spinning (schedule() calls
 // resetspinning).
 G* find_runnable(bool* inherit);
-// How long fd events may go unseen while every P has work queued: then
-// the next scheduling round polls the network without blocking before it
-// runs queued work (find_runnable), and park skips its direct hand-off.
-// Go polls only when a P runs out of work (and sysmon after 10 ms): with
-// every P busy, a connection's request waited for sysmon's poll, 10 ms,
-// where the kernel wakes a thread blocked in recv at once (issue 16:
-// MariaDB at 16 connections, 12 % of its wake-ups).
-inline constexpr int64_t kBusyPollNs = 100 * 1000;
-// Any P. Polls the network without blocking if nobody has for
-// kBusyPollNs (nobody blocks in it); readies what it finds behind the
-// queued Gs. now: nanotime.
-void netpoll_if_due(int64_t now);
-// Any thread. Whether netpoll_if_due would poll at now (any clock that
-// does not run ahead of nanotime; park uses the coarse one).
-bool netpoll_due(int64_t now);
 // Tries to get an idle P running a spinning M to pick up new work. Any.
 void wakep();
 // A timer at when was added: make sure some M will wake for it. Any.
