@@ -17,6 +17,8 @@ for procs in 1 2; do
   exec 3>"$T/fifo"
   wait_for "$T/out" '^reader blocked$' 30 || fail "p$procs: main did not see the reader block in 30 s"
   wait_for "$T/err" '^goshim: pinned:' 30 || fail "p$procs: no pinning report 30 s into the stall"
+  # The backtrace follows the header: the report is whole at its blank line.
+  wait_for "$T/err" '^$' 30 || fail "p$procs: the pinning report did not end 30 s after its first line"
   wait_for "$T/err" '^SCHED [0-9]+ms: .* pinned=[1-9]' 30 || fail "p$procs: no schedtrace line counts the stall in 30 s"
   (trap "" PIPE; echo x >&3) 2>/dev/null
   exec 3>&-

@@ -17,6 +17,10 @@ for procs in 1 2; do
   pid=$!
   exec 3>"$T/fifo"
   wait_for "$T/err" '^goshim: pinned:' 30 || fail "p$procs: no pinning report 30 s into the stall"
+  # The header is written before the backtrace is taken from the blocked
+  # thread: end the stall only once the report is whole (its blank line),
+  # or the backtrace is taken from a thread that has already returned.
+  wait_for "$T/err" '^$' 30 || fail "p$procs: the pinning report did not end 30 s after its first line"
   (trap "" PIPE; echo x >&3) 2>/dev/null
   exec 3>&-
   wait $pid
