@@ -1682,14 +1682,24 @@ namespace {
 // run (tests/preload/signals_taker_exit, 1 run in 400 on a loaded
 // machine). Since a thread runs the handler of a signal it dequeued before
 // any other code of its own, it is enough to see each such M run some:
-// its uprog move, or its mask block the signals. Bounded: an M asleep in
-// the kernel on a stale mask (a lock's futex) has no handler to run.
+// its uprog move, or its mask block the signals. An M running a goroutine
+// that leaves the signals open would run the program's handler there (it
+// is not lost): only Ms on g0 or running a goroutine that blocks them are
+// waited for. Bounded in time (an M asleep in the kernel on a stale mask,
+// a lock's futex, has no handler to run; on a loaded machine each
+// sched_yield may cost a whole time slice: a bound in iterations made
+// such exits take seconds under qemu, sync_foreign).
 void wait_stale_ms(M* self, uint64_t open) {
+  int64_t deadline = 0;
   for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
     if (m == self) continue;
     if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) continue;
+    G* cg = __atomic_load_n(&m->curg, __ATOMIC_ACQUIRE);
+    if (cg && !(__atomic_load_n(&cg->sigmask, __ATOMIC_ACQUIRE) & open)) continue;
+    if (deadline == 0) deadline = sys::nanotime() + 10 * 1000 * 1000;
     uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
-    for (int i = 0; i < 20000; i++) {
+    for (;;) {
+      if (sys::nanotime() > deadline) return;
       // Two steps: the first may be a store made before the dequeue that
       // this thread saw late.
       if (m->uprog.load(std::memory_order_seq_cst) - p0 >= 2) break;
