@@ -259,6 +259,12 @@ struct G {
   // Signals and cancellation (process semantics)
   uint32_t sigwait_word = 0;                // parks here in sigwait/sigsuspend; +1 per wake
   uint32_t nhandled = 0;                    // program handlers run on this G
+  // The stack pointer of run_program's call of each of the outermost
+  // kSigSpKept program handlers running on this G (insig deep): a longjmp
+  // or siglongjmp to a frame outside a handler leaves it and every handler
+  // nested in it (core/signal.cpp signal_longjmp).
+  static constexpr int kSigSpKept = 3;
+  uintptr_t sig_sp[kSigSpKept] = {};
   std::atomic<int> intr_signal{0};  // the signal that interrupted its wait
   // signal_deliver is choosing and taking the next signal for a handler
   // (core/signal.cpp): a delivery nested in it (goshim's preemption or

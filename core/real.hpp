@@ -45,6 +45,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -126,6 +127,10 @@ namespace goshim::real {
   X(raise, int (*)(int), Next, nullptr, 0)                                                         \
   X(sigpending, int (*)(sigset_t*), Next, nullptr, 0)                                              \
   X(sigaltstack, int (*)(const stack_t*, stack_t*), Next, nullptr, 0)                              \
+  X(longjmp, void (*)(struct __jmp_buf_tag*, int), Next, nullptr, 0)                              \
+  X(_longjmp, void (*)(struct __jmp_buf_tag*, int), Next, nullptr, 0)                             \
+  X(siglongjmp, void (*)(struct __jmp_buf_tag*, int), Next, nullptr, 0)                           \
+  X(__longjmp_chk, void (*)(struct __jmp_buf_tag*, int), Next, nullptr, 0)                        \
   X(sigwait, int (*)(const sigset_t*, int*), Next, nullptr, 0)                                     \
   X(sigwaitinfo, int (*)(const sigset_t*, siginfo_t*), Next, nullptr, 0)                           \
   X(sigtimedwait, int (*)(const sigset_t*, siginfo_t*, const struct timespec*), Next, nullptr, 0)  \

@@ -23,6 +23,7 @@
 #include "core/cancelproto.hpp"
 #include "core/config.hpp"
 #include "core/dump.hpp"
+#include "core/jmpbuf.hpp"
 #include "core/preempt.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
@@ -558,13 +559,18 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   }
   uint64_t saved = 0;
   bool delivering = false;
+  int depth = 0;  // the handlers running on gp below this one
   if (gp) {
     // A program handler may block or park: never on the M's stack.
     GOSHIM_DCHECK(!gp->m || !signal_on_m_stack(gp->m, arch::get_sp()),
                   "run_program: a program handler on the M's signal stack");
     gp->nhandled++;
     gp->handled_restart = flags & SA_RESTART;  // for a goshim wait it ran into (fd layer)
-    __atomic_store_n(&gp->insig, gp->insig + 1, __ATOMIC_RELAXED);
+    depth = gp->insig;
+    // Where this handler's frames begin (signal_longjmp): a jump to a
+    // frame above them leaves it.
+    if (depth < G::kSigSpKept) gp->sig_sp[depth] = arch::get_sp();
+    __atomic_store_n(&gp->insig, depth + 1, __ATOMIC_RELAXED);
     // Either pthread_cancel (cancel_send) sees insig and sends SIGCANCEL, or
     // the handler's cancellable libc call sees the cancellation at entry.
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -586,7 +592,9 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   if (gp) {
     gp->sigmask = saved;
     __atomic_store_n(&gp->delivering, delivering, __ATOMIC_RELAXED);
-    gp->insig--;
+    // The depth this handler found (a nested one may have left by a jump
+    // that signal_longjmp could not place).
+    __atomic_store_n(&gp->insig, depth, __ATOMIC_RELAXED);
   }
 }
 
@@ -1009,8 +1017,83 @@ void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
 
 }  // namespace
 
+namespace {
+
+// The depth of frames below a handler's start that a jump target on a
+// stack goshim does not know the bounds of (the main thread's, or one the
+// program made itself: makecontext, a coroutine library) may lie at and
+// still count as inside that handler. A handler's own frames are far
+// shallower; the program's other stacks are usually farther apart.
+constexpr uintptr_t kUnknownStackSpan = 256 * 1024;
+
+// Which of gp's stacks sp lies on, as far as goshim knows: 2 its alternate
+// signal stack, 1 its own stack, 0 another.
+int stack_of(const G* gp, uintptr_t sp) {
+  uintptr_t alt = (uintptr_t)gp->altstack.ss_sp;
+  if (!(gp->altstack.ss_flags & SS_DISABLE) && sp >= alt && sp < alt + gp->altstack.ss_size)
+    return 2;
+  if (gp->stack.hi && sp >= gp->stack.lo && sp < gp->stack.hi) return 1;
+  return 0;
+}
+
+// Whether a jump that resumes with stack pointer sp stays inside the
+// handler whose frames begin below entry (run_program's stack pointer): a
+// deeper frame of the same stack.
+bool inside_handler(const G* gp, uintptr_t sp, uintptr_t entry) {
+  int s = stack_of(gp, sp);
+  if (s != stack_of(gp, entry) || sp >= entry) return false;
+  return s != 0 || entry - sp < kUnknownStackSpan;
+}
+
+}  // namespace
+
+bool signal_longjmp(const void* env, const sigset_t* saved) {
+  G* gp = tls_g;
+  if (!gp || gp->is_g0()) return false;
+  if (__atomic_load_n(&gp->insig, __ATOMIC_RELAXED) > 0) {
+    uintptr_t sp = jmpbuf_sp(env);
+    int n = gp->insig < G::kSigSpKept ? gp->insig : G::kSigSpKept;
+    for (int k = 0; sp && k < n; k++) {
+      if (inside_handler(gp, sp, gp->sig_sp[k])) continue;
+      // The jump leaves handler k and those nested in it: their frames
+      // (run_program's among them) are gone.
+      __atomic_store_n(&gp->insig, k, __ATOMIC_RELAXED);
+      break;
+    }
+  }
+  // Where goshim serves the G's mask calls (shim/signal_thread.cpp mask_g).
+  bool own = gp->insig == 0 &&
+             (gp->status.load(std::memory_order_relaxed) == GStatus::Running || gp->rt_locked);
+  if (!own) return false;
+  // The mask sigsetjmp saved, then (as natively on the return from that
+  // mask change, or from the system call a handler came in) what is due.
+  if (saved) signal_longjmp_mask(gp, saved);
+  else if (gp->status.load(std::memory_order_relaxed) == GStatus::Running && signal_has_pending(gp))
+    signal_deliver(gp);
+  return saved != nullptr;
+}
+
+int signal_longjmp_mask(G* gp, const sigset_t* saved) {
+  // glibc's sigsetjmp saved the kernel mask, in which goshim's own signals
+  // are always open: for those the program's own bits stay as they are.
+  uint64_t in = internal_mask();
+  uint64_t n = (to_bits(saved) & ~in) | (gp->sigmask & in);
+  // The jump may leave a handler the kernel entered (a fault's, on this
+  // M): the kernel mask is then the one the kernel set for it, not the
+  // one goshim last set (M::cur_sigmask), and must be set for sure.
+  if (M* mp = gp->m) {
+    uint64_t k = 0;
+    sys::rt_sigprocmask(SIG_BLOCK, nullptr, &k, 8);
+    __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
+  }
+  sigset_t set;
+  from_bits(n, &set);
+  return signal_setmask(gp, SIG_SETMASK, &set, nullptr);
+}
+
 void signal_init() {
   pool_init();
+  jmpbuf_init();
   if (!real::lazy::sigaction()) fatal("cannot resolve sigaction");
   // What the program (or the environment) installed before goshim started.
   for (int sig = 1; sig <= 64; sig++) {

@@ -54,6 +54,17 @@ bool signal_has_handler(int sig);
 
 // The calling G's mask change (pthread_sigmask semantics). Returns 0 or an
 // errno value. On user G.
+// A longjmp/siglongjmp of the calling thread to env is about to happen
+// (shim/signal_thread.cpp): the program signal handlers its target lies
+// outside of are over (G::insig); then saved (the mask sigsetjmp saved, or
+// nullptr) is set (signal_longjmp_mask) and what is due delivered. Returns
+// whether it set saved (the jump must then restore none). Goroutines only.
+bool signal_longjmp(const void* env, const sigset_t* saved);
+// siglongjmp's restore of the mask sigsetjmp saved (glibc saves and sets
+// it with its internal sigprocmask, which goshim does not see): the G's
+// mask becomes saved, except for goshim's own signals (open in every
+// kernel mask), whose program bits stay. Returns 0 or an errno.
+int signal_longjmp_mask(G* gp, const sigset_t* saved);
 int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old);
 // Applies gp's mask (and alternate signal stack) to the current M if they
 // differ from what it has. On g0, before running gp.

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -107,6 +108,38 @@ static G* mask_g() {
   if (G* gp = shim::user_g()) return gp;
   G* g = tls_g;
   return g && !g->is_g0() && g->rt_locked && g->insig == 0 && mn_active() ? g : nullptr;
+}
+
+// longjmp, _longjmp, siglongjmp and __longjmp_chk (_FORTIFY_SOURCE's
+// longjmp). On a goroutine: a jump out of a program signal handler ends
+// the handler for goshim too (signal_longjmp), and the mask a sigsetjmp
+// saved is set through goshim, then glibc jumps with a copy of env that
+// restores none (glibc would set it with its internal sigprocmask, behind
+// the G's mask and its M's kernel mask).
+namespace {
+using JumpFn = void (*)(struct __jmp_buf_tag*, int);
+
+[[noreturn]] void jump(JumpFn* real_jump, struct __jmp_buf_tag* env, int val) {
+  struct __jmp_buf_tag copy;
+  if (tls_g && mn_active() &&
+      signal_longjmp(env, env->__mask_was_saved ? &env->__saved_mask : nullptr)) {
+    memcpy(&copy, env, sizeof copy);
+    copy.__mask_was_saved = 0;
+    env = &copy;
+  }
+  shim::ensure_real();
+  (*real_jump)(env, val);
+  __builtin_unreachable();
+}
+}  // namespace
+
+GOSHIM_EXPORT void longjmp(struct __jmp_buf_tag env[1], int val) { jump(&real::longjmp, env, val); }
+GOSHIM_EXPORT void _longjmp(struct __jmp_buf_tag env[1], int val) { jump(&real::_longjmp, env, val); }
+GOSHIM_EXPORT void siglongjmp(struct __jmp_buf_tag env[1], int val) {
+  jump(&real::siglongjmp, env, val);
+}
+GOSHIM_EXPORT void __longjmp_chk(struct __jmp_buf_tag env[1], int val) {
+  jump(&real::__longjmp_chk, env, val);
 }
 
 GOSHIM_EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {

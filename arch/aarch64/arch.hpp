@@ -17,6 +17,9 @@ void goshim_gstart();
 // fn(arg) with the stack pointer at sp (16-byte aligned down); returns here.
 void goshim_call_on_stack(void* arg, void (*fn)(void*), uintptr_t sp);
 void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
+// Enters the C library's _setjmp(buf) as if its caller had called it,
+// after storing in *sp the stack pointer _setjmp records (core/jmpbuf.cpp).
+void goshim_jmpbuf_probe(void* buf, uintptr_t* sp);
 }
 // Enters fn(sig, si, uc) as the kernel enters a signal handler: the stack
 // pointer at sp (a signal frame made by arch::sigframe_copy), x29 at fp
@@ -70,6 +73,14 @@ inline constexpr unsigned long kMinStackGuard = 64 * 1024;
 // dynamic one of <pthread.h>): what a thread's end keeps of its stack below
 // the exiting frame (core/stack.cpp stack_release_unused).
 inline constexpr unsigned long kGlibcStackMin = 128 * 1024;
+
+// glibc's jmp_buf (glibc-private; core/jmpbuf.cpp checks both facts at
+// start-up with goshim_jmpbuf_probe): the index of the word that holds the
+// stack pointer, and its mangling (xor with the pointer guard).
+// jmpbuf_unmangle(w, key) undoes it for the pointer guard key;
+// jmpbuf_unmangle(w, sp) of a word that holds the mangled sp gives the key.
+inline constexpr int kJmpBufSp = 13;
+inline uintptr_t jmpbuf_unmangle(uintptr_t w, uintptr_t key) { return w ^ key; }
 
 // Current stack pointer.
 inline uintptr_t get_sp() {

@@ -26,6 +26,9 @@ void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
 // returns here.
 [[noreturn]] void goshim_sigframe_enter(uintptr_t sp, int sig, void* si, void* uc,
                                         void (*fn)(int, siginfo_t*, void*));
+// Enters the C library's _setjmp(buf) as if its caller had called it,
+// after storing in *sp the stack pointer _setjmp records (core/jmpbuf.cpp).
+void goshim_jmpbuf_probe(void* buf, uintptr_t* sp);
 }
 
 namespace goshim::arch {
@@ -63,6 +66,15 @@ inline constexpr unsigned long kMinStackGuard = 0;
 // dynamic one of <pthread.h>): what a thread's end keeps of its stack below
 // the exiting frame (core/stack.cpp stack_release_unused).
 inline constexpr unsigned long kGlibcStackMin = 16 * 1024;
+
+// glibc's jmp_buf (glibc-private; core/jmpbuf.cpp checks both facts at
+// start-up with goshim_jmpbuf_probe): the index of the word that holds the
+// stack pointer, and its mangling (xor with the pointer guard, then rotate
+// left by 17 bits). jmpbuf_unmangle(w, key) undoes it for the pointer
+// guard key; jmpbuf_unmangle(w, sp) of a word that holds the mangled sp
+// gives the key.
+inline constexpr int kJmpBufSp = 6;
+inline uintptr_t jmpbuf_unmangle(uintptr_t w, uintptr_t key) { return ((w >> 17) | (w << 47)) ^ key; }
 
 // Current stack pointer.
 inline uintptr_t get_sp() {

@@ -276,3 +276,24 @@ goshim_call_on_stack:
 	.cfi_endproc
 	.size	goshim_call_on_stack,.-goshim_call_on_stack
 	.section .note.GNU-stack,"",@progbits
+
+/*
+ * void goshim_jmpbuf_probe(void* buf, uintptr_t* sp)
+ * Stores in *sp the stack pointer the C library's _setjmp records for the
+ * caller (its value after this call returns), then enters _setjmp(buf) as
+ * if the caller had called it: _setjmp returns 0 to the caller.
+ * core/jmpbuf.cpp learns from it how glibc mangles a jmp_buf's stack
+ * pointer. Nothing ever jumps to buf.
+ */
+	.text
+	.globl	goshim_jmpbuf_probe
+	.hidden	goshim_jmpbuf_probe
+	.type	goshim_jmpbuf_probe,@function
+	.p2align 4
+goshim_jmpbuf_probe:
+	.cfi_startproc
+	leaq	8(%rsp), %rax
+	movq	%rax, (%rsi)
+	jmp	_setjmp@PLT
+	.cfi_endproc
+	.size	goshim_jmpbuf_probe,.-goshim_jmpbuf_probe
