@@ -223,6 +223,10 @@ struct G {
   std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
   std::atomic<bool> preempt{false};
   WaitReason waitreason = WaitReason::None;
+  // A guard of its own inside its slot's stack (core/proc.cpp
+  // slot_inner_guard): below a stack of this many pages at the slot's top,
+  // kept while the G waits on the free lists; 0: none.
+  uint32_t slot_guard_pages = 0;
 
   int64_t freed_at = 0;    // on the global free list since (coarse ns; proc.cpp)
   // The fifth line: also written at create.

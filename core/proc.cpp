@@ -5,7 +5,8 @@
 // holds a G's glibc static TLS block and its TCB (struct pthread, at the
 // slot's thread pointer) and, in the usual mode, the G's stack of the
 // default size right below them (the TLS block carved from the top of the
-// stack, as glibc's own threads have it):
+// stack, as glibc's own threads have it; a smaller stack takes the top
+// of that one, with a guard of its own: slot_inner_guard):
 //
 //   slot base                                                 slot end (page)
 //   | guard | stack (default size) ... | static TLS (below_tp) | struct pthread |  (x86-64)
@@ -15,8 +16,8 @@
 // An idle goroutine then touches the block's two top pages only (the TCB,
 // the used TLS just below tp, and its first stack frames in the same page
 // as the static TLS surplus), instead of a separate stack page next to a
-// packed block. A G whose stack is not the default one (another size,
-// pthread_attr_setstack, or a default changed after start-up) leaves the
+// packed block. A G whose stack is larger than the slot's, has another
+// guard size or is the program's own (pthread_attr_setstack) leaves the
 // slot's stack unused (virtual only) and gets a stack from core/stack.
 // Without MADV_GUARD_INSTALL (a guard page per slot would split the
 // arena's mapping into millions) or without room for the reservation, the
@@ -46,6 +47,9 @@
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
 #endif
 
 #include "arch/arch.hpp"
@@ -134,6 +138,45 @@ uintptr_t slot_guard_of(uintptr_t tp) {
   size_t pg = page_size();
   uintptr_t lo = tp - tls::L.below_tp - slot_stack;
   return (lo & ~(uintptr_t)(pg - 1)) - slot_guard_bytes();
+}
+
+// A stack smaller than the default one (with the default guard) lives in
+// the slot too: the top `pages` pages of the slot's stack, right below the
+// TLS block as glibc puts a thread's stack of any size, with a guard of its
+// own in the slot's unused stack below it. In a mapping of its own (core/
+// stack) the stack's first frames took a page of their own where a kernel
+// thread has them in the page of its static TLS: a page more than natively
+// whenever the stack's depth modulo a page fell within that page's free
+// room (about 1 KiB: a quarter of the threads of a program that sets its
+// threads' stack size; tests/preload/stack_sizes; not MariaDB's
+// connections, bench/RESULTS.md). The guard
+// stays while the G waits on the free lists (G::slot_guard_pages), so a
+// program that creates its threads with one size installs it once per
+// slot; another size moves it, and the default size removes it.
+uintptr_t slot_inner_guard_of(uintptr_t tp, size_t pages) {
+  size_t pg = page_size();
+  uintptr_t lo = tp - tls::L.below_tp - pages * pg;
+  return (lo & ~(uintptr_t)(pg - 1)) - slot_guard_bytes();
+}
+
+// Whether gp's slot has the guard below a stack of `pages` pages at its
+// top (0: no such guard, the whole slot stack usable), moving it if not.
+bool slot_inner_guard(G* gp, size_t pages) {
+  if (gp->slot_guard_pages == pages) return true;
+  size_t gb = slot_guard_bytes();
+  if (gp->slot_guard_pages) {
+    if (sys::madvise((void*)slot_inner_guard_of(gp->tp, gp->slot_guard_pages), gb,
+                     MADV_GUARD_REMOVE) != 0)
+      return false;
+    gp->slot_guard_pages = 0;
+  }
+  if (pages) {
+    // Pages a deeper stack of an earlier G left there are dropped.
+    if (sys::madvise((void*)slot_inner_guard_of(gp->tp, pages), gb, MADV_GUARD_INSTALL) != 0)
+      return false;
+    gp->slot_guard_pages = (uint32_t)pages;
+  }
+  return true;
 }
 
 // Fresh slots with stacks get their guards in batches once a program has
@@ -562,10 +605,16 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     size_t size = a.stack_size ? a.stack_size : default_stack_size();
     size_t guard = a.guard_set ? a.guard_size : default_guard_size();
     size_t pg = page_size();
-    if (slot_stack && ((size + pg - 1) & ~(pg - 1)) == slot_stack &&
-        ((guard + pg - 1) & ~(pg - 1)) == pg) {
+    size_t rsize = (size + pg - 1) & ~(pg - 1);
+    bool page_guard = ((guard + pg - 1) & ~(pg - 1)) == pg;
+    if (slot_stack && page_guard && rsize == slot_stack &&
+        (gp->slot_guard_pages == 0 || slot_inner_guard(gp, 0))) {
       gp->stack = slot_stack_of(gp->tp);
       if (slot_stack_kept && clean_kept) goto stack_set;  // block_clean_at_exit did
+    } else if (slot_stack && page_guard && rsize + slot_guard_bytes() <= slot_stack &&
+               slot_inner_guard(gp, rsize / pg)) {
+      gp->stack = slot_stack_of(gp->tp);
+      gp->stack.lo = gp->stack.hi - rsize;
     } else if (!stack_alloc(pp, size, guard, &gp->stack)) {
       gfput(pp, gp);
       return EAGAIN;
