@@ -363,6 +363,9 @@ struct M {
   // handler run (signal_g_exit, wait_stale_ms).
   std::atomic<uint32_t> uprog{0};
   uint64_t start_sigmask = 0; // its creator's kernel mask (newm), for signal_new_m_mask
+  // Signals this M is about to open in its kernel mask: sysmon counts them
+  // as open here already (core/signal.cpp, "The kernel's order across takers").
+  std::atomic<uint64_t> open_soon{0};
   std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G (bit 0: a routed process signal)
   // The signals with a sigfwd mark set: this M's kernel mask never blocks
   // them (core/signal.cpp, "Forwards"), so a forward is never left pending

@@ -30,6 +30,7 @@
 #include "core/real.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
+#include "core/sysmon.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
@@ -376,6 +377,9 @@ inline uint64_t kmask(uint64_t m) { return m & ~internal_mask(); }
 inline uint64_t with_fwd(M* mp, uint64_t k) {
   return k & ~mp->fwd_bits.fetch_or(0, std::memory_order_seq_cst);
 }
+extern std::atomic<uint64_t> sysmon_open;
+extern std::atomic<uint64_t> sysmon_closed_by_ms;
+
 // Sets mp's kernel mask (the calling thread's) to k, minus the forwards
 // in flight to it.
 inline void set_kmask(M* mp, uint64_t k) {
@@ -383,6 +387,9 @@ inline void set_kmask(M* mp, uint64_t k) {
   if (mp->cur_sigmask != k) {
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
     __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
+    // sysmon leaves what this M opens to it ("The kernel's order across
+    // takers"): it looks now rather than at its next nap's end.
+    if (~k & sysmon_open.load(std::memory_order_relaxed)) sysmon_wake();
   }
   m_progress(mp);
 }
@@ -437,6 +444,9 @@ void tkill_info(siginfo_t* si, int sig) {
   si->si_uid = getuid();
 }
 
+extern std::atomic<uint64_t> sysmon_hold;
+inline bool sysmon_hold_has(int sig) { return sysmon_hold.load(std::memory_order_seq_cst) & bit(sig); }
+
 // Signal-safe. Keeps a process signal for sysmon to route.
 void defer(int sig, const siginfo_t* si) {
   siginfo_t tmp;
@@ -456,6 +466,7 @@ void defer(int sig, const siginfo_t* si) {
 // sysmon routes it to. False if another G took the instance first.
 bool take_held(G* gp, int sig, siginfo_t* out, bool again_self) {
   if (!held_pop(sig, out)) return false;
+  if (sysmon_hold_has(sig)) sysmon_wake();  // it may take the next one (signal_route)
   if (!held_empty(sig)) {
     uint64_t b = bit(sig);
     if (again_self) {
@@ -467,6 +478,32 @@ bool take_held(G* gp, int sig, siginfo_t* out, bool again_self) {
     }
   }
   return true;
+}
+
+void drop_kernel_dup(G* gp, int sig);
+void sysmon_sync(M* self, uint64_t set);
+extern std::atomic<int32_t> std_taking[];
+
+// Signal-safe. take_held, and for a standard signal the merge of what was
+// sent while goshim held the instance taken: an instance the kernel still
+// has (sysmon, holding that signal, keeps it blocked meanwhile: std_taking)
+// and one another thread took from the kernel before this point (sysmon
+// or an M on g0, sysmon_sync): natively each found the signal pending and
+// was dropped.
+bool take_proc(G* gp, int sig, siginfo_t* out, bool again_self) {
+  if (sig >= kSigRtMin) return take_held(gp, sig, out, again_self);
+  std_taking[sig].fetch_add(1, std::memory_order_seq_cst);
+  bool r = take_held(gp, sig, out, again_self);
+  if (r) {
+    sysmon_sync(gp->m, bit(sig));
+    drop_kernel_dup(gp, sig);
+    siginfo_t dup;
+    while (held_pop(sig, &dup)) {
+    }
+  }
+  std_taking[sig].fetch_sub(1, std::memory_order_seq_cst);
+  if (sysmon_hold_has(sig)) sysmon_wake();
+  return r;
 }
 
 // Signal-safe. The program's default action for sig, on this thread.
@@ -679,6 +716,177 @@ inline void account_mask_change(uint64_t cur, uint64_t n) {
 std::atomic<uint64_t> sysmon_barrier_req{0};
 std::atomic<uint64_t> sysmon_barrier_ack{0};
 
+// Another M's kernel mask is the last one it set: that of the G it ran
+// last, until its next G or its sleep (set_kmask; changing it at every
+// switch would cost two system calls per switch). Such a stale mask may
+// leave open a signal that every G still running blocks, and the kernel
+// may hand a process signal to that M, on g0, looking for work: its
+// handler holds it for the process (defer) and sysmon routes it. Until
+// that handler has run the signal is nowhere goshim looks: the kernel
+// dequeued it (it is no longer pending there) on that thread's way back
+// to user mode, and a thread descheduled there (a loaded machine) can
+// hold it for milliseconds. A G exiting as the last taker of such a signal
+// (signal_g_exit) would then leave without it and the handler would never
+// run (tests/preload/signals_taker_exit, 1 run in 400 on a loaded
+// machine). Since a thread runs the handler of a signal it dequeued before
+// any other code of its own, it is enough to see each such M run some:
+// its uprog move, or its mask block the signals. An M running a goroutine
+// that leaves the signals open would run the program's handler there (it
+// is not lost): only Ms on g0 or running a goroutine that blocks them are
+// waited for. Bounded in time (an M asleep in the kernel on a stale mask,
+// a lock's futex, has no handler to run; on a loaded machine each
+// sched_yield may cost a whole time slice: a bound in iterations made
+// such exits take seconds under qemu, sync_foreign).
+void wait_stale_ms(M* self, uint64_t open) {
+  int64_t deadline = 0;
+  for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
+    if (m == self) continue;
+    if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) continue;
+    G* cg = __atomic_load_n(&m->curg, __ATOMIC_ACQUIRE);
+    if (cg && !(__atomic_load_n(&cg->sigmask, __ATOMIC_ACQUIRE) & open)) continue;
+    if (deadline == 0) deadline = sys::nanotime() + 10 * 1000 * 1000;
+    uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
+    for (;;) {
+      if (sys::nanotime() > deadline) return;
+      // Two steps: the first may be a store made before the dequeue that
+      // this thread saw late.
+      if (m->uprog.load(std::memory_order_seq_cst) - p0 >= 2) break;
+      if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) break;
+      sys::sched_yield();
+    }
+  }
+}
+
+// ---- The kernel's order across takers ---------------------------------------
+//
+// The kernel dequeues a process signal for a thread on that thread's way
+// back to user mode, and its handler runs only after that: a thread
+// descheduled between the two (a loaded machine) holds the signal for
+// milliseconds where it is neither pending in the kernel nor held by
+// goshim. Several threads take process signals from the kernel: sysmon,
+// an M on g0 whose kernel mask is still its last goroutine's, and the M of
+// a goroutine that leaves the signal open. Each puts what it took where
+// goshim looks when its handler runs, so what goshim holds is in the
+// order the handlers ran, not the order of the kernel's dequeues (two
+// takers of one signal at once cannot be ordered at all). Three rules keep
+// the kernel's order:
+//  - sysmon takes no signal that some M's kernel mask leaves open (or is
+//    about to: M::open_soon), except one a goroutine sigwaits for: that M
+//    takes it (signal_route). A goroutine that unblocks signals first has
+//    sysmon stop taking them and waits for that (sysmon_close_wait);
+//  - a thread that holds (defers) an instance for goshim blocks that
+//    signal from then on, until goshim has handed the instance on: sysmon
+//    (sysmon_hold, released by signal_route once the instance is taken and
+//    no taker of a standard signal is still merging the kernel's, std_taking)
+//    and an M on g0 (until its next mask change). What goshim holds of a
+//    signal is then always older than what the kernel still queues, and a
+//    standard signal sent while goshim holds one stays pending in the
+//    kernel, where the taker finds and merges it (drop_kernel_dup). Without
+//    it sysmon took a second SIGUSR1 from the kernel while sigwaitinfo took
+//    the held one, and ran its handler after the taker's look: three
+//    kill(SIGUSR1) gave sigwaitinfo two (tests/preload/signals_queue);
+//  - before a goroutine decides between an instance goshim holds and the
+//    kernel's (a real-time instance the kernel gave its M, a held instance
+//    it is about to deliver while lower signals may be on their way), it
+//    waits until every handler of what sysmon and the Ms on g0 took from
+//    the kernel before that point has run (sysmon_sync). Without it a
+//    goroutine unblocking SIGRTMIN+1 ran 101, 105, 107, 109, 103, 111: the
+//    kernel gave it 105 onwards while sysmon sat descheduled with 103. The
+//    goroutine looks at the kernel first, then waits: an instance taken
+//    after its look was sent after it. In its delivery loop (G::delivering)
+//    what the kernel gives its M is held behind goshim's instances and
+//    delivered by the loop in turn (hold_for_loop).
+std::atomic<uint64_t> sysmon_hold{0};
+// What sysmon's kernel mask may leave open (published before it opens).
+std::atomic<uint64_t> sysmon_open{0};
+// What sysmon leaves to the Ms whose kernel mask leaves it open.
+std::atomic<uint64_t> sysmon_closed_by_ms{0};
+// Gs taking goshim's instance of a standard signal and merging the
+// kernel's (take_proc): sysmon keeps holding it meanwhile.
+std::atomic<int32_t> std_taking[kSigRtMin];
+
+// Signal-safe. In the handler of process signal sig that the calling
+// thread (sysmon or an M on g0) holds for goshim (defer): sig stays
+// blocked on this thread when the handler returns.
+void hold_block(G* gp, int sig, void* uctx) {
+  if (!uctx || !gp->is_g0()) return;
+  ucontext_t* uc = (ucontext_t*)uctx;
+  uint64_t b = bit(sig), um;
+  memcpy(&um, &uc->uc_sigmask, sizeof um);
+  if (gp == sysmon_g()) {
+    um |= b;
+    memcpy(&uc->uc_sigmask, &um, sizeof um);
+    sysmon_hold.fetch_or(b, std::memory_order_seq_cst);
+    return;
+  }
+  M* mp = gp->m;
+  if (!mp) return;
+  // Never over a forward in flight to this M ("Forwards"), and never where
+  // the interrupted code set the kernel mask and has not recorded it yet
+  // (set_kmask): the record must stay the kernel's mask.
+  if (mp->fwd_bits.load(std::memory_order_seq_cst) & b) return;
+  if (__atomic_load_n(&mp->cur_sigmask, __ATOMIC_ACQUIRE) != um) return;
+  um |= b;
+  memcpy(&uc->uc_sigmask, &um, sizeof um);
+  __atomic_store_n(&mp->cur_sigmask, um, __ATOMIC_RELEASE);
+}
+
+// Signal-safe. As wait_stale_ms, for the Ms that would hold a signal of
+// set for goshim (defer) rather than run it: on g0, or running a goroutine
+// that blocks it, with a kernel mask that leaves it open.
+void wait_deferring_ms(M* self, uint64_t set) {
+  int64_t deadline = 0;
+  for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
+    if (m == self) continue;
+    uint64_t kopen = ~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set;
+    if (!kopen) continue;
+    G* cg = __atomic_load_n(&m->curg, __ATOMIC_ACQUIRE);
+    if (cg && !(__atomic_load_n(&cg->sigmask, __ATOMIC_ACQUIRE) & kopen)) continue;
+    if (deadline == 0) deadline = sys::nanotime() + 10 * 1000 * 1000;
+    uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
+    while (m->uprog.load(std::memory_order_seq_cst) - p0 < 2 &&
+           (~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set) && sys::nanotime() < deadline)
+      sys::sched_yield();
+  }
+}
+
+// Signal-safe; on a goroutine's M (self). Returns once the handler of every
+// process signal of set that sysmon or an M on g0 took from the kernel
+// before this call has run (it holds it for goshim now). Not while self
+// holds a runtime lock (sysmon's routing may wait for it). Bounded in time.
+void sysmon_sync(M* self, uint64_t set) {
+  // (Only goshim's handler holds a signal: one it does not wrap is not.)
+  set &= wrapped_bits.load(std::memory_order_acquire) & ~internal_mask();
+  if (!set || (self && self->locks.load(std::memory_order_relaxed) > 0)) return;
+  if (set & sysmon_open.load(std::memory_order_seq_cst) & ~sysmon_hold.load(std::memory_order_seq_cst)) {
+    uint64_t req = sysmon_barrier_req.fetch_add(1, std::memory_order_seq_cst) + 1;
+    sysmon_wake();
+    int64_t deadline = 0;
+    while (sysmon_barrier_ack.load(std::memory_order_seq_cst) < req) {
+      int64_t now = sys::nanotime();
+      if (deadline == 0) deadline = now + 50 * 1000 * 1000;
+      else if (now > deadline) break;
+      sys::sched_yield();
+    }
+  }
+  wait_deferring_ms(self, set);
+}
+
+// On a goroutine's M (self), before it opens set in its kernel mask and
+// delivers what goshim holds of it: sysmon takes none of it from then on
+// (the M counts it as open, open_soon), and what sysmon took before is held
+// by then. Bounded in time.
+void sysmon_close_wait(M* self, uint64_t set) {
+  set &= (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
+         ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
+  if (!set || self->locks.load(std::memory_order_relaxed) > 0) return;
+  self->open_soon.fetch_or(set, std::memory_order_seq_cst);
+  if (!(sysmon_open.load(std::memory_order_seq_cst) & set)) return;
+  sysmon_wake();
+  int64_t deadline = sys::nanotime() + 50 * 1000 * 1000;
+  while ((sysmon_open.load(std::memory_order_seq_cst) & set) && sys::nanotime() < deadline) sys::sched_yield();
+}
+
 }  // namespace
 
 SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd) {
@@ -812,6 +1020,17 @@ void signal_handler(int sig, siginfo_t* si, void* uctx) { signal_handler_entry(s
 // The same, entered on a frame sigstack_move made.
 void signal_handler_moved(int sig, siginfo_t* si, void* uctx) { signal_handler_entry(sig, si, uctx, true); }
 
+// Signal-safe. The kernel gave gp's M instance si of process signal sig
+// while gp's delivery loop runs (signal_deliver): held for that loop, as
+// the newest instance (a standard one merges with one held already);
+// false if the queue is full.
+bool hold_for_loop(G* gp, int sig, const siginfo_t* si) {
+  if ((sig >= kSigRtMin || held_empty(sig)) && !held_push(sig, si)) return false;
+  gp->sigpending_proc.fetch_or(bit(sig), std::memory_order_acq_rel);
+  gp->sigpending.fetch_or(bit(sig), std::memory_order_acq_rel);
+  return true;
+}
+
 // A signal whose handler would run on gp but whose frame is stuck on the
 // M's signal stack: pending on gp (its siginfo queued first on gp, as
 // ThreadWaiting below), delivered at its next delivery point. gp may be
@@ -827,6 +1046,10 @@ void hold_stuck(G* gp, int sig, siginfo_t* si, G* want, bool proc_fwd, void* uct
     gp->sigpending.fetch_or(b, std::memory_order_acq_rel);  // the routed instance stays held
   } else if (proc_fwd) {
     return;  // taken another way already
+  } else if (!want && si && si->si_code != SI_TKILL && hold_for_loop(gp, sig, si)) {
+    // A process signal: held as its newest instance and claimed by gp, in
+    // the kernel's order with the others (a thread-directed instance at
+    // the head of gp's queue would run before older ones).
   } else {
     if (si && (sig >= kSigRtMin || si->si_code != SI_TKILL || si->si_pid != (pid_t)sys::getpid()))
       gq_push_front(gp, sig, si);
@@ -844,6 +1067,7 @@ void hold_stuck(G* gp, int sig, siginfo_t* si, G* want, bool proc_fwd, void* uct
   g_unrouted.store(true, std::memory_order_release);
   sysmon_wake();
 }
+
 
 void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
   int saved_errno = errno;
@@ -894,6 +1118,7 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
       break;
     case SigHere::Defer:
       defer(sig, si);
+      hold_block(gp, sig, uctx);
       break;
     case SigHere::ProcFwdBlocked:
       if (gp->sigpending_proc.load(std::memory_order_acquire) & b)
@@ -932,10 +1157,20 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
           hold_stuck(gp, sig, si, want, proc_fwd, uctx);
         break;
       }
-      // Routed process signals carry their original siginfo.
-      if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+      // Inside gp's delivery loop (signal_deliver, between choosing a
+      // signal and running its handler): a process signal waits for that
+      // loop, which delivers in order (it may have just taken an older
+      // instance of the same signal).
+      if (want && proc_fwd && __atomic_load_n(&gp->delivering, __ATOMIC_RELAXED) &&
+          (gp->sigpending_proc.load(std::memory_order_acquire) & b)) {
+        gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+      } else if (!want && si && si->si_code != SI_TKILL && !synchronous(sig, si) &&
+                 __atomic_load_n(&gp->delivering, __ATOMIC_RELAXED) && hold_for_loop(gp, sig, si)) {
+        // (held: the loop delivers it in turn)
+      } else if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+        // Routed process signals carry their original siginfo.
         siginfo_t orig;
-        if (take_held(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
+        if (take_proc(gp, sig, &orig, false)) run_program(sig, &orig, uctx, gp);
       } else if (proc_fwd) {
         // The forward of a process signal gp already took another way (it
         // unblocked the signal and delivered the held instance itself): its
@@ -1207,7 +1442,13 @@ uint64_t signal_m_sleep_mask(uint64_t cur) {
   return cur | take;
 }
 
-void signal_m_sleep(M* mp) { set_kmask(mp, signal_m_sleep_mask(mp->cur_sigmask)); }
+void signal_m_sleep(M* mp) {
+  uint64_t was = mp->cur_sigmask;
+  set_kmask(mp, signal_m_sleep_mask(was));
+  // sysmon may have left a signal to this M: it takes it again if no M
+  // leaves it open now.
+  if (mp->cur_sigmask & ~was & sysmon_closed_by_ms.load(std::memory_order_relaxed)) sysmon_wake();
+}
 
 uint64_t signal_create_begin() {
   uint64_t all = ~bit(kSigSetxid), saved = 0;
@@ -1387,16 +1628,16 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   n &= ~(bit(SIGKILL) | bit(SIGSTOP) | bit(kSigCancel) | bit(kSigSetxid));
   // A signal some G blocks must be routed even when it hits a stale M.
   for (uint64_t nb = n & ~cur; nb; nb &= nb - 1) ensure_wrapped(__builtin_ctzll(nb) + 1);
-  gp->sigmask = n;
-  if (n != cur) account_mask_change(cur, n);
-  // sysmon opens a wrapped signal at its default action only while some G
-  // leaves it open (signal_route).
-  if ((cur ^ n) & wrapped_bits.load(std::memory_order_relaxed) & ~handled_mask.load(std::memory_order_relaxed))
-    bump_masks();
   // Newly unblocked: take process signals goshim holds and deliver what is
   // due before the kernel mask opens, so that they come before the
   // instances still queued in the kernel (which are newer), as natively.
+  // sysmon takes none of them from here on, and holds what it took
+  // (sysmon_close_wait); they are claimed while gp still blocks them, so
+  // that sysmon does not route them here meanwhile (a forward in flight
+  // would keep drop_kernel_dup from merging a standard one).
   uint64_t unblocked = cur & ~n;
+  M* opener = unblocked ? gp->m : nullptr;
+  if (opener) sysmon_close_wait(opener, unblocked);
   if (unblocked) {
     uint64_t take = proc_pending.load(std::memory_order_acquire) & unblocked;
     if (take) {
@@ -1405,8 +1646,18 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
       gp->sigpending.fetch_or(got);
     }
   }
-  if (signal_has_pending(gp)) signal_deliver(gp);
+  gp->sigmask = n;
+  if (n != cur) account_mask_change(cur, n);
+  // sysmon opens a wrapped signal at its default action only while some G
+  // leaves it open (signal_route).
+  if ((cur ^ n) & wrapped_bits.load(std::memory_order_relaxed) & ~handled_mask.load(std::memory_order_relaxed))
+    bump_masks();
+  // (Also process signals sysmon routed here meanwhile, their forwards
+  // still on the way: the loop delivers them in order with the rest.)
+  if (signal_has_pending(gp) || (gp->sigpending_proc.load(std::memory_order_acquire) & ~gp->sigmask))
+    signal_deliver(gp);
   if (M* mp = gp->m) set_kmask(mp, kmask(gp->sigmask));
+  if (opener) opener->open_soon.store(0, std::memory_order_seq_cst);
   return 0;
 }
 
@@ -1446,29 +1697,72 @@ void signal_deliver(G* gp) {
   // loop, which looks again after every handler.
   __atomic_store_n(&gp->delivering, true, __ATOMIC_RELAXED);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  volatile int ahead = 0;  // looks below the next held instance ("The kernel's order across takers")
   for (;;) {
-    uint64_t due = gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask;
+    // Process signals goshim holds for the process that gp leaves open: gp
+    // takes them now, as the kernel gives a process signal to a thread that
+    // leaves it open (sysmon would route them to some G later, after
+    // instances of higher signals gp delivers meanwhile).
+    uint64_t open = ~gp->sigmask & ~internal_mask();
+    if (uint64_t c = proc_pending.load(std::memory_order_acquire) & open) {
+      uint64_t got = proc_pending.fetch_and(~c, std::memory_order_acq_rel) & c;
+      gp->sigpending_proc.fetch_or(got, std::memory_order_acq_rel);
+      gp->sigpending.fetch_or(got, std::memory_order_acq_rel);
+    }
+    // (A claim alone, without the pending bit, is one sysmon forwards to
+    // gp's M: gp takes the instance here and the forward finds it gone.)
+    uint64_t claimed = gp->sigpending_proc.load(std::memory_order_acquire);
+    uint64_t due = (gp->sigpending.load(std::memory_order_acquire) | claimed) & ~gp->sigmask;
     if (!due) {
       // A kick that came after the last look found this mark: look once
       // more without it.
       __atomic_signal_fence(__ATOMIC_SEQ_CST);
       __atomic_store_n(&gp->delivering, false, __ATOMIC_RELAXED);
       __atomic_signal_fence(__ATOMIC_SEQ_CST);
-      if (!(gp->sigpending.load(std::memory_order_acquire) & ~gp->sigmask)) break;
+      if (!((gp->sigpending.load(std::memory_order_acquire) |
+             gp->sigpending_proc.load(std::memory_order_acquire)) &
+            ~gp->sigmask))
+        break;
       __atomic_store_n(&gp->delivering, true, __ATOMIC_RELAXED);
       __atomic_signal_fence(__ATOMIC_SEQ_CST);
       continue;
     }
     int sig = __builtin_ctzll(due) + 1;
     uint64_t b = bit(sig);
-    if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
+    if ((claimed & b) && ahead < 16) {
+      // goshim's oldest instance of a process signal. The lower signals gp
+      // leaves open come first, as the kernel dequeues them: those another
+      // thread took from the kernel are held once sysmon_sync returns (gp
+      // claims them above), and those still in the kernel are delivered
+      // here by the kernel as this M's mask opens (goshim's older instances
+      // of them first, older_held). Bounded: a sender may keep sending.
+      M* mp = gp->m;
+      // (A forward in flight to this M shows as pending too: opening the
+      // mask lets it arrive, and it leaves its signal to this loop.)
+      uint64_t lower = open & (b - 1) & wrapped_bits.load(std::memory_order_acquire);
+      // The kernel first, then sysmon_sync: a lower instance another thread
+      // took after that look was sent after it (this delivery comes first).
+      if (lower) {
+        ahead = ahead + 1;
+        uint64_t k = 0;
+        if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) == 0 && (k & lower)) {
+          uint64_t km = with_fwd(mp, kmask(gp->sigmask));
+          sys::rt_sigprocmask(SIG_SETMASK, &km, nullptr, 8);
+          __atomic_store_n(&mp->cur_sigmask, km, __ATOMIC_RELEASE);
+          continue;
+        }
+        sysmon_sync(mp, lower);
+        if (proc_pending.load(std::memory_order_acquire) & lower) continue;
+      }
+    }
+    bool thread_pending = gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b;
     siginfo_t si;
     if (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      if (!take_held(gp, sig, &si, true)) continue;  // another G took it
-      drop_kernel_dup(gp, sig);  // a standard one sent while goshim held it
-    } else if (!thread_info(gp, sig, &si)) {
+      if (!take_proc(gp, sig, &si, true)) continue;  // another G took it
+    } else if (!thread_pending || !thread_info(gp, sig, &si)) {
       continue;
     }
+    ahead = 0;
     // As the kernel would: the handler runs now, on this G, with its
     // sa_mask and the signal itself blocked (on the M too).
     ucontext_t uc;
@@ -1672,17 +1966,30 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
   uint64_t thr = gp->sigpending.load(std::memory_order_seq_cst) &
                  ~gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
   if (!thr) {
-    if (int low = lowest_held(gp, set); low && kernel_ahead(gp, set, low)) {
-      if (!wait_kernel) return -1;
-      // sysmon, which receives what gp waits for (its set is published),
-      // takes the older ones from the kernel; bounded, in case one stays
-      // pending on this thread where no one else can take it.
-      for (int i = 0; i < 20000; i++) {
-        sysmon_wake();
-        sys::sched_yield();
-        low = lowest_held(gp, set);
-        if (!low || !kernel_ahead(gp, set, low)) break;
+    int low = lowest_held(gp, set);
+    for (int pass = 0; low && pass < 16; pass++) {
+      if (kernel_ahead(gp, set, low)) {
+        if (!wait_kernel) return -1;
+        // sysmon, which receives what gp waits for (its set is published),
+        // takes the older ones from the kernel; bounded, in case one stays
+        // pending on this thread where no one else can take it.
+        for (int i = 0; i < 20000; i++) {
+          sysmon_wake();
+          sys::sched_yield();
+          low = lowest_held(gp, set);
+          if (!low || !kernel_ahead(gp, set, low)) break;
+        }
+        continue;
       }
+      // None below low in the kernel now. One another thread took from it
+      // before this look is held once sysmon_sync returns ("The kernel's
+      // order across takers"); one taken after it was sent after it.
+      uint64_t below = set & (bit(low) - 1);
+      if (!below) break;
+      sysmon_sync(gp->m, below);
+      int again = lowest_held(gp, set);
+      if (again == low) break;
+      low = again;
     }
   }
   siginfo_t dummy;
@@ -1693,10 +2000,7 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
     if (gp->sigpending_proc.load(std::memory_order_acquire) & b) continue;  // claimed meanwhile: below
     if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
     if (gp->sigpending_proc.fetch_and(~b) & b) {
-      if (take_held(gp, sig, info, false)) {
-        drop_kernel_dup(gp, sig);
-        return sig;
-      }
+      if (take_proc(gp, sig, info, false)) return sig;
       continue;  // another G took it
     }
     if (thread_info(gp, sig, info)) return sig;
@@ -1716,18 +2020,12 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
         if (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
           progress = true;
           bool proc = gp->sigpending_proc.fetch_and(~b) & b;
-          if (proc ? take_held(gp, sig, info, false) : thread_info(gp, sig, info)) {
-            if (proc) drop_kernel_dup(gp, sig);
-            return sig;
-          }
+          if (proc ? take_proc(gp, sig, info, false) : thread_info(gp, sig, info)) return sig;
         }
       }
       if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
         progress = true;
-        if (take_held(gp, sig, info, false)) {
-          drop_kernel_dup(gp, sig);
-          return sig;
-        }
+        if (take_proc(gp, sig, info, false)) return sig;
       }
     }
     if (!progress) return 0;
@@ -1750,48 +2048,6 @@ void signal_waiting(G* gp, uint64_t set) {
   if (set != old) bump_masks();
 }
 
-namespace {
-// Another M's kernel mask is the last one it set: that of the G it ran
-// last, until its next G or its sleep (set_kmask; changing it at every
-// switch would cost two system calls per switch). Such a stale mask may
-// leave open a signal that every G still running blocks, and the kernel
-// may hand a process signal to that M, on g0, looking for work: its
-// handler holds it for the process (defer) and sysmon routes it. Until
-// that handler has run the signal is nowhere goshim looks: the kernel
-// dequeued it (it is no longer pending there) on that thread's way back
-// to user mode, and a thread descheduled there (a loaded machine) can
-// hold it for milliseconds. A G exiting as the last taker of such a signal
-// (signal_g_exit) would then leave without it and the handler would never
-// run (tests/preload/signals_taker_exit, 1 run in 400 on a loaded
-// machine). Since a thread runs the handler of a signal it dequeued before
-// any other code of its own, it is enough to see each such M run some:
-// its uprog move, or its mask block the signals. An M running a goroutine
-// that leaves the signals open would run the program's handler there (it
-// is not lost): only Ms on g0 or running a goroutine that blocks them are
-// waited for. Bounded in time (an M asleep in the kernel on a stale mask,
-// a lock's futex, has no handler to run; on a loaded machine each
-// sched_yield may cost a whole time slice: a bound in iterations made
-// such exits take seconds under qemu, sync_foreign).
-void wait_stale_ms(M* self, uint64_t open) {
-  int64_t deadline = 0;
-  for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
-    if (m == self) continue;
-    if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) continue;
-    G* cg = __atomic_load_n(&m->curg, __ATOMIC_ACQUIRE);
-    if (cg && !(__atomic_load_n(&cg->sigmask, __ATOMIC_ACQUIRE) & open)) continue;
-    if (deadline == 0) deadline = sys::nanotime() + 10 * 1000 * 1000;
-    uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
-    for (;;) {
-      if (sys::nanotime() > deadline) return;
-      // Two steps: the first may be a store made before the dequeue that
-      // this thread saw late.
-      if (m->uprog.load(std::memory_order_seq_cst) - p0 >= 2) break;
-      if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) break;
-      sys::sched_yield();
-    }
-  }
-}
-}  // namespace
 
 // On gp, at its exit (after its destructors). As the kernel does with a
 // process-directed signal pending when the thread it picked exits, the
@@ -1894,6 +2150,10 @@ void signal_after_fork(G* gp, M* mp) {
   nexiting.store(0, std::memory_order_relaxed);
   if (gp) account_mask_change(0, gp->sigmask);
   proc_pending.store(0, std::memory_order_relaxed);
+  sysmon_hold.store(0, std::memory_order_relaxed);
+  sysmon_open.store(0, std::memory_order_relaxed);
+  sysmon_closed_by_ms.store(0, std::memory_order_relaxed);
+  for (auto& t : std_taking) t.store(0, std::memory_order_relaxed);
   for (auto& q : held_std) q.reset();
   pool_reset();
   g_unrouted.store(false, std::memory_order_relaxed);
@@ -1902,8 +2162,10 @@ void signal_after_fork(G* gp, M* mp) {
     gp->sigpending_proc.store(0, std::memory_order_relaxed);
     gp->intr_signal.store(0, std::memory_order_relaxed);
   }
-  if (mp)
+  if (mp) {
     for (auto& f : mp->sigfwd) f.store(nullptr, std::memory_order_relaxed);
+    mp->open_soon.store(0, std::memory_order_relaxed);
+  }
   mask_gen.fetch_add(1, std::memory_order_relaxed);  // the new sysmon's mask
 }
 
@@ -1970,8 +2232,14 @@ void signal_route() {
   // Every handler of a signal sysmon took from the kernel before this
   // point has run (a handler runs before the code it interrupts resumes).
   sysmon_barrier_ack.store(sysmon_barrier_req.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
-  // sysmon's own mask: receive what some G handles or waits for.
+  // sysmon's own mask: receive what some G handles or waits for, except
+  // the signals it holds an instance of (sysmon_hold).
   static uint64_t seen_gen = ~0ull;
+  static uint64_t base = ~0ull;     // computed from the Gs below
+  static uint64_t applied = ~0ull;  // sysmon's kernel mask
+  // Its handlers blocked what they held (hold_block), from their return.
+  applied |= sysmon_hold.load(std::memory_order_seq_cst);
+  bool force = false;
   uint64_t gen = mask_gen.load(std::memory_order_acquire);
   if (gen != seen_gen) {
     seen_gen = gen;
@@ -2003,8 +2271,35 @@ void signal_route() {
     // a SIGTERM stayed pending forever. (Not signals ignored by default: a
     // G may block one without goshim wrapping it or recomputing this mask,
     // and sysmon would then take it from the G's sigwaitinfo.)
-    uint64_t m = signal_sysmon_mask(waited, blocked_all);
-    sys::rt_sigprocmask(SIG_SETMASK, &m, nullptr, 8);
+    base = signal_sysmon_mask(waited, blocked_all);
+    force = true;
+  }
+  // An instance sysmon held was taken (and the merge of a standard one's
+  // kernel instance is over: held_empty first, then std_taking, as the
+  // taker counts itself before it takes): sysmon takes the next one.
+  for (uint64_t h = sysmon_hold.load(std::memory_order_seq_cst); h; h &= h - 1) {
+    int sig = __builtin_ctzll(h) + 1;
+    if (!held_empty(sig)) continue;
+    if (sig < kSigRtMin && std_taking[sig].load(std::memory_order_seq_cst) != 0) continue;
+    sysmon_hold.fetch_and(~bit(sig), std::memory_order_seq_cst);
+  }
+  // A signal some M's kernel mask leaves open (or is about to, open_soon)
+  // is taken there: sysmon leaves it to that M, one taker (not one a G
+  // waits for: signal_route hands that to the waiter).
+  uint64_t mopen = 0;
+  for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink)
+    mopen |= ~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) | m->open_soon.load(std::memory_order_seq_cst);
+  uint64_t by_ms = mopen & (handled_mask.load(std::memory_order_relaxed) |
+                            wrapped_bits.load(std::memory_order_relaxed)) &
+                   ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
+  sysmon_closed_by_ms.store(by_ms, std::memory_order_relaxed);
+  uint64_t want = base | sysmon_hold.load(std::memory_order_seq_cst) | by_ms;
+  if (force || want != applied) {
+    // Published before it opens anything (sysmon_sync reads it).
+    sysmon_open.store(~(want & applied), std::memory_order_seq_cst);
+    sys::rt_sigprocmask(SIG_SETMASK, &want, nullptr, 8);
+    applied = want;
+    sysmon_open.store(~want, std::memory_order_seq_cst);
   }
   // Gs that got a signal while not running: wake the parked ones.
   if (g_unrouted.exchange(false, std::memory_order_acq_rel)) {
