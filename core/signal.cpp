@@ -377,7 +377,7 @@ inline uint64_t kmask(uint64_t m) { return m & ~internal_mask(); }
 inline uint64_t with_fwd(M* mp, uint64_t k) {
   return k & ~mp->fwd_bits.fetch_or(0, std::memory_order_seq_cst);
 }
-extern std::atomic<uint64_t> sysmon_open;
+extern std::atomic<uint64_t> sysmon_leaves;
 extern std::atomic<uint64_t> sysmon_closed_by_ms;
 
 // Sets mp's kernel mask (the calling thread's) to k, minus the forwards
@@ -389,7 +389,7 @@ inline void set_kmask(M* mp, uint64_t k) {
     __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
     // sysmon leaves what this M opens to it ("The kernel's order across
     // takers"): it looks now rather than at its next nap's end.
-    if (~k & sysmon_open.load(std::memory_order_relaxed)) sysmon_wake();
+    if (~k & sysmon_leaves.load(std::memory_order_relaxed)) sysmon_wake();
   }
   m_progress(mp);
 }
@@ -799,8 +799,10 @@ void wait_stale_ms(M* self, uint64_t open) {
 std::atomic<uint64_t> sysmon_hold{0};
 // What sysmon's kernel mask may leave open (published before it opens).
 std::atomic<uint64_t> sysmon_open{0};
-// What sysmon leaves to the Ms whose kernel mask leaves it open.
+// What sysmon leaves to the Ms whose kernel mask leaves it open, and what
+// it would leave to one that opened it (it takes it now).
 std::atomic<uint64_t> sysmon_closed_by_ms{0};
+std::atomic<uint64_t> sysmon_leaves{0};
 // Gs taking goshim's instance of a standard signal and merging the
 // kernel's (take_proc): sysmon keeps holding it meanwhile.
 std::atomic<int32_t> std_taking[kSigRtMin];
@@ -1445,9 +1447,13 @@ uint64_t signal_m_sleep_mask(uint64_t cur) {
 void signal_m_sleep(M* mp) {
   uint64_t was = mp->cur_sigmask;
   set_kmask(mp, signal_m_sleep_mask(was));
-  // sysmon may have left a signal to this M: it takes it again if no M
-  // leaves it open now.
-  if (mp->cur_sigmask & ~was & sysmon_closed_by_ms.load(std::memory_order_relaxed)) sysmon_wake();
+  // sysmon may have left a signal to this M: it takes it again once no M
+  // leaves it open.
+  uint64_t closed = mp->cur_sigmask & ~was & sysmon_closed_by_ms.load(std::memory_order_relaxed);
+  if (!closed) return;
+  for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m && closed; m = m->alllink)
+    if (m != mp) closed &= __atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & ~m->open_soon.load(std::memory_order_relaxed);
+  if (closed) sysmon_wake();
 }
 
 uint64_t signal_create_begin() {
@@ -2153,6 +2159,7 @@ void signal_after_fork(G* gp, M* mp) {
   sysmon_hold.store(0, std::memory_order_relaxed);
   sysmon_open.store(0, std::memory_order_relaxed);
   sysmon_closed_by_ms.store(0, std::memory_order_relaxed);
+  sysmon_leaves.store(0, std::memory_order_relaxed);
   for (auto& t : std_taking) t.store(0, std::memory_order_relaxed);
   for (auto& q : held_std) q.reset();
   pool_reset();
@@ -2289,9 +2296,9 @@ void signal_route() {
   uint64_t mopen = 0;
   for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink)
     mopen |= ~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) | m->open_soon.load(std::memory_order_seq_cst);
-  uint64_t by_ms = mopen & (handled_mask.load(std::memory_order_relaxed) |
-                            wrapped_bits.load(std::memory_order_relaxed)) &
-                   ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
+  uint64_t leavable = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
+                      ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
+  uint64_t by_ms = mopen & leavable;
   sysmon_closed_by_ms.store(by_ms, std::memory_order_relaxed);
   uint64_t want = base | sysmon_hold.load(std::memory_order_seq_cst) | by_ms;
   if (force || want != applied) {
@@ -2301,6 +2308,7 @@ void signal_route() {
     applied = want;
     sysmon_open.store(~want, std::memory_order_seq_cst);
   }
+  sysmon_leaves.store(~want & leavable, std::memory_order_relaxed);
   // Gs that got a signal while not running: wake the parked ones.
   if (g_unrouted.exchange(false, std::memory_order_acq_rel)) {
     auto wake = [](G* g) {
