@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include "common.h"
 
-#define ROUNDS 160
+#define ROUNDS 100
 #define NREC 64
 struct rec {
   int sig, value;
