@@ -878,15 +878,19 @@ void sysmon_sync(M* self, uint64_t set) {
 // delivers what goshim holds of it: sysmon takes none of it from then on
 // (the M counts it as open, open_soon), and what sysmon took before is held
 // by then. Bounded in time.
-void sysmon_close_wait(M* self, uint64_t set) {
+// Returns the signals it counted as open on self (the caller takes them
+// back once its mask is set; a switch to another G or a jump out of a
+// handler clears them all: signal_apply, signal_longjmp).
+uint64_t sysmon_close_wait(M* self, uint64_t set) {
   set &= (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
          ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
-  if (!set || self->locks.load(std::memory_order_relaxed) > 0) return;
+  if (!set || self->locks.load(std::memory_order_relaxed) > 0) return 0;
   self->open_soon.fetch_or(set, std::memory_order_seq_cst);
-  if (!(sysmon_open.load(std::memory_order_seq_cst) & set)) return;
+  if (!(sysmon_open.load(std::memory_order_seq_cst) & set)) return set;
   sysmon_wake();
   int64_t deadline = sys::nanotime() + 50 * 1000 * 1000;
   while ((sysmon_open.load(std::memory_order_seq_cst) & set) && sys::nanotime() < deadline) sys::sched_yield();
+  return set;
 }
 
 }  // namespace
@@ -1298,6 +1302,9 @@ bool signal_longjmp(const void* env, const sigset_t* saved) {
       break;
     }
   }
+  // A signal_setmask the jump leaves no longer opens anything here.
+  if (M* mp = gp->m; mp && mp->open_soon.load(std::memory_order_relaxed) != 0)
+    mp->open_soon.store(0, std::memory_order_seq_cst);
   // Where goshim serves the G's mask calls (shim/signal_thread.cpp mask_g).
   bool own = gp->insig == 0 &&
              (gp->status.load(std::memory_order_relaxed) == GStatus::Running || gp->rt_locked);
@@ -1478,6 +1485,9 @@ inline void set_altstack(M* mp, const stack_t& want) {
 }  // namespace
 
 void signal_apply(M* mp, G* gp) {
+  // (What a G that left this M was about to open: sysmon_close_wait.)
+  if (__builtin_expect(mp->open_soon.load(std::memory_order_relaxed) != 0, 0))
+    mp->open_soon.store(0, std::memory_order_seq_cst);
   set_kmask(mp, kmask(gp->sigmask));
   // The G's own alternate stack, else the M's (M::sigstk).
   set_altstack(mp, (gp->altstack.ss_flags & SS_DISABLE) ? mp->sigstk : gp->altstack);
@@ -1643,7 +1653,7 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // would keep drop_kernel_dup from merging a standard one).
   uint64_t unblocked = cur & ~n;
   M* opener = unblocked ? gp->m : nullptr;
-  if (opener) sysmon_close_wait(opener, unblocked);
+  uint64_t soon = opener ? sysmon_close_wait(opener, unblocked) : 0;
   if (unblocked) {
     uint64_t take = proc_pending.load(std::memory_order_acquire) & unblocked;
     if (take) {
@@ -1663,7 +1673,7 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   if (signal_has_pending(gp) || (gp->sigpending_proc.load(std::memory_order_acquire) & ~gp->sigmask))
     signal_deliver(gp);
   if (M* mp = gp->m) set_kmask(mp, kmask(gp->sigmask));
-  if (opener) opener->open_soon.store(0, std::memory_order_seq_cst);
+  if (soon) opener->open_soon.fetch_and(~soon, std::memory_order_seq_cst);
   return 0;
 }
 
