@@ -866,7 +866,7 @@ void sysmon_sync(M* self, uint64_t set) {
     int64_t deadline = 0;
     while (sysmon_barrier_ack.load(std::memory_order_seq_cst) < req) {
       int64_t now = sys::nanotime();
-      if (deadline == 0) deadline = now + 50 * 1000 * 1000;
+      if (deadline == 0) deadline = now + 500 * 1000 * 1000;
       else if (now > deadline) break;
       sys::sched_yield();
     }
@@ -888,7 +888,7 @@ uint64_t sysmon_close_wait(M* self, uint64_t set) {
   self->open_soon.fetch_or(set, std::memory_order_seq_cst);
   if (!(sysmon_open.load(std::memory_order_seq_cst) & set)) return set;
   sysmon_wake();
-  int64_t deadline = sys::nanotime() + 50 * 1000 * 1000;
+  int64_t deadline = sys::nanotime() + 500 * 1000 * 1000;
   while ((sysmon_open.load(std::memory_order_seq_cst) & set) && sys::nanotime() < deadline) sys::sched_yield();
   return set;
 }
