@@ -886,10 +886,16 @@ uint64_t sysmon_close_wait(M* self, uint64_t set) {
          ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
   if (!set || self->locks.load(std::memory_order_relaxed) > 0) return 0;
   self->open_soon.fetch_or(set, std::memory_order_seq_cst);
-  if (!(sysmon_open.load(std::memory_order_seq_cst) & set)) return set;
+  // Only what sysmon leaves to an M that opens it (sysmon_leaves: not a
+  // signal some G waits for meanwhile; sigsuspend_race timed out waiting
+  // for sysmon to close one it never would).
+  auto pending = [set] {
+    return sysmon_open.load(std::memory_order_seq_cst) & set & sysmon_leaves.load(std::memory_order_seq_cst);
+  };
+  if (!pending()) return set;
   sysmon_wake();
   int64_t deadline = sys::nanotime() + 500 * 1000 * 1000;
-  while ((sysmon_open.load(std::memory_order_seq_cst) & set) && sys::nanotime() < deadline) sys::sched_yield();
+  while (pending() && sys::nanotime() < deadline) sys::sched_yield();
   return set;
 }
 
