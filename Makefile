@@ -226,6 +226,11 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	  if [ -n "$$bad" ] || [ "$$secsz" -gt "$${jesz:-0}" ]; then \
 	    echo "libgoshim.so: initialized TLS besides je_tsd_tls: $${bad:-.tdata is $$secsz bytes, je_tsd_tls $${jesz:-0}}" >&2; \
 	    rm -f $@; exit 1; fi
+	@# Sequentially consistent stores go through sc_store (core/scstore.hpp:
+	@# qemu-user does not keep an aarch64 stlr before a later ldar).
+	@if grep -nE '__atomic_store_n\([^;]*__ATOMIC_SEQ_CST|\.store\([^;]*memory_order_seq_cst|\.store\([^,;]*\);' \
+	    $(LIB_CXX) $(wildcard core/*.hpp shim/*.hpp syscalls/*.hpp arch/$(ARCH)/*.hpp) | grep -v '^core/scstore.hpp'; then \
+	  echo "libgoshim.so: a seq_cst store not written as sc_store (core/scstore.hpp)" >&2; rm -f $@; exit 1; fi
 
 $(LAUNCHER): launcher/goshim.cpp core/size.hpp
 	@mkdir -p $(dir $@)

@@ -1,5 +1,6 @@
 // Per-goroutine CPU time (see cputime.hpp).
 #include "core/cputime.hpp"
+#include "core/scstore.hpp"
 
 #include <time.h>
 
@@ -30,19 +31,19 @@ int64_t m_cpu(M* mp) {
 void stop(G* gp, int64_t now) {
   int64_t mark = gp->cpu_mark.load(std::memory_order_relaxed);
   if (mark >= 0 && now > mark) gp->cpu_ns.fetch_add(now - mark, std::memory_order_seq_cst);
-  gp->cpu_mark.store(-1, std::memory_order_seq_cst);
+  sc_store(gp->cpu_mark, -1);
 }
 
 }  // namespace
 
-void cputime_in_slow(G* gp) { gp->cpu_mark.store(self_cpu(), std::memory_order_seq_cst); }
+void cputime_in_slow(G* gp) { sc_store(gp->cpu_mark, self_cpu()); }
 
 void cputime_out_slow(G* gp) { stop(gp, self_cpu()); }
 
 void cputime_enable(G* self) {
-  if (!cputime_on.load(std::memory_order_acquire)) cputime_on.store(true, std::memory_order_seq_cst);
+  if (!cputime_on.load(std::memory_order_acquire)) sc_store(cputime_on, true);
   if (self && self->cpu_mark.load(std::memory_order_relaxed) < 0)
-    self->cpu_mark.store(self_cpu(), std::memory_order_seq_cst);
+    sc_store(self->cpu_mark, self_cpu());
 }
 
 int64_t g_cputime(G* gp, G* self) {
@@ -75,8 +76,7 @@ int64_t g_cputime(G* gp, G* self) {
 
 void cputime_reset(G* gp, bool running) {
   gp->cpu_ns.store(0, std::memory_order_relaxed);
-  gp->cpu_mark.store(running && cputime_on.load(std::memory_order_relaxed) ? self_cpu() : -1,
-                     std::memory_order_seq_cst);
+  sc_store(gp->cpu_mark, running && cputime_on.load(std::memory_order_relaxed) ? self_cpu() : -1);
 }
 
 }  // namespace goshim

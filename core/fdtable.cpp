@@ -36,6 +36,7 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/scstore.hpp"
 #include "syscalls/sys.hpp"
 #include "syscalls/sys_io.hpp"
 
@@ -669,7 +670,7 @@ FdClose fd_close_begin(int fd) {
           if (netpoll_register((int)h, pd_tag(pd)) < 0) pd->registered = false;
           netpoll_unregister(fd);
         }
-        pd->fd.store((int)h, std::memory_order_seq_cst);
+        sc_store(pd->fd, (int)h);
         moved = true;
       } else {
         // Out of numbers: the operations fail with EBADF instead.
@@ -679,7 +680,7 @@ FdClose fd_close_begin(int fd) {
     if (pd->fd.load(std::memory_order_relaxed) == fd) {
       if (pd->registered) netpoll_unregister(fd);
       pd->registered = false;
-      pd->fd.store(-1, std::memory_order_seq_cst);
+      sc_store(pd->fd, -1);
     }
   }
   if (moved || lost) {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "core/jemalloc_glue.hpp"
+#include "core/scstore.hpp"
 #include "syscalls/sys.hpp"
 
 // jemalloc's (weak: the unit tests link core/ without jemalloc, and then
@@ -207,7 +208,7 @@ void exit_purge(unsigned ind) {
       for (unsigned i = 0; i < 63; i++)
         if (m >> i & 1) purge_arena(i);
     }
-    exit_purge_busy.store(false);
+    sc_store(exit_purge_busy, false);
     // A bit set after the last exchange by a thread that found this one
     // busy: purge it too.
     if (exit_purge_pending.load() == 0) return;

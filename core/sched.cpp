@@ -19,6 +19,7 @@
 // release its P.
 #include "core/contract.hpp"
 #include "core/sched.hpp"
+#include "core/scstore.hpp"
 #include "core/signal.hpp"
 
 #include <sys/mman.h>
@@ -54,7 +55,7 @@ P* pidleget() {
 // Like pidleget, but records that work was found that no P could take.
 static P* pidleget_spinning() {
   P* pp = pidleget();
-  if (!pp) sched.needspinning.store(1, std::memory_order_seq_cst);
+  if (!pp) sc_store(sched.needspinning, 1);
   return pp;
 }
 
@@ -187,7 +188,7 @@ void wakep() {
   // spins instead; without taking sched.lock on this hot path.
   if (sched.npidle.load(std::memory_order_seq_cst) == 0) {
     if (sched.needspinning.load(std::memory_order_relaxed) == 0)
-      sched.needspinning.store(1, std::memory_order_seq_cst);
+      sc_store(sched.needspinning, 1);
     return;
   }
   int32_t zero = 0;
@@ -581,7 +582,7 @@ top:
     if ((netpoll_any_waiters() || poll_until != 0) &&
         sched.lastpoll.exchange(0, std::memory_order_seq_cst) != 0) {
       if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
-      sched.pollUntil.store(poll_until, std::memory_order_seq_cst);
+      sc_store(sched.pollUntil, poll_until);
       int64_t delay = -1;
       if (poll_until != 0) {
         delay = poll_until - sys::nanotime();
@@ -593,8 +594,8 @@ top:
       netpoll(delay, q);
       mp->blocked = false;
       now = sys::nanotime();
-      sched.pollUntil.store(0, std::memory_order_seq_cst);
-      sched.lastpoll.store(now, std::memory_order_seq_cst);
+      sc_store(sched.pollUntil, 0);
+      sc_store(sched.lastpoll, now);
       sched.lock.lock();
       P* p2 = pidleget();
       sched.lock.unlock();

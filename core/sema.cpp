@@ -21,6 +21,7 @@
 #include "core/rtlock.hpp"
 #include "core/runtime.hpp"
 #include "core/sched.hpp"
+#include "core/scstore.hpp"
 #include "core/signal.hpp"
 #include "core/tcb.hpp"
 #include "core/timer.hpp"
@@ -311,10 +312,10 @@ int wait_foreign_locked(const void* addr, uint32_t val, int64_t deadline, uint32
   struct Publish {
     bool on;
     ~Publish() {
-      if (on) __atomic_store_n(&fwait.word, nullptr, __ATOMIC_SEQ_CST);
+      if (on) sc_store(&fwait.word, nullptr);
     }
   } publish{cancellable || async};
-  if (publish.on) __atomic_store_n(&fwait.word, (const uint32_t*)&w.kwake, __ATOMIC_SEQ_CST);
+  if (publish.on) sc_store(&fwait.word, (const uint32_t*)&w.kwake);
   for (;;) {
     if (w.kwake.load(std::memory_order_acquire)) {
       if (endaddr) *endaddr = __atomic_load_n(&w.addr, __ATOMIC_ACQUIRE);
@@ -422,7 +423,7 @@ ForeignCancelWait::ForeignCancelWait() {
   if (!fwait.ktid) fwait.ktid = (pid_t)sys::gettid();
   // [S] on before [L] cancelhandling in the wait's check; pthread_cancel
   // stores the canceled bit (a locked cmpxchg) before [L] on.
-  __atomic_store_n(&fwait.on, 1, __ATOMIC_SEQ_CST);
+  sc_store(&fwait.on, 1);
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

@@ -20,6 +20,7 @@
 #include "core/privfd.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
+#include "core/scstore.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
@@ -252,7 +253,7 @@ void setxid_thread_create_end() { creating.fetch_sub(1, std::memory_order_releas
 long setxid_all(long nr, long a0, long a1, long a2) {
   MutexGuard g(setxid_lock);
   while (waiting.load(std::memory_order_acquire) != 0) sys::sched_yield();  // creations first
-  broadcasting.store(true, std::memory_order_seq_cst);
+  sc_store(broadcasting, true);
   while (creating.load(std::memory_order_seq_cst) != 0) sys::sched_yield();
   long r = sys::raw3(nr, a0, a1, a2);  // the caller first: an error changes nothing
   if (r < 0) {
@@ -265,8 +266,8 @@ long setxid_all(long nr, long a0, long a1, long a2) {
   c.a1 = a1;
   c.a2 = a2;
   c.expect = r;
-  c.failed.store(0);
-  c.pending.store(0);
+  sc_store(c.failed, 0);
+  sc_store(c.pending, 0);
   // Three bitmaps over every possible tid: sent, acked, and the threads
   // glibc knows (512 KiB of address space each, touched only where tids
   // are).

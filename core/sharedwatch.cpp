@@ -93,6 +93,7 @@
 #include "core/contract.hpp"
 #include "core/lock.hpp"
 #include "core/ownthread.hpp"
+#include "core/scstore.hpp"
 #include "core/sema.hpp"
 #include "syscalls/sys.hpp"
 
@@ -176,16 +177,16 @@ void quiesce(Watcher* w, FutexWaitv* v, int m, long r) {
     if (w->slots[i].addr) addrs[n++] = w->slots[i].addr;
   wlock.unlock();
   for (int k = 0; k < n; k++) sema_wake_stale(addrs[k], 0, true);
-  w->quiet.store(1, std::memory_order_seq_cst);
+  sc_store(w->quiet, 1);
   sys::futex_wake(&w->quiet, INT_MAX);
   while (quiescing.load(std::memory_order_seq_cst)) sys::futex_wait(&quiescing, 1, nullptr);
-  w->quiet.store(0, std::memory_order_seq_cst);
+  sc_store(w->quiet, 0);
 }
 
 void* watcher_main(void* arg) {
   Watcher* w = (Watcher*)arg;
   wlock.lock();
-  w->starting.store(false, std::memory_order_seq_cst);  // [S] before [L] quiescing below
+  sc_store(w->starting, false);  // [S] before [L] quiescing below
   wlock.unlock();
   // v[0] is the control word, v[1 + k] the k-th watched word: the kernel
   // reports the last woken entry of the vector, so a return with r == 0
@@ -299,7 +300,7 @@ void watcher_start_failed(void* arg, int) {
   Watcher* w = (Watcher*)arg;
   wlock.lock();
   w->failed = true;
-  w->starting.store(false, std::memory_order_seq_cst);
+  sc_store(w->starting, false);
   wlock.unlock();
 }
 
@@ -363,13 +364,13 @@ int watch_register(const void* addr, uint32_t val) {
     int wi = nwatchers.load(std::memory_order_relaxed);
     Watcher* w = &watchers[wi];
     w->req = OwnThreadReq{watcher_main, w, 64 * 1024, watcher_start_failed, nullptr};
-    w->starting.store(true, std::memory_order_seq_cst);
+    sc_store(w->starting, true);
     if (!ownthread_start_async(&w->req)) {
       w->starting.store(false, std::memory_order_relaxed);
       wlock.unlock();
       return -1;
     }
-    nwatchers.store(wi + 1, std::memory_order_seq_cst);
+    sc_store(nwatchers, wi + 1);
     wlock.unlock();
     return -1;
   }
@@ -378,7 +379,7 @@ int watch_register(const void* addr, uint32_t val) {
   int wi = nwatchers.load(std::memory_order_relaxed);
   Watcher* w = &watchers[wi];
   w->slots[0] = Slot{a, 1, val, false};
-  nwatchers.store(wi + 1, std::memory_order_seq_cst);
+  sc_store(nwatchers, wi + 1);
   wlock.unlock();
   if (!start_watcher(w)) {
     wlock.lock();
@@ -426,7 +427,7 @@ void watch_quiesce() {
 #endif
   int n = nwatchers.load(std::memory_order_seq_cst);
   if (n == 0) return;
-  quiescing.store(1, std::memory_order_seq_cst);
+  sc_store(quiescing, 1);
   for (int i = 0; i < n; i++) {
     Watcher* w = &watchers[i];
     w->ctl.fetch_add(1, std::memory_order_seq_cst);
@@ -469,7 +470,7 @@ void watch_quiesce() {
 
 void watch_resume() {
   if (!quiescing.load(std::memory_order_seq_cst)) return;
-  quiescing.store(0, std::memory_order_seq_cst);
+  sc_store(quiescing, 0);
   sys::futex_wake(&quiescing, INT_MAX);
 }
 

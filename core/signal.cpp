@@ -4,6 +4,7 @@
 // signal-safe: it takes no runtime lock and allocates nothing; anything
 // that needs locks (waking a parked G) is left to sysmon (signal_route).
 #include "core/contract.hpp"
+#include "core/scstore.hpp"
 #include "core/signal.hpp"
 
 #include <errno.h>
@@ -639,7 +640,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
 // sigwait or sigsuspend: sysmon ends the wait (signal_route's pass over
 // g_unrouted), since a handler cannot take the sema lock.
 void wake_waiter_later() {
-  g_unrouted.store(true, std::memory_order_seq_cst);
+  sc_store(g_unrouted, true);
   sysmon_wake();
 }
 
@@ -1310,7 +1311,7 @@ bool signal_longjmp(const void* env, const sigset_t* saved) {
   }
   // A signal_setmask the jump leaves no longer opens anything here.
   if (M* mp = gp->m; mp && mp->open_soon.load(std::memory_order_relaxed) != 0)
-    mp->open_soon.store(0, std::memory_order_seq_cst);
+    sc_store(mp->open_soon, 0);
   // Where goshim serves the G's mask calls (shim/signal_thread.cpp mask_g).
   bool own = gp->insig == 0 &&
              (gp->status.load(std::memory_order_relaxed) == GStatus::Running || gp->rt_locked);
@@ -1493,7 +1494,7 @@ inline void set_altstack(M* mp, const stack_t& want) {
 void signal_apply(M* mp, G* gp) {
   // (What a G that left this M was about to open: sysmon_close_wait.)
   if (__builtin_expect(mp->open_soon.load(std::memory_order_relaxed) != 0, 0))
-    mp->open_soon.store(0, std::memory_order_seq_cst);
+    sc_store(mp->open_soon, 0);
   set_kmask(mp, kmask(gp->sigmask));
   // The G's own alternate stack, else the M's (M::sigstk).
   set_altstack(mp, (gp->altstack.ss_flags & SS_DISABLE) ? mp->sigstk : gp->altstack);
@@ -1824,7 +1825,7 @@ static bool send_to_running(G* target, int sig, const union sigval* value, bool 
   if (!mp || mp->tid <= 0) return false;
   G* mark = (G*)((uintptr_t)target | (proc ? 1 : 0));
   uint64_t b = bit(sig);
-  mp->sigfwd[sig].store(mark, std::memory_order_seq_cst);
+  sc_store(mp->sigfwd[sig], mark);
   mp->fwd_bits.fetch_or(b, std::memory_order_seq_cst);
   // Dekker with the M (with_fwd, "Forwards" above): target still on mp
   // now means that mp reads the bit at its next mask change, so the
@@ -2110,7 +2111,7 @@ void signal_g_exit(G* gp) {
   if (last) {
     open = last;
     // sysmon routes nothing more to gp (what it holds, gp takes below).
-    gp->sig_exiting.store(true, std::memory_order_seq_cst);
+    sc_store(gp->sig_exiting, true);
     // The kernel mask changed and back: the kernel re-evaluates this
     // thread's pending state (recalc_sigpending) and delivers a process
     // signal still queued for another thread to this one on return.
@@ -2153,7 +2154,7 @@ void signal_g_exit(G* gp) {
     if (signal_has_pending(gp)) signal_deliver(gp);
   }
   // Dekker with signal_route: it sets sigpending_proc, then reads sigmask.
-  __atomic_store_n(&gp->sigmask, ~0ull, __ATOMIC_SEQ_CST);
+  sc_store(&gp->sigmask, ~0ull);
   uint64_t left = gp->sigpending_proc.exchange(0, std::memory_order_seq_cst);
   pool_drop(gp);  // its thread-directed signals go with it
   if (!left) return;
@@ -2254,7 +2255,7 @@ bool signal_route_pending() {
 void signal_route() {
   // Every handler of a signal sysmon took from the kernel before this
   // point has run (a handler runs before the code it interrupts resumes).
-  sysmon_barrier_ack.store(sysmon_barrier_req.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
+  sc_store(sysmon_barrier_ack, sysmon_barrier_req.load(std::memory_order_seq_cst));
   // sysmon's own mask: receive what some G handles or waits for, except
   // the signals it holds an instance of (sysmon_hold).
   static uint64_t seen_gen = ~0ull;
@@ -2278,7 +2279,7 @@ void signal_route() {
       if (st != GStatus::Idle && st != GStatus::Dead) blocked_all &= g->sigmask;
     }
     waited |= main_g()->sigwaiting.load(std::memory_order_relaxed);
-    waited_mask.store(waited);
+    sc_store(waited_mask, waited);
     // Also the signals left at their default action that goshim wraps
     // because some G blocks them, if some G leaves them open: when the only
     // such Gs are parked and every running M blocks it, sysmon must receive
@@ -2319,10 +2320,10 @@ void signal_route() {
   uint64_t want = base | sysmon_hold.load(std::memory_order_seq_cst) | by_ms;
   if (force || want != applied) {
     // Published before it opens anything (sysmon_sync reads it).
-    sysmon_open.store(~(want & applied), std::memory_order_seq_cst);
+    sc_store(sysmon_open, ~(want & applied));
     sys::rt_sigprocmask(SIG_SETMASK, &want, nullptr, 8);
     applied = want;
-    sysmon_open.store(~want, std::memory_order_seq_cst);
+    sc_store(sysmon_open, ~want);
   }
   sysmon_leaves.store(~want & leavable, std::memory_order_relaxed);
   // Gs that got a signal while not running: wake the parked ones.

@@ -40,6 +40,7 @@
 #include "core/proc.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
+#include "core/scstore.hpp"
 #include "core/sema.hpp"
 #include "core/tcb.hpp"
 #include "core/rtlock.hpp"
@@ -810,7 +811,7 @@ GOSHIM_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t* mu, int prioceil
   int* volatile out = old_ceiling;  // declared nonnull, but glibc accepts NULL
   if (out) *out = oldprio;
   int newlock = locked ? (ld(&m->lock) & ~kCeilMask) : 0;
-  __atomic_store_n(&m->lock, newlock | (prioceiling << kCeilShift), __ATOMIC_SEQ_CST);
+  sc_store(&m->lock, newlock | (prioceiling << kCeilShift));
   sync_wake(&m->lock, INT_MAX, shared);
   return 0;
 }

@@ -37,6 +37,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/scstore.hpp"
 #include "core/sema.hpp"
 #include "core/tcb.hpp"
 #include "shim/shim.hpp"
@@ -105,7 +106,7 @@ void wake_readers(RwObj* rw) {
 // of the writer.
 void grant_readers(int n, void* arg) {
   RwObj* rw = (RwObj*)arg;
-  __atomic_store_n(&rw->state, (uint32_t)n * kReader, __ATOMIC_SEQ_CST);  // [S]
+  sc_store(&rw->state, (uint32_t)n * kReader);  // [S]
 }
 
 void wake_writer(RwObj* rw) {
@@ -195,7 +196,7 @@ int unlock(RwObj* rw) {
       if (ld(&rw->nwwait) != 0) wake_writer(rw);
       return 0;
     }
-    __atomic_store_n(&rw->state, 0, __ATOMIC_SEQ_CST);  // [S] readers cannot hold it now
+    sc_store(&rw->state, 0);  // [S] readers cannot hold it now
     bool writers = ld(&rw->nwwait) != 0;              // [L]
     if (writers && prefer_writer(rw)) {
       wake_writer(rw);  // writer-to-writer hand-over; readers keep waiting

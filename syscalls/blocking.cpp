@@ -21,6 +21,7 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/scstore.hpp"
 #include "core/sysmon.hpp"
 #include "core/trace.hpp"
 #include "syscalls/sys.hpp"
@@ -58,7 +59,7 @@ void enter_blocking(BlockKind kind, const char* what) {
   pp->m = nullptr;
   mp->oldp = pp;
   mp->p = nullptr;
-  pp->status.store(PStatus::Syscall, std::memory_order_seq_cst);
+  sc_store(pp->status, PStatus::Syscall);
   if (kind == BlockKind::Long &&
       (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0)) {
     // Runnable work would wait for this call: hand the P off right now.
