@@ -340,12 +340,24 @@ struct EndArg {
   int64_t deadline;
   int result = -1;
   const void* end = nullptr;
+  bool done = false;  // atomic accesses only
 };
 
 void* end_waiter(void* p) {
   EndArg* a = (EndArg*)p;
   a->result = sema_wait(a->word, 0, a->deadline, WaitReason::Futex, ~0u, &a->end);
+  __atomic_store_n(&a->done, true, __ATOMIC_RELEASE);
   return nullptr;
+}
+
+// wait_until_waiters for a waiter with a deadline: false when the waiter
+// returned first (it may time out before this thread looks).
+bool wait_until_queued(const void* addr, const EndArg& a) {
+  while (sema_nwaiters(addr) < 1) {
+    if (__atomic_load_n(&a.done, __ATOMIC_ACQUIRE)) return false;
+    sched_yield();
+  }
+  return true;
 }
 }  // namespace
 
@@ -362,18 +374,34 @@ Test(sema, endaddr_follows_requeue) {
   cr_assert_eq(a.end, (const void*)&to, "the wait ended on the requeue target");
 }
 
+// The requeue has to take the waiter before its deadline. On a slow
+// machine (emulation under load: thread start-up alone can outlast a short
+// deadline) the waiter may time out first, even before this thread sees
+// it queued (waiting for that then never ended: the test's 60 s timeout);
+// such a try checks the plain timeout and is made again with a later
+// deadline.
 Test(sema, timeout_after_requeue) {
-  std::atomic<uint32_t> from{0}, to{0};
-  EndArg a{&from, sys::nanotime() + 50 * 1000000};
-  pthread_t t;
-  pthread_create(&t, nullptr, end_waiter, &a);
-  wait_until_waiters(&from, 1);
-  cr_assert_eq(sema_requeue(&from, &to, 0, 1, false, 0), 1);
-  pthread_join(t, nullptr);  // nobody wakes `to`: the deadline still applies
-  cr_assert_eq(a.result, ETIMEDOUT);
-  cr_assert_eq(a.end, (const void*)&to);
-  cr_assert_eq(sema_nwaiters(&to), 0, "the timed-out waiter left the requeued queue");
-  cr_assert_eq(sema_nwaiters(&from), 0);
+  int64_t ms = 50;
+  for (int tries = 0;; tries++, ms *= 5) {
+    cr_assert_lt(tries, 5, "the waiter always timed out before the requeue (last deadline %lld ms)",
+                 (long long)ms / 5);
+    std::atomic<uint32_t> from{0}, to{0};
+    EndArg a{&from, sys::nanotime() + ms * 1000000};
+    pthread_t t;
+    pthread_create(&t, nullptr, end_waiter, &a);
+    int moved = wait_until_queued(&from, a) ? sema_requeue(&from, &to, 0, 1, false, 0) : 0;
+    pthread_join(t, nullptr);  // nobody wakes `to`: the deadline still applies
+    cr_assert_eq(a.result, ETIMEDOUT);
+    cr_assert_eq(sema_nwaiters(&to), 0, "the timed-out waiter left the requeued queue");
+    cr_assert_eq(sema_nwaiters(&from), 0);
+    if (moved == 0) {  // timed out before the requeue: on its own word
+      cr_assert_eq(a.end, (const void*)&from);
+      continue;
+    }
+    cr_assert_eq(moved, 1);
+    cr_assert_eq(a.end, (const void*)&to);
+    break;
+  }
 }
 
 Test(sema, eagain_reports_own_address) {
