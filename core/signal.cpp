@@ -738,23 +738,22 @@ std::atomic<uint64_t> sysmon_barrier_ack{0};
 // a lock's futex, has no handler to run; on a loaded machine each
 // sched_yield may cost a whole time slice: a bound in iterations made
 // such exits take seconds under qemu, sync_foreign).
-void wait_stale_ms(M* self, uint64_t open) {
+void wait_stale_ms(M* self, uint64_t set) {
   int64_t deadline = 0;
   for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
     if (m == self) continue;
-    if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) continue;
+    // What m's kernel mask leaves open of set: the kernel may hand it m.
+    uint64_t kopen = ~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set;
+    if (!kopen) continue;
     G* cg = __atomic_load_n(&m->curg, __ATOMIC_ACQUIRE);
-    if (cg && !(__atomic_load_n(&cg->sigmask, __ATOMIC_ACQUIRE) & open)) continue;
+    if (cg && !(__atomic_load_n(&cg->sigmask, __ATOMIC_ACQUIRE) & kopen)) continue;
     if (deadline == 0) deadline = sys::nanotime() + 10 * 1000 * 1000;
+    // Two steps of uprog: the first may be a store made before the
+    // dequeue that this thread saw late.
     uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
-    for (;;) {
-      if (sys::nanotime() > deadline) return;
-      // Two steps: the first may be a store made before the dequeue that
-      // this thread saw late.
-      if (m->uprog.load(std::memory_order_seq_cst) - p0 >= 2) break;
-      if ((__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & open) == open) break;
+    while (m->uprog.load(std::memory_order_seq_cst) - p0 < 2 &&
+           (~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set) && sys::nanotime() < deadline)
       sys::sched_yield();
-    }
   }
 }
 
@@ -834,25 +833,6 @@ void hold_block(G* gp, int sig, void* uctx) {
   __atomic_store_n(&mp->cur_sigmask, um, __ATOMIC_RELEASE);
 }
 
-// Signal-safe. As wait_stale_ms, for the Ms that would hold a signal of
-// set for goshim (defer) rather than run it: on g0, or running a goroutine
-// that blocks it, with a kernel mask that leaves it open.
-void wait_deferring_ms(M* self, uint64_t set) {
-  int64_t deadline = 0;
-  for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
-    if (m == self) continue;
-    uint64_t kopen = ~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set;
-    if (!kopen) continue;
-    G* cg = __atomic_load_n(&m->curg, __ATOMIC_ACQUIRE);
-    if (cg && !(__atomic_load_n(&cg->sigmask, __ATOMIC_ACQUIRE) & kopen)) continue;
-    if (deadline == 0) deadline = sys::nanotime() + 10 * 1000 * 1000;
-    uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
-    while (m->uprog.load(std::memory_order_seq_cst) - p0 < 2 &&
-           (~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set) && sys::nanotime() < deadline)
-      sys::sched_yield();
-  }
-}
-
 // Signal-safe; on a goroutine's M (self). Returns once the handler of every
 // process signal of set that sysmon or an M on g0 took from the kernel
 // before this call has run (it holds it for goshim now). Not while self
@@ -872,7 +852,7 @@ void sysmon_sync(M* self, uint64_t set) {
       sys::sched_yield();
     }
   }
-  wait_deferring_ms(self, set);
+  wait_stale_ms(self, set);  // and what the Ms on g0 took
 }
 
 // On a goroutine's M (self), before it opens set in its kernel mask and
