@@ -219,6 +219,11 @@ struct G {
   // Real-time scheduling (core/rtlock.hpp): bound to its M, whose kernel
   // thread has sched_policy applied; the G stays in GStatus::Syscall.
   bool rt_locked = false;
+  // Bound to its M for the rest of its life because the kernel tied
+  // something to its kernel thread (an io_uring ring set up
+  // IORING_SETUP_SINGLE_ISSUER: rt_bind_kernel_thread). rt_locked is set
+  // too; a later non-real-time policy does not unbind it.
+  bool tid_bound = false;
   std::atomic<bool> rt_pending{false};  // another G gave it a real-time policy: bind at its next call
   std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
   std::atomic<bool> preempt{false};

@@ -334,6 +334,7 @@ void goexit_g0(void* arg) {
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->rt_locked = false;
+  gp->tid_bound = false;
   // As glibc's start_thread: the stack's pages below the exit frames (less
   // glibc's PTHREAD_STACK_MIN) go back to the kernel before the stack waits
   // on a free list or in a pool (a slot stack stays with its G). Not a
@@ -635,6 +636,7 @@ stack_set:
   gp->sched_policy = a.sched_policy;
   gp->sched_priority = a.sched_priority;
   gp->rt_locked = false;
+  gp->tid_bound = false;
   gp->rt_pp_max = 0;
   for (uint32_t& c : gp->rt_pp_count) c = 0;
   gp->rt_pending.store(false, std::memory_order_relaxed);

@@ -92,8 +92,21 @@ int rt_set_self(int policy, int prio) {
   gp->sched_policy = pol;
   gp->sched_priority = prio;
   gp->rt_pending.store(false, std::memory_order_relaxed);
-  if (gp->rt_locked) unbind(gp);
+  if (gp->rt_locked && gp->tid_bound) {
+    // Stays bound (rt_bind_kernel_thread): only the kernel thread's policy
+    // goes back to SCHED_OTHER.
+    int saved = errno;
+    restore_other();
+    errno = saved;
+  } else if (gp->rt_locked) {
+    unbind(gp);
+  }
   return 0;
+}
+
+void rt_bind_kernel_thread(G* gp) {
+  gp->tid_bound = true;
+  if (!gp->rt_locked) bind(gp);
 }
 
 int kernel_wait_prio() {
@@ -147,7 +160,7 @@ int rt_pp_change(G* gp, int previous, int next) {
 
 void rt_after_fork() {
   G* gp = getg();
-  if (gp && !gp->is_g0() && gp->rt_locked)
+  if (gp && !gp->is_g0() && gp->rt_locked && rt_policy(gp->sched_policy))
     apply(gp->sched_policy, effective(gp, gp->sched_priority));
 }
 

@@ -50,6 +50,16 @@ int rt_set_self(int policy, int prio);
 // ceilings at once (glibc: a count overflow). Returns 0 or an errno value.
 int rt_pp_change(G* gp, int previous, int next);
 
+// On user G (Running with a P) or on a bound G; gp == getg(). Binds the
+// calling goroutine to the M running it for the rest of its life, as a
+// real-time G is bound but without a policy: the kernel has tied something
+// to this kernel thread (an io_uring ring set up
+// IORING_SETUP_SINGLE_ISSUER, whose submissions and waits the kernel
+// refuses with EEXIST from any other thread), and every later call of the
+// G must come from it. The G keeps its policy; taking a non-real-time
+// policy later does not unbind it. Costs a kernel thread, as natively.
+void rt_bind_kernel_thread(G* gp);
+
 // On g0, without a P: a bound G has ended on this M (goexit). The kernel
 // thread gets SCHED_OTHER back and the M goes back to the scheduler.
 [[noreturn]] void rt_exit_m();

@@ -5,19 +5,51 @@
 // close would leave a stale fd-table entry. Every other number goes to
 // libc's syscall() unchanged.
 //
+// io_uring_setup and io_uring_register come here too (glibc has no wrapper
+// for them: programs such as fio call syscall()). The kernel ties a ring
+// set up IORING_SETUP_SINGLE_ISSUER (DEFER_TASKRUN needs it) to the
+// calling kernel thread, or, set up IORING_SETUP_R_DISABLED, to the one
+// that enables it (IORING_REGISTER_ENABLE_RINGS), and answers a submission
+// or a wait from any other with EEXIST. A goroutine moves between Ms, so
+// such a ring's thread is bound to its M for the rest of its life
+// (rt_bind_kernel_thread), as natively one kernel thread. Enabling binds
+// whatever the ring's flags (goshim cannot read them back): a rare call.
+// liburing's own system calls (inline, not through syscall()) are not
+// seen: LD_PRELOAD.md 7.3.
+//
 // The entry is arch/<arch>/syscall.S, which dispatches by number.
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <linux/io_uring.h>
 
 #include "core/fdio.hpp"
 #include "core/fdops.hpp"
 #include "core/real.hpp"
+#include "core/rtlock.hpp"
 #include "core/signal.hpp"
 #include "shim/io.hpp"
 #include "syscalls/sys.hpp"
 
 using namespace goshim;
+
+namespace {
+
+// The calling thread's goroutine stays on its M from here on (see the top
+// of this file). Nothing to do for a foreign kernel thread or in 1:1 mode
+// (every thread is its own kernel thread), nor for a G in a signal
+// handler (it does not serve calls: not bound, a limit).
+void bind_kernel_thread() {
+  G* g = tls_g;
+  if (!g || g->is_g0()) return;
+  if (g->rt_locked) {
+    g->tid_bound = true;  // bound already (real-time): stays bound
+    return;
+  }
+  if (shim::user_g()) rt_bind_kernel_thread(g);
+}
+
+}  // namespace
 
 // The C half of arch/<arch>/syscall.S for the fd calls (seven longs: the
 // number and the six arguments, the last on the stack, as the assembly
@@ -86,6 +118,20 @@ extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_io(long nr,
     case SYS_dup3:
       r = fdop_dup3((int)a1, (int)a2, (int)a3, false);
       break;
+#ifdef SYS_io_uring_setup
+    case SYS_io_uring_setup: {
+      const auto* p = (const struct io_uring_params*)a2;
+      // Read before the call (the kernel writes the structure back).
+      bool single = p && (p->flags & IORING_SETUP_SINGLE_ISSUER) && !(p->flags & IORING_SETUP_R_DISABLED);
+      r = sys::raw6(nr, a1, a2, a3, a4, a5, a6);
+      if (r >= 0 && single) bind_kernel_thread();
+      break;
+    }
+    case SYS_io_uring_register:
+      r = sys::raw6(nr, a1, a2, a3, a4, a5, a6);
+      if (r >= 0 && a2 == IORING_REGISTER_ENABLE_RINGS) bind_kernel_thread();
+      break;
+#endif
     default:
       r = sys::raw6(nr, a1, a2, a3, a4, a5, a6);  // not routed here by the entry
       break;

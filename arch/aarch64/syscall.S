@@ -8,6 +8,7 @@
  *                                    -> goshim_syscall_io (shim/syscall_io.cpp)
  *   SYS_mmap, SYS_mremap, SYS_shmat  -> goshim_syscall_mapping
  *   SYS_exit_group                   -> goshim_syscall_exit (as _exit)
+ *   SYS_io_uring_setup, SYS_io_uring_register -> goshim_syscall_io
  *   anything else                    -> the kernel, exactly as glibc's stub does it
  *
  * AAPCS64 passes variadic arguments like named ones: the number in x0, the
@@ -37,6 +38,8 @@
 #define SYS_mmap 222
 #define SYS_accept4 242
 #define SYS_exit_group 94
+#define SYS_io_uring_setup 425
+#define SYS_io_uring_register 427
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
@@ -78,6 +81,8 @@ syscall:
 	TO	SYS_recvfrom, 4f
 	TO	SYS_sendmsg, 4f
 	TO	SYS_recvmsg, 4f
+	TO	SYS_io_uring_setup, 4f
+	TO	SYS_io_uring_register, 4f
 0:	mov	x8, x0			/* number */
 	mov	x0, x1			/* a1 .. a6 */
 	mov	x1, x2

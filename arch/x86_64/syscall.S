@@ -10,6 +10,9 @@
  *                                       core/memclass learns a mapping may be shared)
  *   SYS_exit_group                   -> goshim_syscall_exit (shim/process_exit.cpp:
  *                                       as _exit)
+ *   SYS_io_uring_setup, SYS_io_uring_register
+ *                                    -> goshim_syscall_io (a ring tied to the
+ *                                       calling kernel thread binds the G to it)
  *   anything else                    -> the kernel, exactly as glibc's stub does it
  *
  * The C entries (shim/syscall_futex.cpp) take seven longs: the number in
@@ -48,6 +51,8 @@
 #define SYS_accept4 288
 #define SYS_dup3 292
 #define SYS_exit_group 231
+#define SYS_io_uring_setup 425
+#define SYS_io_uring_register 427
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
@@ -74,6 +79,10 @@ syscall:
 	je	3f
 	cmpq	$SYS_exit_group, %rdi
 	je	6f
+	cmpq	$SYS_io_uring_setup, %rdi
+	je	4f
+	cmpq	$SYS_io_uring_register, %rdi
+	je	4f
 	cmpq	$SYS_dup3, %rdi			/* the fd calls: 0..47, 72, 288, 292 */
 	ja	0f
 	cmpq	$47, %rdi
