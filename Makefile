@@ -119,7 +119,8 @@ DEB_PKGS := g++ make libjemalloc-dev libunwind-dev libcriterion-dev pkg-config p
             procps time man-db util-linux stress-ng \
             git ripgrep pigz zstd xz-utils lbzip2 mariadb-server mariadb-client libmariadb-dev \
             memcached perl ruby erlang-base nginx-light apache2 \
-            pbzip2 graphicsmagick ffmpeg nodejs default-jdk-headless unbound
+            pbzip2 graphicsmagick ffmpeg nodejs default-jdk-headless unbound \
+            libsqlite3-dev tinyproxy fio
 # Packages only the benchmarks need (make deps-bench; make bench-db).
 BENCH_DEB_PKGS := sysbench golang-go
 deps:
@@ -336,7 +337,7 @@ observe: deps all $(OBS_BIN) $(BUILD)/tests/preload/pshared_sem_exit
 # Real programs (Debian's and tests/programs/src): tests/run_programs.sh.
 PROG_DIR := $(BUILD)/tests/programs
 PROG_BIN := $(PROG_DIR)/http_client $(PROG_DIR)/db_client $(PROG_DIR)/db_kill $(PROG_DIR)/threads_cxx \
-            $(PROG_DIR)/threads_rust
+            $(PROG_DIR)/threads_rust $(PROG_DIR)/threads_sqlite
 
 $(PROG_DIR)/http_client: tests/programs/src/http_client.c
 	@mkdir -p $(dir $@)
@@ -351,6 +352,10 @@ $(PROG_DIR)/db_kill: tests/programs/src/db_kill.c tests/programs/src/server_task
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(PRE_CFLAGS) $$(pkg-config --cflags libmariadb) -o $@ $< \
 	  $$(pkg-config --libs libmariadb)
+
+$(PROG_DIR)/threads_sqlite: tests/programs/src/threads_sqlite.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(PRE_CFLAGS) -o $@ $< -lsqlite3
 
 $(PROG_DIR)/threads_cxx: tests/programs/src/threads_cxx.cpp
 	@mkdir -p $(dir $@)

@@ -50,6 +50,14 @@
 #   gitpack   git pack-objects --threads=8 and index-pack --threads=8
 #   unbound   unbound (40 threads) answering local data to 16 client
 #             threads over UDP and TCP (tests/programs/src/dns_client.py)
+#   sqlite    libsqlite3 from 50 threads on one serialized connection and
+#             32 threads with a connection each to a WAL file, every row
+#             checked (tests/programs/src/threads_sqlite.c)
+#   tinyproxy tinyproxy (a thread per client) proxying 300 held clients,
+#             then 600 more requests, to a native http_server.py; every
+#             byte checked (tests/programs/src/proxy_client.py)
+#   fio       fio --thread, 16 jobs writing and verifying (crc32c) through
+#             psync, posixaio and io_uring (SINGLE_ISSUER rings)
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -1211,9 +1219,161 @@ case_unbound() {
   return $rc
 }
 
+# ---- sqlite ------------------------------------------------------------------
+# SQLite (libsqlite3) from 50 threads on one serialized connection, then 32
+# threads with a connection each to one WAL file, every row checked
+# (tests/programs/src/threads_sqlite.c).
+case_sqlite() {
+  local mode=$1 r
+  need "$bin/threads_sqlite" || return 1
+  mkdir -p "$D/db"
+  run "$mode" 120 "$bin/threads_sqlite" "$D/db" >"$D/out" 2>"$D/err" </dev/null
+  r=$?
+  rm -rf "$D/db"
+  goshim_err "$mode" "$D/err" threads_sqlite || return 1
+  clean_exit_tasks_only threads_sqlite "$r" || return 1
+  check_tasks_line "$mode"
+}
+
+# ---- tinyproxy ---------------------------------------------------------------
+# tinyproxy, a forward HTTP proxy with a thread per client, between
+# tests/programs/src/proxy_client.py and tests/programs/src/http_server.py
+# (both native, on 127.0.0.1): 300 clients held at once (a thread each),
+# then 600 more requests; every body checked byte for byte; SIGTERM must
+# stop it with status 0.
+PX_HELD=300 PX_TOTAL=600
+setup_tinyproxy() {
+  "$bin/http_client" gen "$work/px_files" "$HTTP_FILES"
+}
+case_tinyproxy() {
+  local mode=$1 rc=0 port bport bpid i
+  need tinyproxy "$PY" "$bin/http_client" || return 1
+  # Before 1.11 (Debian 11's 1.10) tinyproxy serves clients from forked
+  # processes, not threads: nothing of goshim's to test.
+  local ver
+  ver=$(tinyproxy -v 2>&1 | sed -n 's/^tinyproxy \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  # shellcheck disable=SC2086
+  set -- $ver
+  if [ -z "$ver" ] || [ "$1" -lt 1 ] || { [ "$1" = 1 ] && [ "$2" -lt 11 ]; }; then
+    why "tinyproxy $(tinyproxy -v 2>&1 | head -n 1) serves clients from processes (threads from 1.11)"
+    return 77
+  fi
+  # The backend, natively (not through start_bg: it is not the program
+  # under test, and start_bg keeps one background program at a time).
+  timeout -s KILL 150 "$PY" "$src/http_server.py" "$work/px_files" >"$D/bport" 2>"$D/backend.err" </dev/null &
+  bpid=$!
+  bg_pids+=("$bpid")
+  for i in $(seq 400); do
+    [ -s "$D/bport" ] && break
+    sleep 0.05
+  done
+  bport=$(cat "$D/bport")
+  port=$(free_port)
+  cat >"$D/tinyproxy.conf" <<PXEOF
+Port $port
+Listen 127.0.0.1
+Timeout 60
+MaxClients 1000
+LogLevel Warning
+LogFile "$D/tinyproxy.log"
+Allow 127.0.0.1
+DisableViaHeader Yes
+PXEOF
+  if [ -z "$bport" ] || ! start_bg "$mode" 150 "$D/server.out" "$D/server.err" tinyproxy -d -c "$D/tinyproxy.conf"; then
+    why "the backend or tinyproxy did not start: $(head -n 3 "$D/backend.err")"
+    rc=1
+  else
+    for i in $(seq 400); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+      kill -0 "$bgchild" 2>/dev/null || break
+      sleep 0.05
+    done
+    timeout -s KILL 120 "$PY" "$src/proxy_client.py" "$port" "$bport" "$bgchild" "$work/px_files" \
+      "$PX_HELD" "$PX_TOTAL" >"$D/out" 2>"$D/client.err" || {
+      why "proxy_client.py exit status $?: $(grep -v ^TASKS "$D/client.err" | head -n 3)"
+      server_note "$bgchild" tinyproxy
+      rc=1
+    }
+    kill -0 "$bgchild" 2>/dev/null || { why "tinyproxy died before the end"; rc=1; }
+    cpu_note "$bgchild" tinyproxy
+    kill -TERM "$bgchild" 2>/dev/null
+    local st=0
+    wait_bg || st=$?
+    bgchild=""
+    [ $st = 0 ] || { why "tinyproxy exit status $st after SIGTERM"; rc=1; }
+    goshim_err "$mode" "$D/server.err" tinyproxy || rc=1
+    if [ -s "$D/server.err" ] || [ -s "$D/server.out" ]; then
+      why "tinyproxy wrote: $(head -n 3 "$D/server.err" "$D/server.out")"
+      rc=1
+    fi
+    # Its log: the harness's readiness probe (a connection closed before a
+    # request) and, as root, the advice to set a user are all it may hold.
+    local bad='closed socket before read|You SHOULD set a UserName'
+    if grep -Ev "$bad" "$D/tinyproxy.log" 2>/dev/null | grep -E '^(ERROR|WARNING|CRITICAL)' >/dev/null; then
+      why "tinyproxy logged: $(grep -Ev "$bad" "$D/tinyproxy.log" | grep -E '^(ERROR|WARNING|CRITICAL)' | head -n 3)"
+      rc=1
+    fi
+    check_tasks "$mode" "$(sed -n 's/^TASKS //p' "$D/client.err")" "$PX_HELD" || rc=1
+  fi
+  kill -KILL "$bpid" 2>/dev/null
+  wait "$bpid" 2>/dev/null
+  for i in "${!bg_pids[@]}"; do
+    [ "${bg_pids[$i]}" = "$bpid" ] && unset "bg_pids[$i]"
+  done
+  return $rc
+}
+
+# ---- fio ---------------------------------------------------------------------
+# fio in thread mode (its jobs are threads of one process): 16 jobs each
+# writing 1 MiB at random offsets and verifying it (crc32c), through
+# pwrite/pread (psync), glibc's POSIX AIO (posixaio: its helper threads
+# are glibc's own, kernel threads under goshim too) and io_uring (rings set
+# up IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN: the kernel refuses any other
+# kernel thread). The result: each job's error, bytes and requests. The
+# psync run's kernel threads are sampled while it runs (16 jobs alive).
+FIO_JOBS=16
+case_fio() {
+  local mode=$1 rc=0 eng st n max depth
+  need fio "$PY" || return 1
+  for eng in psync posixaio io_uring; do
+    mkdir -p "$D/fio"
+    depth=8
+    [ "$eng" = psync ] && depth=1  # synchronous: fio notes a larger depth on stdout
+    if ! start_bg "$mode" 120 "$D/fio.json" "$D/err" fio --output-format=json --thread --name=w \
+      --directory="$D/fio" --rw=randwrite --bs=4k --size=1m --numjobs="$FIO_JOBS" --ioengine="$eng" \
+      --iodepth="$depth" --verify=crc32c --verify_fatal=1 --do_verify=1 --randrepeat=1; then
+      why "fio did not start"
+      return 1
+    fi
+    max=0
+    while kill -0 "$bgchild" 2>/dev/null; do
+      n=$(ls "/proc/$bgchild/task" 2>/dev/null | wc -l)
+      [ "$n" -gt "$max" ] && max=$n
+      sleep 0.02
+    done
+    st=0
+    wait_bg || st=$?
+    rm -rf "$D/fio"
+    goshim_err "$mode" "$D/err" "fio --ioengine=$eng" || rc=1
+    [ -s "$D/err" ] && { why "fio --ioengine=$eng wrote on stderr: $(head -n 3 "$D/err")"; rc=1; }
+    [ $st = 0 ] || { why "fio --ioengine=$eng: exit status $st"; rc=1; }
+    echo "== $eng" >>"$D/out"
+    "$PY" -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+for g in sorted(j["jobs"], key=lambda g: g["job options"].get("name", "") + str(g.get("jobname"))):
+    print("job error %d read %d KiB %d ios write %d KiB %d ios" % (g["error"],
+          g["read"]["io_kbytes"], g["read"]["total_ios"], g["write"]["io_kbytes"], g["write"]["total_ios"]))
+' "$D/fio.json" >"$D/jobs" 2>"$D/json.err" || { why "fio --ioengine=$eng: no JSON result: $(tail -n 1 "$D/json.err")"; rc=1; }
+    sort "$D/jobs" | uniq -c >>"$D/out"
+    [ "$eng" = psync ] && { check_tasks "$mode" "$max" "$FIO_JOBS" || rc=1; }
+  done
+  return $rc
+}
+
 # ---- driver ----------------------------------------------------------------
 CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx apache
-       openmp ffmpeg node java gitpack unbound)
+       openmp ffmpeg node java gitpack unbound sqlite tinyproxy fio)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.
