@@ -1341,7 +1341,7 @@ case_fio() {
     [ "$eng" = psync ] && depth=1  # synchronous: fio notes a larger depth on stdout
     if ! start_bg "$mode" 120 "$D/fio.json" "$D/err" fio --output-format=json --thread --name=w \
       --directory="$D/fio" --rw=randwrite --bs=4k --size=1m --numjobs="$FIO_JOBS" --ioengine="$eng" \
-      --iodepth="$depth" --verify=crc32c --verify_fatal=1 --do_verify=1 --randrepeat=1; then
+      --iodepth="$depth" --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --randrepeat=1; then
       why "fio did not start"
       return 1
     fi
