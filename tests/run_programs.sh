@@ -1325,7 +1325,7 @@ PXEOF
 
 # ---- fio ---------------------------------------------------------------------
 # fio in thread mode (its jobs are threads of one process): 16 jobs each
-# writing 1 MiB at random offsets and verifying it (crc32c), through
+# writing 512 KiB at random offsets and verifying it (crc32c), through
 # pwrite/pread (psync), glibc's POSIX AIO (posixaio: its helper threads
 # are glibc's own, kernel threads under goshim too) and io_uring (rings set
 # up IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN: the kernel refuses any other
@@ -1340,7 +1340,7 @@ case_fio() {
     depth=8
     [ "$eng" = psync ] && depth=1  # synchronous: fio notes a larger depth on stdout
     if ! start_bg "$mode" 120 "$D/fio.json" "$D/err" fio --output-format=json --thread --name=w \
-      --directory="$D/fio" --rw=randwrite --bs=4k --size=1m --numjobs="$FIO_JOBS" --ioengine="$eng" \
+      --directory="$D/fio" --rw=randwrite --bs=4k --size=512k --numjobs="$FIO_JOBS" --ioengine="$eng" \
       --iodepth="$depth" --verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 --randrepeat=1; then
       why "fio did not start"
       return 1
