@@ -1315,6 +1315,8 @@ PXEOF
     fi
     check_tasks "$mode" "$(sed -n 's/^TASKS //p' "$D/client.err")" "$PX_HELD" || rc=1
   fi
+  # The backend itself first (timeout, killed, would leave it running).
+  kill_child_of "$bpid"
   kill -KILL "$bpid" 2>/dev/null
   wait "$bpid" 2>/dev/null
   for i in "${!bg_pids[@]}"; do
