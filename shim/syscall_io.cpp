@@ -31,6 +31,11 @@
 #include "shim/io.hpp"
 #include "syscalls/sys.hpp"
 
+// Linux 6.0's flag, absent from older kernel headers (Debian 11's).
+#ifndef IORING_SETUP_SINGLE_ISSUER
+#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#endif
+
 using namespace goshim;
 
 namespace {

@@ -27,6 +27,17 @@
 
 #include "common.h"
 
+/* Linux 5.19-6.1 flags, absent from older kernel headers (Debian 11's). */
+#ifndef IORING_SETUP_COOP_TASKRUN
+#define IORING_SETUP_COOP_TASKRUN (1U << 8)
+#endif
+#ifndef IORING_SETUP_SINGLE_ISSUER
+#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#endif
+#ifndef IORING_SETUP_DEFER_TASKRUN
+#define IORING_SETUP_DEFER_TASKRUN (1U << 13)
+#endif
+
 #define THREADS 8
 #define ROUNDS 150
 #define BLK 4096
