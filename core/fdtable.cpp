@@ -86,13 +86,14 @@ PollDesc* pd_alloc() {
     PollDesc* chunk = pd_chunks[idx / kPdChunk].load(std::memory_order_relaxed);
     if (!chunk) {
       chunk = (PollDesc*)map_chunk(sizeof(PollDesc) * kPdChunk);
-      for (uint32_t i = 0; i < kPdChunk; i++) {
-        PollDesc* p = new (chunk + i) PollDesc();
-        p->idx = idx + i;
-      }
       pd_chunks[idx / kPdChunk].store(chunk, std::memory_order_release);
     }
-    pd = chunk + idx % kPdChunk;
+    // Constructed when first handed out, not the whole chunk at once (its
+    // pages stay untouched until used: 26 pages at every process start).
+    // Only descriptors handed out are ever reached (slot words, netpoll
+    // tags, the fork reset below pd_next), and they stay type-stable.
+    pd = new (chunk + idx % kPdChunk) PollDesc();
+    pd->idx = idx;
     pd_next++;
   }
   live_descs.fetch_add(1, std::memory_order_relaxed);

@@ -114,26 +114,28 @@ struct FutexWaitv {
 };
 
 struct Slot {
-  const uint32_t* addr;  // nullptr: free
-  int32_t nlocal;        // registered goroutine waiters
-  uint32_t seen;         // the value the watcher last slept on (or the first waiter's)
-  bool faulted;          // the word could not be read: not watched until freed
+  const uint32_t* addr = nullptr;  // nullptr: free
+  int32_t nlocal = 0;              // registered goroutine waiters
+  uint32_t seen = 0;               // the value the watcher last slept on (or the first waiter's)
+  bool faulted = false;            // the word could not be read: not watched until freed
 };
 
 struct Watcher {
   Slot slots[kSlots];
   std::atomic<uint32_t> ctl;    // private futex: bumped when the table changes
   std::atomic<uint32_t> quiet;  // private futex: 1 once quiesced (out of the kernel's queues)
-  bool failed;                  // its thread could not be created: not used
+  bool failed = false;          // its thread could not be created: not used
   // Queued for the M starter (own allocator, "Thread creation"), not yet
   // running: takes no slot. Written under wlock; read without it by
   // watch_quiesce.
   std::atomic<bool> starting;
-  OwnThreadReq req;  // the M starter's request
+  OwnThreadReq req{};  // the M starter's request
 };
 
 Mutex wlock{LockRank::SharedWatch};  // leaf: guards every Watcher's slots and nwatchers
-Watcher watchers[kWatchers];  // [0, nwatchers) in use
+// Constant-initialized (.bss): a dynamic initializer would touch its 100 KiB
+// (25 pages) at every process start.
+constinit Watcher watchers[kWatchers];  // [0, nwatchers) in use
 std::atomic<int> nwatchers;   // written under wlock; read without it by watch_quiesce
 // Private futex: 1 while quiesced (watch_quiesce .. watch_resume).
 std::atomic<uint32_t> quiescing;

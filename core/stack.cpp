@@ -9,6 +9,9 @@
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include <new>
 
@@ -206,6 +209,21 @@ __attribute__((target("avx2"))) static bool page_is_zero_avx2(uintptr_t p) {
   return true;
 }
 static bool (*page_is_zero)(uintptr_t) = page_is_zero_sse;  // set by stack_init
+
+// AVX2 usable: the CPU has it and the kernel saves the YMM state. Two
+// cpuid instructions, not libgcc's __builtin_cpu_init, whose dozens cost
+// tens of microseconds at every process start in a virtual machine (each
+// cpuid traps to the hypervisor).
+static bool avx2_usable() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  if (!(c & bit_OSXSAVE) || !(c & bit_AVX)) return false;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 6) != 6) return false;  // XMM and YMM state enabled by the kernel
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & bit_AVX2) != 0;
+}
 #else
 static bool (*const page_is_zero)(uintptr_t) = page_is_zero_sse;
 #endif
@@ -215,8 +233,7 @@ void stack_init() {
   if (ps > 0) g_page = (size_t)ps;
   g_guard_madvise.store(guard_madvise_works(), std::memory_order_relaxed);
 #if defined(__x86_64__)
-  __builtin_cpu_init();  // goshim's constructor may run before libgcc's
-  if (__builtin_cpu_supports("avx2")) page_is_zero = page_is_zero_avx2;
+  if (avx2_usable()) page_is_zero = page_is_zero_avx2;
 #endif
   // glibc's default: RLIMIT_STACK if set and not unlimited, else 2 MiB on
   // x86-64 (ARCH_STACK_DEFAULT_SIZE), never below PTHREAD_STACK_MIN.
