@@ -38,6 +38,29 @@ constexpr int64_t kSyscallRetakeNs = 10 * kMs; // retake an idle-system P after 
 constexpr int64_t kStallMinNs = 20000;         // a stuck M: no CPU for at least this
 constexpr int64_t kReapEveryNs = 1000 * kMs;
 
+}  // namespace
+
+bool syscall_line_parse(const char* line, uint64_t* nr, uint64_t* arg0) {
+  const char* p = line;
+  if (*p < '0' || *p > '9') return false;  // "running", or -1 (not in a call)
+  uint64_t v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+  if (p[0] != ' ' || p[1] != '0' || p[2] != 'x') return false;
+  uint64_t a = 0;
+  int digits = 0;
+  for (p += 3;; p++, digits++) {
+    int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+    if (d < 0) break;
+    a = a * 16 + (uint64_t)d;
+  }
+  if (digits == 0 || digits > 16 || (*p != ' ' && *p != '\n' && *p != 0)) return false;
+  *nr = v;
+  *arg0 = a;
+  return true;
+}
+
+namespace {
+
 uint32_t load_tick(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
 // The CPU time consumed by mp's kernel thread, or -1.
@@ -155,6 +178,42 @@ bool asleep_in_kernel(M* mp) {
   return s == 'S' || s == 'D';
 }
 
+// The system call mp's kernel thread is asleep in, as the kernel shows it
+// (/proc/self/task/TID/syscall: its number and first argument): 1 if in
+// one, 0 if the kernel shows the thread running, -1 otherwise (asleep
+// outside a system call, or not known).
+int sleeping_call(M* mp, uint64_t* nr, uint64_t* arg0) {
+  char path[64];
+  rawfmt(path, sizeof path, "/proc/self/task/%d/syscall", (int)mp->tid);
+  char buf[256];
+  long n = privfd_read(path, buf, sizeof buf - 1);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  if (strncmp(buf, "running", 7) == 0) return 0;
+  return syscall_line_parse(buf, nr, arg0) ? 1 : -1;
+}
+
+// Whether mp sleeps in the same system call on the same first argument
+// (the same futex word: the same lock) as an M whose P sysmon already
+// moved for a stall and which still sleeps there. A spare M for mp's P
+// would then most likely run a G that blocks behind the same lock too: on
+// an overloaded machine, a lock whose holder waits for a CPU stopped one
+// M after another, and sysmon started a kernel thread per look (each
+// blocked on the lock at once). Seen under qemu-user 7.2, whose own
+// mmap_lock (a pthread mutex: guest mmap, mprotect and every translation
+// of new code take it) makes a vCPU thread asleep in a futex wait while
+// its goroutine runs: 17 kernel threads at 2 processors in net_echo.
+bool behind_replaced(M* mp, uint64_t nr, uint64_t a0) {
+  for (int i = 0; i < nretiring; i++) {
+    P* rp = retiring[i];
+    M* rm = rp->m;
+    if (!rm || rm == mp || !rp->retired.load(std::memory_order_acquire)) continue;
+    uint64_t nr2, b0;
+    if (sleeping_call(rm, &nr2, &b0) == 1 && nr2 == nr && b0 == a0 && asleep_in_kernel(rm)) return true;
+  }
+  return false;
+}
+
 // pp's G has had no scheduling event since sysmon's last look. Samples
 // its M's CPU clock. Sets *computing when the G has spent most of its time
 // slice (as far as sysmon has seen it) on the CPU, for at least 10 ms: a
@@ -218,7 +277,20 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
     }
   }
   char s = kernel_state(mp);
-  return s == 'S' || (s == 'D' && now - pp->sm_schedwhen >= kSyscallRetakeNs);
+  if (s == 'D') return now - pp->sm_schedwhen >= kSyscallRetakeNs;
+  if (s != 'S') return false;
+  // Asleep in S a moment ago: if the kernel now shows the thread running,
+  // its wait ended by itself (under qemu-user, 10 of 41 replacements in
+  // net_echo were of threads running again by then); the next look judges
+  // it afresh. Asleep behind the same lock as an M already replaced
+  // (behind_replaced): as for D, the P moves after a whole blocking-call
+  // period.
+  uint64_t nr, a0;
+  int call = sleeping_call(mp, &nr, &a0);
+  if (call == 0) return false;
+  if (call == 1 && nretiring != 0 && behind_replaced(mp, nr, a0))
+    return now - pp->sm_schedwhen >= kSyscallRetakeNs;
+  return true;
 }
 
 uint32_t retake(int64_t now) {

@@ -33,6 +33,12 @@ G* sysmon_g();
 // where it was called (newm): sysmon starts one (wakep). Signal-safe.
 void sysmon_want_m();
 
+// One line of /proc/self/task/TID/syscall: "NR 0xARG0 ... 0xSP 0xPC" while
+// the thread sleeps in a system call, "-1 0xSP 0xPC" when it is blocked
+// outside one, "running" otherwise. Sets the call's number and first
+// argument; false if the line names no call (exposed for tests).
+bool syscall_line_parse(const char* line, uint64_t* nr, uint64_t* arg0);
+
 // In a fork child, before sysmon_start (fork.hpp).
 void sysmon_after_fork();
 
