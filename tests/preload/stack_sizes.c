@@ -8,11 +8,11 @@
  * Once every count of resident pages is stable, the pages each thread
  * holds (mincore over its stack as pthread_getattr_np reports it, and
  * over the 64 KiB below the page of its TCB, pthread_self(), up to that
- * page: its static TLS block) are summed per kind: the 296 KiB threads must not hold more. (A kernel
+ * page - above it on aarch64 -: its static TLS block) are summed per kind: the 296 KiB threads must not hold more. (A kernel
  * thread's first stack frames share a page with its static TLS whatever
  * its stack size, so natively the sums are equal.)
  *
- * Guards: threads of 296 KiB, 64 KiB, the default size, 1 MiB, 296 KiB,
+ * Guards: threads of 296 KiB, 64 KiB (the minimum if larger), the default size, 1 MiB, 296 KiB,
  * the default size and 296 KiB, one after the other (each may reuse the
  * last one's memory), first write their stack down to 64 KiB above its
  * reported low end (no guard of an earlier thread is left inside it), then
@@ -87,7 +87,13 @@ static long thread_pages(const struct rec *r) {
   pthread_attr_destroy(&a);
   long ps = sysconf(_SC_PAGESIZE);
   uintptr_t s_lo = page_of(lo), s_hi = page_of((char *)lo + size - 1) + ps;
+#if defined(__aarch64__)
+  /* TLS variant I: the static TLS block lies above the thread pointer. */
+  uintptr_t w_lo = page_of((void *)r->t), w_hi = w_lo + 64 * 1024 + ps;
+#else
+  /* TLS variant II: below it. */
   uintptr_t w_hi = page_of((void *)r->t) + ps, w_lo = w_hi - 64 * 1024 - ps;
+#endif
   CHECK(page_of(r->tls) >= w_lo && page_of(r->tls) < w_hi, "TLS at %p, TCB at %#lx", r->tls,
         (unsigned long)r->t);
   size_t n = (s_hi - s_lo) / ps;
@@ -220,6 +226,8 @@ static void guard_part(void) {
   sigemptyset(&sa.sa_mask);
   CHECK_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
   static size_t sizes[] = {CUSTOM, 64 * 1024, 0, 1024 * 1024, CUSTOM, 0, CUSTOM};
+  long min = sysconf(_SC_THREAD_STACK_MIN); /* 128 KiB on aarch64 */
+  if (min > 64 * 1024) sizes[1] = (size_t)min;
   for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     pthread_attr_t a;
     pthread_attr_init(&a);
