@@ -388,10 +388,14 @@ void stats_print(bool mn) {
                 "  steals                 %lu\n"
                 "  processor handoffs     %lu\n"
                 "  preemptions            %lu\n"
-                "  stuck-thread handoffs  %lu\n",
+                "  stuck-thread handoffs  %lu\n"
+                "  late network wake-ups  %lu\n"
+                "  busy network wake-ups  %lu\n"
+                "  older global picks     %lu\n",
                 (unsigned long)total_parks(), (unsigned long)sched.nsteal.load(),
                 (unsigned long)sched.nhandoff.load(), (unsigned long)sched.npreempt.load(),
-                (unsigned long)sched.nstalls.load());
+                (unsigned long)sched.nstalls.load(), (unsigned long)sched.npollsysmon.load(),
+                (unsigned long)sched.npollbusy.load(), (unsigned long)sched.nglobolder.load());
   const char* path = getenv("GOSHIM_STATS_FILE");
   int fd = 2;
   if (path && *path) {

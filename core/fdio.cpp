@@ -344,6 +344,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
   FileRec* f = v.f;
   uint32_t fl = v.fl;
   if (!(fl & kFilePollable)) return run_blocking(op, d.fd, BlockKind::Short);
+  share_slice_check();
   bool nonblock = (fl & kFileUserNonblock) || op->nowait;
   if (!(fl & kFileNbUnder)) {
     if (nonblock) return op->attempt(op, d.fd);

@@ -188,6 +188,7 @@ void fork_child_reset() {
   }
   sched.runq = GQueue{};
   sched.runqsize.store(0, std::memory_order_relaxed);
+  sched.runqheadat.store(0, std::memory_order_relaxed);
   sched.gfree = nullptr;
   sched.gfree_cold = nullptr;
   sched.ngfree = 0;

@@ -251,8 +251,12 @@ struct G {
   // G on since (sema_wake); and the verdict for the park under way.
   const void* sema_last_addr = nullptr;
   uint32_t sema_resume_val = 0;
+  bool park_futile = false;  // (here: it fills the hole after sema_resume_val)
   const void* woke_obj = nullptr;
-  bool park_futile = false;
+  // When it was last made runnable (runq_stamp() ticks; core/runq.cpp):
+  // a P runs the older of its ring's head and the global queue's head.
+  // Read by the owner P without a lock (the Gs are never unmapped).
+  uint64_t readyat = 0;
   int64_t waitsince = 0;
   std::atomic<uint64_t> parkseq{0};  // increments on every timed park
   int park_result = 0;               // set by the waker before ready()
@@ -423,6 +427,11 @@ struct P {
   // The G that just left the P parked futilely: it was woken from an
   // object, woke another G on it, and waits on it again (park.cpp).
   bool park_futile = false;
+  // Processor sharing at network calls (share_slice_check): the slice
+  // (schedtick) it was last seen in, and when Gs were first seen waiting
+  // during that slice (nanotime; 0: not yet). Owner only.
+  uint32_t share_tick = 0;
+  int64_t share_since = 0;
 
   // Free Gs with their TLS blocks (owner P only).
   G* gfree = nullptr;
@@ -511,6 +520,8 @@ struct Sched {
   // Global run queue.
   GQueue runq;
   std::atomic<int32_t> runqsize{0};
+  // readyat of runq's head (0: empty); written under lock, read without.
+  std::atomic<uint64_t> runqheadat{0};
   // Global free G list (lock: gflock): warm ones newest first, and cold
   // ones, whose slot stack pages went back to the kernel (proc.cpp).
   Mutex gflock{LockRank::GFree};
@@ -529,6 +540,13 @@ struct Sched {
   std::atomic<uint64_t> nparks{0};  // base of total_parks(): parks are counted per P (P::nparks)
   std::atomic<uint64_t> nhandoff{0};
   std::atomic<uint64_t> npreempt{0};
+  // Gs readied by sysmon's network poll (nobody else polled for
+  // kPollIdleNs) and by the scheduler's poll while its P had work queued
+  // (find_runnable, kBusyPollNs); Gs taken from the global queue ahead of
+  // the local ring because they were older (runq_pick).
+  std::atomic<uint64_t> npollsysmon{0};
+  std::atomic<uint64_t> npollbusy{0};
+  std::atomic<uint64_t> nglobolder{0};
   std::atomic<uint64_t> ngcreated{0};
   std::atomic<int64_t> ngpeak{0};
 

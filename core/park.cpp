@@ -203,6 +203,10 @@ static G* direct_next(M* mp, int64_t coarse_now) {
     return nullptr;
   int64_t when = timers_wake_time(&pp->timers);
   if (when != 0 && when <= coarse_now + kDirectTimerSlack) return nullptr;
+  // The network is due for a look (schedule() polls first): a chain of
+  // hand-offs must not keep fd events unseen (kBusyPollNs; the coarse
+  // clock is behind nanotime by up to a tick, so this is late, never early).
+  if (netpoll_due(coarse_now)) return nullptr;
   if (!pp->runnext.compare_exchange_strong(next, nullptr, std::memory_order_acquire))
     return nullptr;  // a thief took it
   return next;
@@ -272,7 +276,9 @@ void ready_list(GQueue& q) {
   if (q.empty()) return;
   G* cur = getg();
   M* mp = cur ? cur->m : nullptr;
+  uint64_t now = runq_stamp();
   for (G* gp = q.head; gp; gp = gp->schedlink) {
+    gp->readyat = now;
     GStatus s = GStatus::Waiting;
     if (!gp->status.compare_exchange_strong(s, GStatus::Runnable, std::memory_order_acq_rel))
       fatal("ready_list: G is not waiting");

@@ -16,6 +16,7 @@
 
 #include "core/fdtable.hpp"
 #include "core/netpoll.hpp"
+#include "core/sched.hpp"
 #include "core/signal.hpp"
 #include "core/timer.hpp"
 #include "syscalls/sys.hpp"
@@ -37,6 +38,7 @@ struct Rec {
 long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check)(void* ctx),
                       void* ctx, WaitReason why) {
   G* gp = getg();
+  share_slice_check();
   Rec stack_recs[2 * kStackFds];
   PollDesc* stack_pds[kStackFds];
   Rec* recs = stack_recs;

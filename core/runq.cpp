@@ -58,7 +58,9 @@ static bool runqputslow(P* pp, G* gp, uint32_t head, uint32_t tail) {
   return true;
 }
 
-void runqput(P* pp, G* gp, bool next) {
+// runqput without a new stamp: gp keeps its place in time (a batch taken
+// from the global queue). Owner P only.
+static void runqput_keep(P* pp, G* gp, bool next) {
   if (next) {
     G* old = pp->runnext.exchange(gp, std::memory_order_acq_rel);
     if (!old) return;
@@ -75,6 +77,11 @@ void runqput(P* pp, G* gp, bool next) {
     if (runqputslow(pp, gp, head, tail)) return;
     // a thief consumed meanwhile: the ring has room now
   }
+}
+
+void runqput(P* pp, G* gp, bool next) {
+  gp->readyat = runq_stamp();
+  runqput_keep(pp, gp, next);
 }
 
 // The head of pp's ring (not runnext), or nullptr. Owner P only.
@@ -156,18 +163,58 @@ G* runqsteal(P* pp, P* p2, bool steal_runnext) {
   return gp;
 }
 
+// Locks held: sched.lock. After the queue's head changed.
+static void globrunq_head_changed() {
+  G* h = sched.runq.head;
+  sched.runqheadat.store(h ? h->readyat : 0, std::memory_order_relaxed);
+}
+
 void globrunqput(G* gp) {
+  gp->readyat = runq_stamp();
   sched.lock.lock();
   sched.runq.push_back(gp);
   sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
+  if (sched.runq.size == 1) globrunq_head_changed();
   sched.lock.unlock();
 }
 
-// Locks held: sched.lock.
+// Locks held: sched.lock. The Gs keep their stamps (G::readyat): a caller
+// readying new ones stamps them first (ready_list, inject_glist).
 void globrunqputbatch(GQueue& q) {
   GOSHIM_LOCK_HELD(&sched.lock, "sched.lock");
+  bool was_empty = sched.runq.empty();
   sched.runq.push_back_all(q);
   sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
+  if (was_empty) globrunq_head_changed();
+}
+
+// The older of pp's ring head and the global queue's head, if the global
+// one is older (FIFO between the two queues by G::readyat); else nullptr
+// and the caller takes the ring's head. Owner P only. Without this a P
+// whose ring never ran dry (Gs readied by its own network polls, wakes by
+// its own Gs) left the global queue's Gs (preempted and yielded ones,
+// sysmon's and other Ms' injections, a ring's overflow) to the 1-in-61
+// check: with a P polling the network while busy, some echo connections
+// at 5,000 waited 1 s (e82219c), and at 16 MariaDB connections preempted
+// and yielded Gs waited p90 27-190 ms (bench/RESULTS.md, db16b). Stamps
+// of different CPUs are compared: a counter that is not synchronized
+// across CPUs makes the order approximate, nothing worse.
+static G* globrunq_if_older(P* pp) {
+  if (sched.runqsize.load(std::memory_order_relaxed) == 0) return nullptr;
+  uint32_t head = pp->runqhead.load(std::memory_order_acquire);
+  uint32_t tail = pp->runqtail.load(std::memory_order_relaxed);
+  if (head == tail) return nullptr;  // the caller takes the global queue anyway
+  G* lh = pp->runq[head % kRunqSize].load(std::memory_order_relaxed);
+  // A thief may take lh meanwhile: its stamp is then a hint, nothing more
+  // (G descriptors stay mapped).
+  uint64_t ls = __atomic_load_n(&lh->readyat, __ATOMIC_RELAXED);
+  uint64_t gs = sched.runqheadat.load(std::memory_order_relaxed);
+  if (gs == 0 || (int64_t)(ls - gs) <= 0) return nullptr;
+  sched.lock.lock();
+  G* gp = globrunqget(pp, 1);
+  sched.lock.unlock();
+  if (gp) sched.nglobolder.fetch_add(1, std::memory_order_relaxed);
+  return gp;
 }
 
 G* runq_pick(P* pp, bool* inherit_time) {
@@ -192,6 +239,7 @@ G* runq_pick(P* pp, bool* inherit_time) {
       (pp->runqhead.load(std::memory_order_relaxed) != pp->runqtail.load(std::memory_order_relaxed) ||
        sched.runqsize.load(std::memory_order_relaxed) > 0) &&
       runq_chain_over(pp)) {
+    if (G* gp = globrunq_if_older(pp)) return gp;
     if (G* gp = runq_ring_get(pp)) return gp;
     if (sched.runqsize.load(std::memory_order_relaxed) > 0) {
       sched.lock.lock();
@@ -200,6 +248,8 @@ G* runq_pick(P* pp, bool* inherit_time) {
       if (gp) return gp;
     }
   }
+  if (!pp->runnext.load(std::memory_order_relaxed))
+    if (G* gp = globrunq_if_older(pp)) return gp;
   if (G* gp = runqget(pp, inherit_time)) return gp;
   if (sched.runqsize.load(std::memory_order_relaxed) > 0) {
     sched.lock.lock();
@@ -219,8 +269,9 @@ G* globrunqget(P* pp, int32_t max) {
   if (n > (int32_t)kRunqSize / 2) n = kRunqSize / 2;
   G* gp = sched.runq.pop();
   n--;
-  for (; n > 0; n--) runqput(pp, sched.runq.pop(), false);
+  for (; n > 0; n--) runqput_keep(pp, sched.runq.pop(), false);
   sched.runqsize.store(sched.runq.size, std::memory_order_relaxed);
+  globrunq_head_changed();
   return gp;
 }
 

@@ -343,8 +343,11 @@ void wake_netpoller(int64_t when) {
 // Readies netpoll results without a P: global queue, and an M per idle P.
 static void inject_glist(GQueue& q) {
   if (q.empty()) return;
-  for (G* gp = q.head; gp; gp = gp->schedlink)
+  uint64_t stamp = runq_stamp();
+  for (G* gp = q.head; gp; gp = gp->schedlink) {
+    gp->readyat = stamp;
     gp->status.store(GStatus::Runnable, std::memory_order_relaxed);
+  }
   int32_t n = q.size;
   sched.lock.lock();
   globrunqputbatch(q);
@@ -472,6 +475,53 @@ static int64_t check_timers_noP(int64_t poll_until) {
   return poll_until;
 }
 
+bool netpoll_due(int64_t now) {
+  int64_t last = sched.lastpoll.load(std::memory_order_relaxed);
+  // 0: an M is blocked in netpoll and sees events as they come.
+  return last != 0 && now - last >= kBusyPollNs && netpoll_any_waiters();
+}
+
+void netpoll_if_due(int64_t now) {
+  int64_t last = sched.lastpoll.load(std::memory_order_relaxed);
+  if (last == 0 || now - last < kBusyPollNs || !netpoll_any_waiters()) return;
+  if (sched.pollingNet.exchange(1, std::memory_order_acquire) != 0) return;
+  // Claims this round (an M about to block in netpoll swaps in 0 first:
+  // then it polls, not we).
+  if (!sched.lastpoll.compare_exchange_strong(last, now, std::memory_order_seq_cst)) {
+    sched.pollingNet.store(0, std::memory_order_release);
+    return;
+  }
+  GQueue q;
+  netpoll(0, q);
+  sched.pollingNet.store(0, std::memory_order_release);
+  if (q.empty()) return;
+  sched.npollbusy.fetch_add(q.size, std::memory_order_relaxed);
+  // Stamped now: behind every G queued before, here or on the global
+  // queue (runq_pick); one to each idle P, if any.
+  ready_list(q);
+}
+
+void share_slice_check() {
+  G* gp = getg();
+  M* mp = gp->m;
+  P* pp = mp ? mp->p : nullptr;
+  if (!pp) return;
+  uint32_t t = __atomic_load_n(&pp->schedtick, __ATOMIC_RELAXED);
+  if (pp->share_tick != t) {
+    pp->share_tick = t;
+    pp->share_since = 0;
+  }
+  if (pp->runqhead.load(std::memory_order_relaxed) == pp->runqtail.load(std::memory_order_relaxed) &&
+      sched.runqsize.load(std::memory_order_relaxed) == 0)
+    return;  // nobody waits (runnext is this slice's own hand-off)
+  int64_t now = sys::nanotime();
+  if (pp->share_since == 0) {
+    pp->share_since = now;
+    return;
+  }
+  if (now - pp->share_since >= kShareSliceNs) gp->preempt.store(true, std::memory_order_relaxed);
+}
+
 // Finds a runnable G; blocks (stopm or netpoll) until there is one. On g0.
 G* find_runnable(bool* inherit) {
   GOSHIM_ON_G0();
@@ -487,6 +537,12 @@ top:
   int64_t now = 0;  // read lazily: only timers need it
   int64_t poll_until = 0;
   timers_run(&pp->timers, &now, &poll_until);
+
+  // Work queued here or globally: fd events would otherwise wait until a
+  // P runs out of work, or for sysmon (kBusyPollNs). With nothing queued
+  // the search below polls after older work on other Ps.
+  if (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) != 0)
+    netpoll_if_due(now != 0 ? now : sys::nanotime());
 
   if (G* gp = runq_pick(pp, inherit)) return gp;
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/gmp.hpp"
+#include "syscalls/sys.hpp"
 
 namespace goshim {
 
@@ -60,6 +61,41 @@ void gosched_global();
 // when it came from runnext; the M may be spinning (schedule() calls
 // resetspinning).
 G* find_runnable(bool* inherit);
+// How long fd events may go unseen while every P has work queued: then
+// the next scheduling round polls the network without blocking before it
+// runs queued work (find_runnable), and park skips its direct hand-off.
+// Go polls only when a P runs out of work (and sysmon after 10 ms): with
+// every P busy, a connection's request waited for sysmon's poll, 10 ms,
+// where the kernel wakes a thread blocked in recv at once (issue 16:
+// MariaDB at 16 connections, 12 % of its wake-ups). The Gs it readies are
+// stamped and queued behind older ones; runq_pick takes the older of the
+// local ring's head and the global queue's head, so a P whose polls keep
+// its ring full cannot starve the global queue (as the first version of
+// this poll did; reverted in e82219c).
+inline constexpr int64_t kBusyPollNs = 100 * 1000;
+// Any P. Polls the network without blocking if nobody has for
+// kBusyPollNs (nobody blocks in it); readies what it finds behind the
+// queued Gs. now: nanotime.
+void netpoll_if_due(int64_t now);
+// Any thread. Whether netpoll_if_due would poll at now (any clock that
+// does not run ahead of nanotime; park uses the coarse one).
+bool netpoll_due(int64_t now);
+// Processor sharing at network calls. A connection's goroutine whose
+// requests arrive while it works never parks: it kept its P for up to a
+// whole time slice (10 ms) while the Gs queued behind it waited, where the
+// kernel gives a woken thread the CPU within a few ms. MariaDB at 16
+// connections: nearly two thirds of the transactions ran in under 0.7 ms
+// and the rest queued for 5-90 ms (p95 2.5x native's at equal throughput;
+// bench/RESULTS.md, 2026-11-27). After kShareSliceNs of a slice during
+// which other Gs wait, a G making a network call yields at its next
+// interposed call (the preemption flag: only from the program's own code,
+// no lock held), to the global queue stamped now: behind the Gs that
+// waited. Of 0.1, 0.3, 0.5 and 1 ms, 0.1 and 0.3 gave the lowest median
+// p95 (the same); 0.3 switches less (the kernel's minimum granularity is
+// 0.75-3 ms, but it also preempts for a woken thread).
+inline constexpr int64_t kShareSliceNs = 300 * 1000;
+// On a user G, in a network call (fdio, poll/select/epoll).
+void share_slice_check();
 // Tries to get an idle P running a spinning M to pick up new work. Any.
 void wakep();
 // A timer at when was added: make sure some M will wake for it. Any.
@@ -83,7 +119,22 @@ void globrunqputbatch(GQueue& q);
 
 // ---- run queues (runq.cpp) --------------------------------------------------
 
-// Owner P only.
+// A cheap monotonic stamp (CPU ticks where the architecture has a
+// constant counter, else ns) for the order of runnable Gs between a P's
+// ring and the global queue: only stamps are compared with each other.
+inline uint64_t runq_stamp() {
+#if defined(__x86_64__)
+  return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return (uint64_t)sys::nanotime();
+#endif
+}
+
+// Owner P only. Stamps gp (G::readyat) as runnable from now.
 void runqput(P* pp, G* gp, bool next);
 G* runqget(P* pp, bool* inherit_time);
 // The head of pp's ring, never runnext. Owner P only.

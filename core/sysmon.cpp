@@ -510,6 +510,7 @@ void* sysmon_main(void*) {
       GQueue q;
       netpoll(0, q);
       if (!q.empty()) {
+        sched.npollsysmon.fetch_add(q.size, std::memory_order_relaxed);
         ready_list(q);
         idle = 0;
       }

@@ -226,3 +226,62 @@ Test(runq, fairness_61_ticks) {
   }
   sched.gomaxprocs = 4;
 }
+
+// A P whose ring never runs dry (its own network polls and wakes refill
+// it) must not leave the global queue to the 61-tick check: runq_pick
+// takes whichever head became runnable first (G::readyat).
+Test(runq, older_global_before_ring) {
+  P* pp = new_p();
+  drain_global();
+  sched.gomaxprocs = 1;
+  bool inherit;
+  globrunqput(&gs[600]);              // runnable first, on the global queue
+  for (int i = 0; i < 3; i++) runqput(pp, &gs[610 + i], false);  // then here
+  globrunqput(&gs[601]);              // runnable last
+  pp->schedtick = 1;                  // not a 61st tick
+  cr_assert_eq(runq_pick(pp, &inherit), &gs[600], "the older global G first");
+  pp->schedtick = 2;
+  cr_assert_eq(runq_pick(pp, &inherit), &gs[610], "then the ring, older than gs[601]");
+  // A ring that keeps being refilled: each pick readies a new G here.
+  G* got[8];
+  int n = 0;
+  for (int tick = 3; n < 8; tick++) {
+    pp->schedtick = (uint32_t)tick;
+    runqput(pp, &gs[620 + tick], false);
+    got[n++] = runq_pick(pp, &inherit);
+  }
+  cr_assert_eq(got[0], &gs[611]);
+  cr_assert_eq(got[1], &gs[612]);
+  cr_assert_eq(got[2], &gs[601], "the global G once the older ring Gs ran, not at tick 61");
+  while (runqget(pp, &inherit)) {
+  }
+  drain_global();
+  sched.gomaxprocs = 4;
+}
+
+// Gs moved between the queues keep their place in time: a batch taken
+// from the global queue into an empty ring, and half of a full ring moved
+// to the global queue.
+Test(runq, moves_keep_stamps) {
+  P* pp = new_p();
+  drain_global();
+  sched.gomaxprocs = 1;
+  bool inherit;
+  for (int i = 0; i < 4; i++) globrunqput(&gs[700 + i]);
+  uint64_t before[4];
+  for (int i = 0; i < 4; i++) before[i] = gs[700 + i].readyat;
+  pp->schedtick = 1;
+  cr_assert_eq(runq_pick(pp, &inherit), &gs[700]);  // the ring was empty: a batch
+  for (int i = 1; i < 4; i++) cr_assert_eq(gs[700 + i].readyat, before[i], "G %d restamped", i);
+  // A newer global G stays behind the batch.
+  globrunqput(&gs[710]);
+  for (int i = 1; i < 4; i++) {
+    pp->schedtick = (uint32_t)(1 + i);
+    cr_assert_eq(runq_pick(pp, &inherit), &gs[700 + i]);
+  }
+  pp->schedtick = 5;
+  cr_assert_eq(runq_pick(pp, &inherit), &gs[710]);
+  cr_assert(runqempty(pp));
+  drain_global();
+  sched.gomaxprocs = 4;
+}

@@ -148,6 +148,10 @@ Test(sched, order_runnext_local_global_steal_netpoll) {
   park_reader(n, pd, ms[0]);
   cr_assert(netpoll_any_waiters());
   cr_assert_eq(sys::write(fds[1], "x", 1), 1);
+  // The network was polled just now, and stays so for this test (a time
+  // ahead of the clock): no poll is due while Gs are queued
+  // (busy_poll_behind_queued has the other case).
+  sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);
 
   bool inh;
   cr_assert_eq(find(ms[0], &inh), r, "runnext first");
@@ -181,6 +185,51 @@ Test(sched, order_runnext_local_global_steal_netpoll) {
   cr_assert_eq(n->status.load(), GStatus::Runnable);
   cr_assert(!netpoll_any_waiters());
   cr_assert_eq(sched.nmspinning.load(), 0);
+  pd_put(pd);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+// Gs queued and nobody has polled the network for kBusyPollNs: the loop
+// polls first, and the G it readies runs after the queued ones.
+Test(sched, busy_poll_behind_queued) {
+  P* p0 = ps[0];
+  G* l1 = new_g(2);
+  G* l2 = new_g(3);
+  runqput(p0, l1, false);
+  runqput(p0, l2, false);
+  int fds[2];
+  cr_assert_eq(sys::raw2(SYS_pipe2, (long)fds, O_NONBLOCK), 0);
+  int err = 0;
+  PollDesc* pd = fd_get(fds[0], &err);
+  cr_assert_not_null(pd);
+  {
+    PdGuard g(pd->lock);
+    cr_assert_eq(pd_register_locked(pd), 0);
+  }
+  G* n = new_g(6, GStatus::Waiting);
+  park_reader(n, pd, ms[0]);
+  cr_assert_eq(sys::write(fds[1], "x", 1), 1);
+
+  // Polled recently (a time ahead of the clock): not polled again.
+  sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);
+  cr_assert_eq(find(ms[0]), l1);
+  cr_assert(netpoll_any_waiters(), "polled although the last poll was recent");
+  cr_assert_eq(n->status.load(), GStatus::Waiting);
+
+  // Not polled for longer than kBusyPollNs: polled before l2 runs, n
+  // queued behind it.
+  runqput(p0, l1, false);  // l1 ran and is queued again, behind l2
+  int64_t before = sys::nanotime();
+  sched.lastpoll.store(before - 2 * kBusyPollNs);
+  cr_assert_eq(find(ms[0]), l2);
+  cr_assert(!netpoll_any_waiters(), "the network not polled");
+  cr_assert_eq(n->status.load(), GStatus::Runnable);
+  cr_assert_geq(sched.lastpoll.load(), before, "the poll not recorded");
+  cr_assert_eq(find(ms[0]), l1, "the readied G went ahead of older queued work");
+  cr_assert_eq(find(ms[0]), n);
+  cr_assert(runqempty(p0));
+  cr_assert_eq(sched.runqsize.load(), 0);
   pd_put(pd);
   close(fds[0]);
   close(fds[1]);
