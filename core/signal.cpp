@@ -1964,11 +1964,35 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
   // It may spin on the kernel for sysmon (wait_kernel), holding its P.
   GOSHIM_ON_USER_G();
   GOSHIM_NO_LOCKS("signal_take");
-  // Thread-directed signals pending on gp come first, as the kernel
-  // dequeues a thread's own pending signals before the process's.
-  uint64_t thr = gp->sigpending.load(std::memory_order_seq_cst) &
-                 ~gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
-  if (!thr) {
+  siginfo_t dummy;
+  if (!info) info = &dummy;
+  // Each turn chooses one signal and takes exactly that one; if its
+  // instance is gone by then (another taker had it, or its pending bit
+  // outlived it), it chooses again. What was looked at to choose it (the
+  // kernel's queue and the instances on their way into goshim, below it)
+  // says nothing about a higher one: taking the next higher signal held
+  // instead returned SIGRTMIN+2 while SIGRTMIN+1's next instance was still
+  // in the kernel or in sysmon's handler (its held bit had outlived the
+  // instance before it: tests/preload/signals_queue_rounds).
+  for (;;) {
+    // Thread-directed signals pending on gp come first, as the kernel
+    // dequeues a thread's own pending signals before the process's.
+    uint64_t thr = gp->sigpending.load(std::memory_order_seq_cst) &
+                   ~gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
+    if (thr) {
+      int sig = __builtin_ctzll(thr) + 1;
+      uint64_t b = bit(sig);
+      if (gp->sigpending_proc.load(std::memory_order_acquire) & b) continue;  // claimed meanwhile: below
+      if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
+      if (gp->sigpending_proc.fetch_and(~b) & b) {
+        if (take_proc(gp, sig, info, false)) return sig;
+        continue;  // another G took it
+      }
+      if (thread_info(gp, sig, info)) return sig;
+      continue;
+    }
+    // Process signals, the lowest first, whether sysmon already routed
+    // them to gp (claimed) or they are still held for the process.
     int low = lowest_held(gp, set);
     for (int pass = 0; low && pass < 16; pass++) {
       if (kernel_ahead(gp, set, low)) {
@@ -1994,44 +2018,19 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
       if (again == low) break;
       low = again;
     }
-  }
-  siginfo_t dummy;
-  if (!info) info = &dummy;
-  for (; thr; thr &= thr - 1) {
-    int sig = __builtin_ctzll(thr) + 1;
-    uint64_t b = bit(sig);
-    if (gp->sigpending_proc.load(std::memory_order_acquire) & b) continue;  // claimed meanwhile: below
-    if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
-    if (gp->sigpending_proc.fetch_and(~b) & b) {
-      if (take_proc(gp, sig, info, false)) return sig;
-      continue;  // another G took it
+    if (!low) {
+      if (gp->sigpending.load(std::memory_order_seq_cst) & set) continue;  // a thread-directed one came
+      return 0;
     }
-    if (thread_info(gp, sig, info)) return sig;
-  }
-  // Process signals, the lowest first, whether sysmon already routed them
-  // to gp (claimed) or they are still held for the process.
-  for (;;) {
+    uint64_t b = bit(low);
     uint64_t claimed = gp->sigpending.load(std::memory_order_seq_cst) &
-                       gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
-    uint64_t procs = (claimed | proc_pending.load(std::memory_order_acquire)) & set;
-    if (!procs) return 0;
-    bool progress = false;
-    for (; procs; procs &= procs - 1) {
-      int sig = __builtin_ctzll(procs) + 1;
-      uint64_t b = bit(sig);
-      if (claimed & b) {
-        if (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-          progress = true;
-          bool proc = gp->sigpending_proc.fetch_and(~b) & b;
-          if (proc ? take_proc(gp, sig, info, false) : thread_info(gp, sig, info)) return sig;
-        }
-      }
-      if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-        progress = true;
-        if (take_proc(gp, sig, info, false)) return sig;
-      }
+                       gp->sigpending_proc.load(std::memory_order_seq_cst);
+    if ((claimed & b) && (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+      bool proc = gp->sigpending_proc.fetch_and(~b) & b;
+      if (proc ? take_proc(gp, low, info, false) : thread_info(gp, low, info)) return low;
     }
-    if (!progress) return 0;
+    if ((proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) && take_proc(gp, low, info, false))
+      return low;
   }
 }
 
