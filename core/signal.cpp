@@ -2289,11 +2289,27 @@ void signal_route() {
   // A signal some M's kernel mask leaves open (or is about to, open_soon)
   // is taken there: sysmon leaves it to that M, one taker (not one a G
   // waits for: signal_route hands that to the waiter).
+  uint64_t leavable = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
+                      ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
+  // Dekker with sysmon_close_wait, which publishes open_soon and then
+  // reads sysmon_open and sysmon_leaves: what sysmon may open is published
+  // before it reads the Ms' masks. Either this look sees that M's
+  // open_soon, or that M sees the signal as one sysmon takes and waits
+  // until sysmon has closed it. (Read first and published after, an M
+  // that began to open the signals between the two found sysmon_leaves
+  // stale, did not wait, and took them from the kernel beside sysmon: two
+  // takers at once, SIGRTMIN+1's 101 run after 103 and 105,
+  // tests/preload/signals_queue_rounds.)
+  {
+    uint64_t may = ~(base | sysmon_hold.load(std::memory_order_seq_cst));
+    uint64_t o = sysmon_open.load(std::memory_order_relaxed);
+    if (may & ~o) sc_store(sysmon_open, o | may);
+    uint64_t l = sysmon_leaves.load(std::memory_order_relaxed);
+    if (may & leavable & ~l) sc_store(sysmon_leaves, l | (may & leavable));
+  }
   uint64_t mopen = 0;
   for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink)
     mopen |= ~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) | m->open_soon.load(std::memory_order_seq_cst);
-  uint64_t leavable = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
-                      ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
   uint64_t by_ms = mopen & leavable;
   sysmon_closed_by_ms.store(by_ms, std::memory_order_relaxed);
   uint64_t want = base | sysmon_hold.load(std::memory_order_seq_cst) | by_ms;
@@ -2302,8 +2318,10 @@ void signal_route() {
     sc_store(sysmon_open, ~(want & applied));
     sys::rt_sigprocmask(SIG_SETMASK, &want, nullptr, 8);
     applied = want;
-    sc_store(sysmon_open, ~want);
   }
+  // What it has open, once its handlers of what it took while opening
+  // have run (on the way back from rt_sigprocmask).
+  if (sysmon_open.load(std::memory_order_relaxed) != ~want) sc_store(sysmon_open, ~want);
   sysmon_leaves.store(~want & leavable, std::memory_order_relaxed);
   // Gs that got a signal while not running: wake the parked ones.
   if (g_unrouted.exchange(false, std::memory_order_acq_rel)) {
