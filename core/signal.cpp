@@ -1450,8 +1450,10 @@ void signal_m_sleep(M* mp) {
   if (closed) sysmon_wake();
 }
 
+uint64_t signal_start_mask() { return ~bit(kSigSetxid); }
+
 uint64_t signal_create_begin() {
-  uint64_t all = ~bit(kSigSetxid), saved = 0;
+  uint64_t all = signal_start_mask(), saved = 0;
   sys::rt_sigprocmask(SIG_SETMASK, &all, &saved, 8);
   return saved;
 }
