@@ -73,6 +73,11 @@ M* allocm() {
   mp->g0.flags = kGFlagG0;
   mp->g0.m = mp;
   mp->g0.status.store(GStatus::Running, std::memory_order_relaxed);
+  // Its thread starts with this mask (signal_create_begin). Left at 0, an
+  // M being started counted as leaving every signal open: sysmon left
+  // the handled ones to it, and a goroutine choosing a signal to deliver
+  // waited 10 ms for it to run code of its own (wait_stale_ms).
+  mp->cur_sigmask = signal_start_mask();
   signal_m_stack_alloc(mp);  // without one, the M works as before (frames on the G's stack)
   mp->alllink = sched.allm;
   sched.allm = mp;

@@ -1450,8 +1450,10 @@ void signal_m_sleep(M* mp) {
   if (closed) sysmon_wake();
 }
 
+uint64_t signal_start_mask() { return ~bit(kSigSetxid); }
+
 uint64_t signal_create_begin() {
-  uint64_t all = ~bit(kSigSetxid), saved = 0;
+  uint64_t all = signal_start_mask(), saved = 0;
   sys::rt_sigprocmask(SIG_SETMASK, &all, &saved, 8);
   return saved;
 }
@@ -1964,11 +1966,35 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
   // It may spin on the kernel for sysmon (wait_kernel), holding its P.
   GOSHIM_ON_USER_G();
   GOSHIM_NO_LOCKS("signal_take");
-  // Thread-directed signals pending on gp come first, as the kernel
-  // dequeues a thread's own pending signals before the process's.
-  uint64_t thr = gp->sigpending.load(std::memory_order_seq_cst) &
-                 ~gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
-  if (!thr) {
+  siginfo_t dummy;
+  if (!info) info = &dummy;
+  // Each turn chooses one signal and takes exactly that one; if its
+  // instance is gone by then (another taker had it, or its pending bit
+  // outlived it), it chooses again. What was looked at to choose it (the
+  // kernel's queue and the instances on their way into goshim, below it)
+  // says nothing about a higher one: taking the next higher signal held
+  // instead returned SIGRTMIN+2 while SIGRTMIN+1's next instance was still
+  // in the kernel or in sysmon's handler (its held bit had outlived the
+  // instance before it: tests/preload/signals_queue_rounds).
+  for (;;) {
+    // Thread-directed signals pending on gp come first, as the kernel
+    // dequeues a thread's own pending signals before the process's.
+    uint64_t thr = gp->sigpending.load(std::memory_order_seq_cst) &
+                   ~gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
+    if (thr) {
+      int sig = __builtin_ctzll(thr) + 1;
+      uint64_t b = bit(sig);
+      if (gp->sigpending_proc.load(std::memory_order_acquire) & b) continue;  // claimed meanwhile: below
+      if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
+      if (gp->sigpending_proc.fetch_and(~b) & b) {
+        if (take_proc(gp, sig, info, false)) return sig;
+        continue;  // another G took it
+      }
+      if (thread_info(gp, sig, info)) return sig;
+      continue;
+    }
+    // Process signals, the lowest first, whether sysmon already routed
+    // them to gp (claimed) or they are still held for the process.
     int low = lowest_held(gp, set);
     for (int pass = 0; low && pass < 16; pass++) {
       if (kernel_ahead(gp, set, low)) {
@@ -1994,44 +2020,19 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
       if (again == low) break;
       low = again;
     }
-  }
-  siginfo_t dummy;
-  if (!info) info = &dummy;
-  for (; thr; thr &= thr - 1) {
-    int sig = __builtin_ctzll(thr) + 1;
-    uint64_t b = bit(sig);
-    if (gp->sigpending_proc.load(std::memory_order_acquire) & b) continue;  // claimed meanwhile: below
-    if (!(gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) continue;
-    if (gp->sigpending_proc.fetch_and(~b) & b) {
-      if (take_proc(gp, sig, info, false)) return sig;
-      continue;  // another G took it
+    if (!low) {
+      if (gp->sigpending.load(std::memory_order_seq_cst) & set) continue;  // a thread-directed one came
+      return 0;
     }
-    if (thread_info(gp, sig, info)) return sig;
-  }
-  // Process signals, the lowest first, whether sysmon already routed them
-  // to gp (claimed) or they are still held for the process.
-  for (;;) {
+    uint64_t b = bit(low);
     uint64_t claimed = gp->sigpending.load(std::memory_order_seq_cst) &
-                       gp->sigpending_proc.load(std::memory_order_seq_cst) & set;
-    uint64_t procs = (claimed | proc_pending.load(std::memory_order_acquire)) & set;
-    if (!procs) return 0;
-    bool progress = false;
-    for (; procs; procs &= procs - 1) {
-      int sig = __builtin_ctzll(procs) + 1;
-      uint64_t b = bit(sig);
-      if (claimed & b) {
-        if (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-          progress = true;
-          bool proc = gp->sigpending_proc.fetch_and(~b) & b;
-          if (proc ? take_proc(gp, sig, info, false) : thread_info(gp, sig, info)) return sig;
-        }
-      }
-      if (proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-        progress = true;
-        if (take_proc(gp, sig, info, false)) return sig;
-      }
+                       gp->sigpending_proc.load(std::memory_order_seq_cst);
+    if ((claimed & b) && (gp->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b)) {
+      bool proc = gp->sigpending_proc.fetch_and(~b) & b;
+      if (proc ? take_proc(gp, low, info, false) : thread_info(gp, low, info)) return low;
     }
-    if (!progress) return 0;
+    if ((proc_pending.fetch_and(~b, std::memory_order_acq_rel) & b) && take_proc(gp, low, info, false))
+      return low;
   }
 }
 
@@ -2290,11 +2291,27 @@ void signal_route() {
   // A signal some M's kernel mask leaves open (or is about to, open_soon)
   // is taken there: sysmon leaves it to that M, one taker (not one a G
   // waits for: signal_route hands that to the waiter).
+  uint64_t leavable = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
+                      ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
+  // Dekker with sysmon_close_wait, which publishes open_soon and then
+  // reads sysmon_open and sysmon_leaves: what sysmon may open is published
+  // before it reads the Ms' masks. Either this look sees that M's
+  // open_soon, or that M sees the signal as one sysmon takes and waits
+  // until sysmon has closed it. (Read first and published after, an M
+  // that began to open the signals between the two found sysmon_leaves
+  // stale, did not wait, and took them from the kernel beside sysmon: two
+  // takers at once, SIGRTMIN+1's 101 run after 103 and 105,
+  // tests/preload/signals_queue_rounds.)
+  {
+    uint64_t may = ~(base | sysmon_hold.load(std::memory_order_seq_cst));
+    uint64_t o = sysmon_open.load(std::memory_order_relaxed);
+    if (may & ~o) sc_store(sysmon_open, o | may);
+    uint64_t l = sysmon_leaves.load(std::memory_order_relaxed);
+    if (may & leavable & ~l) sc_store(sysmon_leaves, l | (may & leavable));
+  }
   uint64_t mopen = 0;
   for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink)
     mopen |= ~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) | m->open_soon.load(std::memory_order_seq_cst);
-  uint64_t leavable = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
-                      ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
   uint64_t by_ms = mopen & leavable;
   sysmon_closed_by_ms.store(by_ms, std::memory_order_relaxed);
   uint64_t want = base | sysmon_hold.load(std::memory_order_seq_cst) | by_ms;
@@ -2303,8 +2320,10 @@ void signal_route() {
     sc_store(sysmon_open, ~(want & applied));
     sys::rt_sigprocmask(SIG_SETMASK, &want, nullptr, 8);
     applied = want;
-    sc_store(sysmon_open, ~want);
   }
+  // What it has open, once its handlers of what it took while opening
+  // have run (on the way back from rt_sigprocmask).
+  if (sysmon_open.load(std::memory_order_relaxed) != ~want) sc_store(sysmon_open, ~want);
   sysmon_leaves.store(~want & leavable, std::memory_order_relaxed);
   // Gs that got a signal while not running: wake the parked ones.
   if (g_unrouted.exchange(false, std::memory_order_acq_rel)) {

@@ -127,6 +127,11 @@ void signal_m_sleep(M* mp);
 // caller's mask, which signal_create_end puts back. Any thread.
 uint64_t signal_create_begin();
 void signal_create_end(uint64_t saved);
+// The kernel mask such a thread starts with (every signal blocked but
+// SIGSETXID): an M's record of its mask (M::cur_sigmask) until its thread
+// sets its own, so that others (sysmon, wait_stale_ms) never count an M
+// whose thread is not running yet as one that leaves signals open.
+uint64_t signal_start_mask();
 
 // pthread_kill / pthread_sigqueue to a G. Returns 0 or an errno value.
 int signal_send(G* target, int sig, const union sigval* value);
