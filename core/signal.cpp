@@ -1871,6 +1871,14 @@ static void reach_running(G* gp, int sig) {
     GStatus st = gp->status.load(std::memory_order_seq_cst);
     if (st != GStatus::Running && st != GStatus::Syscall) return;  // it looks when it next runs
     M* mp = __atomic_load_n(&gp->m, __ATOMIC_SEQ_CST);
+    // gp on the caller's own M (a handler there, ForOther): gp is being
+    // switched out of it, and resumes after this handler returns, looking
+    // at its pending signals then. A forward to this very thread would
+    // arrive the moment the handler returns, before the switch could take
+    // one step, and be handed on again: a livelock (sigstack_handler_block
+    // hung so in the first version of this).
+    G* self = tls_g;
+    if (mp && self && self->m == mp && self != gp) return;
     if (tries == 64 || (mp && mp->sigfwd[sig].load(std::memory_order_seq_cst) != nullptr)) {
       if (gp->sigpending.load(std::memory_order_seq_cst) & b)
         preempt_kick(gp, false);  // any delivery of the preemption signal delivers what is pending
