@@ -248,6 +248,13 @@ void dump_one(int fd, G* gp) {
   state_of(gp, state, sizeof state);
   size_t len = rawfmt(buf, sizeof buf, "goroutine %lu [%s]", (unsigned long)gp->goid, state);
   if (gp->name[0]) len += rawfmt(buf + len, sizeof buf - len, " \"%s\"", gp->name);
+  // Signals recorded on the G and not yet delivered (bit n-1 for signal n):
+  // what a G that should have run a handler still carries.
+  uint64_t pend = gp->sigpending.load(std::memory_order_relaxed) |
+                  gp->sigpending_proc.load(std::memory_order_relaxed);
+  if (pend)
+    len += rawfmt(buf + len, sizeof buf - len, " [signals pending 0x%lx, blocked 0x%lx]", (unsigned long)pend,
+                  (unsigned long)gp->sigmask);
   len += rawfmt(buf + len, sizeof buf - len, ":\n");
   GStatus st = gp->status.load(std::memory_order_acquire);
   uintptr_t ksp = 0, kpc = 0;

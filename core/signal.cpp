@@ -921,6 +921,8 @@ SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bo
   return SigHere::Run;  // gp leaves it open, or it is gp's own fault
 }
 
+static void reach_running(G* gp, int sig);
+
 namespace {
 
 void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck);
@@ -1102,9 +1104,17 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
   uint64_t b = bit(sig);
   switch (signal_here(gp, sig, si, want, proc_fwd)) {
     case SigHere::ForOther:
-      want->sigpending.fetch_or(b, std::memory_order_acq_rel);
+      // A thread-directed instance keeps its siginfo (signal_send took it
+      // from want's queue), as ThreadWaiting below.
+      if (!proc_fwd && si &&
+          (sig >= kSigRtMin || si->si_code != SI_TKILL || si->si_pid != (pid_t)sys::getpid()))
+        gq_push_front(want, sig, si);
+      want->sigpending.fetch_or(b, std::memory_order_seq_cst);
       g_unrouted.store(true, std::memory_order_release);
       sysmon_wake();
+      // want may run on another M by now, past its look at its pending
+      // signals there: forwarded again (reach_running).
+      if (!proc_fwd) reach_running(want, sig);
       break;
     case SigHere::DieHere:
       die_default(sig);
@@ -1840,6 +1850,56 @@ static bool send_to_running(G* target, int sig, const union sigval* value, bool 
   return true;
 }
 
+// Signal-safe. Thread-directed signal sig is pending on gp, and gp runs
+// or is in a blocking call, or was when that was last read: forwards the
+// oldest instance to gp's M. A forward can miss: gp switched out of the M
+// it was sent to (send_to_running fails; or the tgkill reaches that M
+// after gp left it, SigHere::ForOther), and gp may then run again on
+// another M, past the look at its pending signals that a G makes there. A
+// G computing without calls has no other delivery point: the signal stayed
+// recorded on it, undelivered (tests/preload/sigstack_handler_block hung
+// so, about 1 run in 40 at two processors with glibc 2.41's timing). So the
+// signal goes back on gp (seq_cst), and while gp still runs it is
+// forwarded again to its current M. Dekker with the G's resumption: it is
+// on its M and Running, then (after a seq_cst read-modify-write in
+// set_kmask) looks at sigpending; a status read here that finds it not
+// running means that look comes after the store here. A few tries, then a
+// delivery kick where it runs (the kick, not a forward, also while a
+// forward of sig is in flight to that M: a second mark would overwrite the
+// first, SigRoute::kind).
+static void reach_running(G* gp, int sig) {
+  uint64_t b = bit(sig);
+  for (int tries = 0;; tries++) {
+    GStatus st = gp->status.load(std::memory_order_seq_cst);
+    if (st != GStatus::Running && st != GStatus::Syscall) return;  // it looks when it next runs
+    M* mp = __atomic_load_n(&gp->m, __ATOMIC_SEQ_CST);
+    // gp on the caller's own M (a handler there, ForOther): gp is being
+    // switched out of it, and resumes after this handler returns, looking
+    // at its pending signals then. A forward to this very thread would
+    // arrive the moment the handler returns, before the switch could take
+    // one step, and be handed on again: a livelock (sigstack_handler_block
+    // hung so in the first version of this).
+    G* self = tls_g;
+    if (mp && self && self->m == mp && self != gp) return;
+    if (tries == 64 || (mp && mp->sigfwd[sig].load(std::memory_order_seq_cst) != nullptr)) {
+      if (gp->sigpending.load(std::memory_order_seq_cst) & b)
+        preempt_kick(gp, false);  // any delivery of the preemption signal delivers what is pending
+      return;
+    }
+    if (!(gp->sigpending.fetch_and(~b, std::memory_order_seq_cst) & b)) return;  // gp took it
+    siginfo_t si;
+    if (!thread_info(gp, sig, &si)) return;
+    bool queued = si.si_code == SI_QUEUE;
+    if (send_to_running(gp, sig, queued ? &si.si_value : nullptr, false)) return;
+    // Back at the head of gp's queue, as it was (the oldest instance).
+    if (queued || sig >= kSigRtMin) gq_push_front(gp, sig, &si);
+    gp->sigpending.fetch_or(b, std::memory_order_seq_cst);
+    g_unrouted.store(true, std::memory_order_release);
+    sysmon_wake();
+    for (int i = 0; i < 64; i++) arch::cpu_relax();
+  }
+}
+
 int signal_send(G* target, int sig, const union sigval* value) {
   if (sig < 0 || sig > 64) return EINVAL;
   if (sig == 0) return 0;
@@ -1882,19 +1942,9 @@ int signal_send(G* target, int sig, const union sigval* value) {
     return 0;
   }
   if (st == GStatus::Running || st == GStatus::Syscall) {
-    if (target->sigpending.fetch_and(~b, std::memory_order_acq_rel) & b) {
-      // The oldest queued instance goes to its M (the kernel queues
-      // real-time ones there in turn).
-      siginfo_t si;
-      if (!thread_info(target, sig, &si)) return 0;
-      bool queued = si.si_code == SI_QUEUE;
-      if (!send_to_running(target, sig, queued ? &si.si_value : nullptr, false)) {
-        if (queued || sig >= kSigRtMin) gq_push(target, sig, si.si_code, &si.si_value);
-        target->sigpending.fetch_or(b, std::memory_order_acq_rel);
-        g_unrouted.store(true, std::memory_order_release);
-        sysmon_wake();
-      }
-    }
+    // The oldest queued instance goes to its M (the kernel queues
+    // real-time ones there in turn).
+    reach_running(target, sig);
     return 0;
   }
   if (st == GStatus::Waiting) {
