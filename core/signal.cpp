@@ -753,7 +753,7 @@ void wait_stale_ms(M* self, uint64_t set) {
     uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
     while (m->uprog.load(std::memory_order_seq_cst) - p0 < 2 &&
            (~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set) && sys::nanotime() < deadline)
-      sys::sched_yield();
+      spin_yield();
   }
 }
 
@@ -849,7 +849,7 @@ void sysmon_sync(M* self, uint64_t set) {
       int64_t now = sys::nanotime();
       if (deadline == 0) deadline = now + 500 * 1000 * 1000;
       else if (now > deadline) break;
-      sys::sched_yield();
+      spin_yield();
     }
   }
   wait_stale_ms(self, set);  // and what the Ms on g0 took
@@ -876,7 +876,7 @@ uint64_t sysmon_close_wait(M* self, uint64_t set) {
   if (!pending()) return set;
   sysmon_wake();
   int64_t deadline = sys::nanotime() + 500 * 1000 * 1000;
-  while (pending() && sys::nanotime() < deadline) sys::sched_yield();
+  while (pending() && sys::nanotime() < deadline) spin_yield();  // a real-time thread sleeps: sysmon is SCHED_OTHER on its CPU
   return set;
 }
 
@@ -2054,7 +2054,7 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
         // pending on this thread where no one else can take it.
         for (int i = 0; i < 20000; i++) {
           sysmon_wake();
-          sys::sched_yield();
+          spin_yield();
           low = lowest_held(gp, set);
           if (!low || !kernel_ahead(gp, set, low)) break;
         }
@@ -2162,9 +2162,9 @@ void signal_g_exit(G* gp) {
     uint64_t req = sysmon_barrier_req.fetch_add(1, std::memory_order_seq_cst) + 1;
     sysmon_wake();
     for (int i = 0; sysmon_barrier_ack.load(std::memory_order_seq_cst) < req && i < 1000000; i++)
-      sys::sched_yield();
+      spin_yield();
     wait_stale_ms(mp, open);
-    for (int i = 0; deferring.load(std::memory_order_seq_cst) != 0 && i < 100000; i++) sys::sched_yield();
+    for (int i = 0; deferring.load(std::memory_order_seq_cst) != 0 && i < 100000; i++) spin_yield();
     // A forward sysmon sent to this M for gp: let it arrive while gp still
     // runs here with the signal open (it runs the routed instance), rather
     // than later on whatever this M runs next.
@@ -2173,7 +2173,7 @@ void signal_g_exit(G* gp) {
       for (int i = 0; i < 100000; i++) {
         uintptr_t f = (uintptr_t)mp->sigfwd[sig].load(std::memory_order_acquire);
         if ((G*)(f & ~(uintptr_t)1) != gp) break;
-        sys::sched_yield();
+        spin_yield();
       }
     }
     uint64_t take = proc_pending.load(std::memory_order_acquire) & open;
