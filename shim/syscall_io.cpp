@@ -47,11 +47,8 @@ namespace {
 void bind_kernel_thread() {
   G* g = tls_g;
   if (!g || g->is_g0()) return;
-  if (g->rt_locked) {
-    g->tid_bound = true;  // bound already (real-time): stays bound
-    return;
-  }
-  if (shim::user_g()) rt_bind_kernel_thread(g);
+  // Bound already (real-time): stays bound when it goes back to SCHED_OTHER.
+  if (g->rt_locked || shim::user_g()) rt_bind_kernel_thread(g);
 }
 
 }  // namespace

@@ -273,6 +273,20 @@ check_tasks() {
   return 1
 }
 
+# end_server MODE WHAT: the end of a background server's case - it must
+# still be alive, exit 0 on SIGTERM, and have no goshim message on its
+# stderr ($D/server.err). Returns 1 (with the reasons noted) otherwise.
+end_server() {
+  local mode=$1 what=$2 st=0 r=0
+  kill -0 "$bgchild" 2>/dev/null || { why "$what died before the end"; r=1; }
+  kill -TERM "$bgchild" 2>/dev/null
+  wait_bg || st=$?
+  bgchild=""
+  [ $st = 0 ] || { why "$what exit status $st after SIGTERM"; r=1; }
+  goshim_err "$mode" "$D/server.err" "$what" || r=1
+  return $r
+}
+
 # cpu_note PID WHAT: notes the CPU time PID used (a diagnosis aid).
 cpu_note() {
   local st what=$2
@@ -795,14 +809,7 @@ case_memcached() {
     rc=$?
     why "mc_client.py exit status $rc: $(head -n 3 "$D/client.err")"
   }
-  kill -0 "$bgchild" 2>/dev/null || { why "memcached died before the end"; rc=1; }
-  # memcached exits 0 on SIGTERM
-  kill -TERM "$bgchild" 2>/dev/null
-  local st=0
-  wait_bg || st=$?
-  bgchild=""
-  [ $st = 0 ] || { why "memcached exit status $st after SIGTERM"; rc=1; }
-  goshim_err "$mode" "$D/server.err" memcached || rc=1
+  end_server "$mode" memcached || rc=1  # memcached exits 0 on SIGTERM
   if [ -s "$D/server.err" ]; then
     why "memcached wrote on stderr: $(head -n 3 "$D/server.err")"
     rc=1
@@ -1203,13 +1210,7 @@ case_unbound() {
   }
   n=$(ls "/proc/$bgchild/task" 2>/dev/null | wc -l)
   check_tasks "$mode" "$n" "$UB_THREADS" || rc=1
-  kill -0 "$bgchild" 2>/dev/null || { why "unbound died before the end"; rc=1; }
-  kill -TERM "$bgchild" 2>/dev/null
-  local st=0
-  wait_bg || st=$?
-  bgchild=""
-  [ $st = 0 ] || { why "unbound exit status $st after SIGTERM"; rc=1; }
-  goshim_err "$mode" "$D/server.err" unbound || rc=1
+  end_server "$mode" unbound || rc=1
   if [ -s "$D/server.err" ] || [ -s "$D/server.out" ]; then
     why "unbound wrote: $(head -n 3 "$D/server.err" "$D/server.out")"
     rc=1
@@ -1294,14 +1295,8 @@ PXEOF
       server_note "$bgchild" tinyproxy
       rc=1
     }
-    kill -0 "$bgchild" 2>/dev/null || { why "tinyproxy died before the end"; rc=1; }
     cpu_note "$bgchild" tinyproxy
-    kill -TERM "$bgchild" 2>/dev/null
-    local st=0
-    wait_bg || st=$?
-    bgchild=""
-    [ $st = 0 ] || { why "tinyproxy exit status $st after SIGTERM"; rc=1; }
-    goshim_err "$mode" "$D/server.err" tinyproxy || rc=1
+    end_server "$mode" tinyproxy || rc=1
     if [ -s "$D/server.err" ] || [ -s "$D/server.out" ]; then
       why "tinyproxy wrote: $(head -n 3 "$D/server.err" "$D/server.out")"
       rc=1

@@ -109,6 +109,23 @@ void park_reader(G* gp, PollDesc* pd, M* mp) {
   cr_assert(gwait_commit(gp, mp));
 }
 
+// A non-blocking pipe in fds whose read end is registered with netpoll,
+// n parked reading it (on ms[0]), and a byte written: n is ready once the
+// network is polled. Returns the read end's descriptor (pd_put it).
+PollDesc* pipe_with_reader(int fds[2], G* n) {
+  cr_assert_eq(sys::raw2(SYS_pipe2, (long)fds, O_NONBLOCK), 0);
+  int err = 0;
+  PollDesc* pd = fd_get(fds[0], &err);
+  cr_assert_not_null(pd);
+  {
+    PdGuard g(pd->lock);
+    cr_assert_eq(pd_register_locked(pd), 0);
+  }
+  park_reader(n, pd, ms[0]);
+  cr_assert_eq(sys::write(fds[1], "x", 1), 1);
+  return pd;
+}
+
 // Timer callbacks: ready the G in arg on the P of the M running the timer.
 void ready_cb(void* arg, uint64_t) { ready((G*)arg, true); }
 
@@ -136,18 +153,9 @@ Test(sched, order_runnext_local_global_steal_netpoll) {
 
   // A G parked on a pipe that has data: netpoll(0) makes it ready.
   int fds[2];
-  cr_assert_eq(sys::raw2(SYS_pipe2, (long)fds, O_NONBLOCK), 0);
-  int err = 0;
-  PollDesc* pd = fd_get(fds[0], &err);
-  cr_assert_not_null(pd);
-  {
-    PdGuard g(pd->lock);
-    cr_assert_eq(pd_register_locked(pd), 0);
-  }
   G* n = new_g(6, GStatus::Waiting);
-  park_reader(n, pd, ms[0]);
+  PollDesc* pd = pipe_with_reader(fds, n);
   cr_assert(netpoll_any_waiters());
-  cr_assert_eq(sys::write(fds[1], "x", 1), 1);
   // The network was polled just now, and stays so for this test (a time
   // ahead of the clock): no poll is due while Gs are queued
   // (busy_poll_behind_queued has the other case).
@@ -199,17 +207,8 @@ Test(sched, busy_poll_behind_queued) {
   runqput(p0, l1, false);
   runqput(p0, l2, false);
   int fds[2];
-  cr_assert_eq(sys::raw2(SYS_pipe2, (long)fds, O_NONBLOCK), 0);
-  int err = 0;
-  PollDesc* pd = fd_get(fds[0], &err);
-  cr_assert_not_null(pd);
-  {
-    PdGuard g(pd->lock);
-    cr_assert_eq(pd_register_locked(pd), 0);
-  }
   G* n = new_g(6, GStatus::Waiting);
-  park_reader(n, pd, ms[0]);
-  cr_assert_eq(sys::write(fds[1], "x", 1), 1);
+  PollDesc* pd = pipe_with_reader(fds, n);
 
   // Polled recently (a time ahead of the clock): not polled again.
   sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);
@@ -239,17 +238,8 @@ Test(sched, busy_poll_behind_queued) {
 // poll: it steals instead; the network is polled again once nobody is.
 Test(sched, no_netpoll_while_another_m_polls) {
   int fds[2];
-  cr_assert_eq(sys::raw2(SYS_pipe2, (long)fds, O_NONBLOCK), 0);
-  int err = 0;
-  PollDesc* pd = fd_get(fds[0], &err);
-  cr_assert_not_null(pd);
-  {
-    PdGuard g(pd->lock);
-    cr_assert_eq(pd_register_locked(pd), 0);
-  }
   G* n = new_g(1, GStatus::Waiting);
-  park_reader(n, pd, ms[0]);
-  cr_assert_eq(sys::write(fds[1], "x", 1), 1);
+  PollDesc* pd = pipe_with_reader(fds, n);
   G* s = new_g(2);
   runqput(ps[1], s, false);
   sched.lastpoll.store(0);  // an M sleeps in netpoll
