@@ -40,7 +40,13 @@ constexpr unsigned kKeysMax = PTHREAD_KEYS_MAX;  // 1024
 constexpr unsigned k2ndSize = 32;
 constexpr unsigned k1stSize = kKeysMax / k2ndSize;
 constexpr int kDestructorIterations = PTHREAD_DESTRUCTOR_ITERATIONS;
-constexpr unsigned kInternalKeys = 8;  // goshim's own (jemalloc's tsd key)
+// goshim's own keys: jemalloc's tsd key is the only one (tsd_boot), so 4
+// leave room. Their values are in static TLS (internal_vals), which every
+// goroutine's slot carries between tp and its stack: 64 bytes fewer there
+// move the stack's top 64 bytes up, and a parked goroutine's frames then
+// stay in the slot's two pages up to 1,024 bytes instead of 960
+// (bench/RESULTS.md, "The static TLS route, page by page").
+constexpr unsigned kInternalKeys = 4;
 
 struct KeyData {
   uintptr_t seq;
