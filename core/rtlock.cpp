@@ -93,10 +93,15 @@ int rt_set_self(int policy, int prio) {
   gp->sched_priority = prio;
   gp->rt_pending.store(false, std::memory_order_relaxed);
   if (gp->rt_locked && gp->tid_bound) {
-    // Stays bound (rt_bind_kernel_thread): only the kernel thread's policy
-    // goes back to SCHED_OTHER.
+    // Stays bound (rt_bind_kernel_thread): its kernel thread is its own
+    // and takes the policy asked for (SCHED_OTHER, SCHED_BATCH,
+    // SCHED_IDLE), which sched_getscheduler then reads from the kernel.
     int saved = errno;
-    restore_other();
+    struct sched_param sp = {};
+    if (pol == SCHED_OTHER ||
+        sys::sched_setscheduler(0, pol | SCHED_RESET_ON_FORK, &sp) < 0)
+      restore_other();
+    gp->m->rt = false;
     errno = saved;
   } else if (gp->rt_locked) {
     unbind(gp);

@@ -882,7 +882,65 @@ uint64_t sysmon_close_wait(M* self, uint64_t set) {
 
 }  // namespace
 
-SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd) {
+namespace {
+
+// The main G's state lets it take process signal sig as the kernel's
+// leader would (signal_leader_takes without the siginfo part).
+bool leader_state_takes(const G* lp, int sig) {
+  uint64_t b = bit(sig);
+  if (!lp || lp->magic != kGMagic || !(lp->flags & kGFlagMain)) return false;
+  GStatus st = lp->status.load(std::memory_order_acquire);
+  if (st == GStatus::Idle || st == GStatus::Dead) return false;
+  if (lp->sig_exiting.load(std::memory_order_seq_cst)) return false;
+  uint64_t mask = __atomic_load_n(&lp->sigmask, __ATOMIC_ACQUIRE);
+  bool waits = lp->sigwaiting.load(std::memory_order_acquire) & b;
+  if ((mask & b) && !waits) return false;
+  // The kernel passes over a leader that already has a signal to handle
+  // (wants_signal: !task_sigpending) unless it is running. Not for sig
+  // itself: a second standard instance merges with the one pending for
+  // the leader (natively dropped before the kernel chooses a thread; run
+  // on another G it took the leader's held instance, whose wait then
+  // ended with EINTR and no handler), a real-time one queues behind it.
+  uint64_t due = lp->sigpending.load(std::memory_order_acquire) & ~mask;
+  if (due & ~b) return false;
+  if (st == GStatus::Waiting && !waits && lp->wait_kind.load(std::memory_order_acquire) == WaitKind::None)
+    return false;  // a wait nothing but its own event ends (pthread_join, a lock)
+  return true;
+}
+
+// Sent to the process as a whole (the kernel's choice starts at the
+// leader), as opposed to a thread-directed signal, a fault, or a signal
+// the kernel sends to the thread that caused it or to the parent thread.
+bool sent_to_process(int sig, const siginfo_t* si) {
+  if (!si || synchronous(sig, si)) return false;
+  switch (si->si_code) {
+    case SI_USER:
+      // The kernel's own SIGPIPE and SIGXFSZ for a write are thread-directed
+      // and look like the process's kill() of itself.
+      if ((sig == SIGPIPE || sig == SIGXFSZ) && si->si_pid == (pid_t)sys::getpid()) return false;
+      return sig != SIGCHLD;
+    case SI_QUEUE:
+      // From this process: possibly pthread_sigqueue (rt_tgsigqueueinfo).
+      return si->si_pid != (pid_t)sys::getpid();
+    case SI_MESGQ:
+    case SI_ASYNCIO:
+      return true;
+    case SI_KERNEL:
+      return sig == SIGALRM;  // ITIMER_REAL, alarm()
+    // Not SI_TIMER: for a POSIX timer Linux 6.4 and later prefer the
+    // thread the timer interrupted (send_sigqueue), where goshim finds it.
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool signal_leader_takes(const G* leader, int sig, const siginfo_t* si) {
+  return sent_to_process(sig, si) && leader_state_takes(leader, sig);
+}
+
+SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd, const G* leader) {
   uint64_t b = bit(sig);
   bool sync = synchronous(sig, si);
   bool waits = gp->sigwaiting.load(std::memory_order_relaxed) & b;
@@ -892,6 +950,10 @@ SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bo
   // g0, an idle M or sysmon: route it to a G; a fault in the scheduler
   // itself: the default action.
   if (gp->is_g0()) return sync ? SigHere::DieHere : SigHere::Defer;
+  // Sent to the process while the main G would take it natively (the
+  // kernel starts its choice at the leader): held for sysmon, which
+  // routes it there (SigRoute), ending the main G's wait as natively.
+  if (!want && leader && gp != leader && signal_leader_takes(leader, sig, si)) return SigHere::Defer;
   // The kernel gave a process signal to the M of a G entering sigsuspend
   // (its set published, the G perhaps already past its last check and
   // about to park): running the handler here would let it park with the
@@ -1102,7 +1164,7 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
   G* want = (G*)(fwd & ~(uintptr_t)1);
   bool proc_fwd = fwd & 1;
   uint64_t b = bit(sig);
-  switch (signal_here(gp, sig, si, want, proc_fwd)) {
+  switch (signal_here(gp, sig, si, want, proc_fwd, main_g())) {
     case SigHere::ForOther:
       // A thread-directed instance keeps its siginfo (signal_send took it
       // from want's queue), as ThreadWaiting below.
@@ -1959,6 +2021,20 @@ void signal_pending_set(G* gp, sigset_t* out) {
   sigemptyset(&k);
   sys::raw2(SYS_rt_sigpending, (long)&k, 8);
   uint64_t v = to_bits(&k) | proc_pending.load() | (gp ? gp->sigpending.load() : 0);
+  // A process signal gp blocks that sysmon (or an M on g0) took from the
+  // kernel before the look above may still be on its way into what goshim
+  // holds: dequeued, its handler not run yet. Natively it is pending (a
+  // thread that blocks SIGUSR1 and kill()s its own process finds it in
+  // sigpending: stress-ng's sigpending stressor failed "did not get a
+  // SIGUSR1 pending signal" a few times in 200,000). Those handlers have
+  // run once sysmon_sync returns.
+  if (gp) {
+    uint64_t missing = gp->sigmask & ~v & ~internal_mask();
+    if (missing) {
+      sysmon_sync(gp->m, missing);
+      v |= proc_pending.load() | gp->sigpending.load();
+    }
+  }
   from_bits(v & ~internal_mask(), out);
 }
 
@@ -2234,6 +2310,7 @@ void SigRoute::consider(G* g) {
     return;
   }
   if (g->sigmask & b) return;
+  if (!leader && leader_state_takes(g, sig)) leader = g;
   if (st == GStatus::Running || st == GStatus::Syscall) {
     if (!running) running = g;
   } else if (!parked || (st == GStatus::Waiting && g->wait_kind.load() != WaitKind::None)) {

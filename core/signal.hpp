@@ -191,6 +191,13 @@ bool signal_route_pending();
 // runnable G that does not block it (the last one found in an
 // interruptible wait, WaitKind, else the first). Idle, dead, exiting and
 // empty slots are skipped.
+// Before the running and parked ones comes the main G (flag kGFlagMain)
+// when it would take the signal natively (signal_leader_takes): the
+// kernel gives a signal sent to the process (kill, alarm, sigqueue,
+// mq_notify, AIO) to the thread group leader whenever that
+// thread does not block it (complete_signal), so a program whose main
+// thread waits in pause(), sleep() or read() for a SIGALRM or SIGINT that
+// its busy workers leave open sees that wait end natively.
 struct SigRoute {
   enum Kind : uint8_t {
     Pending,  // every G blocks it: it stays pending for the process
@@ -204,13 +211,14 @@ struct SigRoute {
   explicit SigRoute(int s) : sig(s), b(1ull << (s - 1)) {}
   void consider(G* g);
   bool done() const { return waiter != nullptr; }
-  G* target() const { return waiter ? waiter : running ? running : parked; }
+  G* target() const { return waiter ? waiter : leader ? leader : running ? running : parked; }
   // Reads the program's disposition of sig and the running target's
   // M::sigfwd.
   Kind kind() const;
   int sig;
   uint64_t b;
   G* waiter = nullptr;
+  G* leader = nullptr;  // the main G, which would take it natively
   G* running = nullptr;
   G* parked = nullptr;
 };
@@ -241,7 +249,26 @@ enum class SigHere : uint8_t {
   ThreadWaiting,   // a thread-directed one reaching gp there: pending on gp, its wait ended
   Run,             // the program's handler (or default action) runs on gp now
 };
-SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd);
+// leader: the main G (null: none to prefer). A signal sent to the
+// process that the kernel gave the M of another G, while the main G
+// would take it natively (signal_leader_takes), is held for sysmon to
+// route to the main G (Defer) instead of running there.
+SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bool proc_fwd,
+                    const G* leader = nullptr);
+
+// Whether the kernel would deliver process signal sig (siginfo si) to the
+// thread group leader, the main G, rather than to the thread it hit: the
+// signal is sent to the process as a whole (kill, sigqueue, alarm's
+// SIGALRM, mq_notify, AIO completion: the kernel starts its choice at the
+// leader; not a POSIX timer's, which Linux 6.4 and later give the thread
+// the timer interrupted), and the main G is alive, not exiting, leaves sig
+// open (or waits for it in sigwait/sigsuspend), has no other signal
+// pending for it, and is running, runnable or in a wait a signal ends
+// (WaitKind, sigwait/sigsuspend). Signals the kernel raises for the
+// thread that caused them (SIGPIPE, SIGXFSZ: SI_USER from the process
+// itself), SIGCHLD (sent to the parent thread) and SIGPROF/SIGVTALRM
+// (to the thread that used the CPU) stay where they land. Signal-safe.
+bool signal_leader_takes(const G* leader, int sig, const siginfo_t* si);
 
 // After an interruptible wait of gp returned EINTR (interrupt_wait): true
 // if the call should be restarted, i.e. the signal that interrupted it has

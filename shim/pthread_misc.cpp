@@ -292,6 +292,84 @@ GOSHIM_EXPORT int sched_getscheduler(pid_t pid) {
   return r < 0 ? fail((int)-r) : (int)r;
 }
 
+// syscall(SYS_sched_setattr, pid, attr, flags) (shim/syscall_io.cpp; glibc
+// 2.36 has no wrapper) on the calling goroutine. The kernel applies the
+// attributes to a kernel thread, which under M:N runs other goroutines
+// too, and goshim's sched_getscheduler answers from the goroutine's record:
+// stress-ng's schedpolicy stressor set SCHED_DEADLINE this way and read
+// back the SCHED_BATCH it had set before with sched_setscheduler. So:
+//   - SCHED_DEADLINE, SCHED_FIFO, SCHED_RR, or a goroutine bound to its
+//     kernel thread already: the goroutine is bound to its kernel thread
+//     for the rest of its life (rt_bind_kernel_thread, as an io_uring
+//     ring's), the kernel applies the attributes there, and the policy is
+//     recorded;
+//   - SCHED_OTHER, SCHED_BATCH, SCHED_IDLE on an unbound goroutine: the
+//     kernel checks and applies them on the M's kernel thread, whose own
+//     attributes are then put back (the M runs other goroutines), and the
+//     policy and priority are recorded, as sched_setscheduler does.
+// Not the calling goroutine (another thread id, another process): the
+// kernel, unchanged. Returns the kernel's convention (0 or -errno).
+namespace {
+struct SchedAttr {  // the kernel's struct sched_attr, SCHED_ATTR_SIZE_VER1
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+  uint32_t sched_util_min, sched_util_max;
+};
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+constexpr uint64_t kSchedFlagKeepPolicy = 0x08;  // SCHED_FLAG_KEEP_POLICY
+}  // namespace
+
+long goshim_sched_setattr(long pid, long attr, long flags) {
+  G* self = attr && pid >= 0 && flags == 0 ? sched_target((pid_t)pid) : nullptr;
+  if (!self) return sys::raw3(SYS_sched_setattr, pid, attr, flags);
+  const auto* a = (const SchedAttr*)attr;
+  bool keep = a->sched_flags & kSchedFlagKeepPolicy;
+  int pol = (int)a->sched_policy;
+  int prio = (int)a->sched_priority;
+  long r;
+  if (self->rt_locked || (!keep && (pol == SCHED_DEADLINE || rt_policy(pol)))) {
+    if (!self->rt_locked) rt_bind_kernel_thread(self);
+    r = sys::raw3(SYS_sched_setattr, 0, attr, 0);
+  } else {
+    SchedAttr saved;
+    memset(&saved, 0, sizeof saved);
+    long g = sys::raw4(SYS_sched_getattr, 0, (long)&saved, sizeof saved, 0);
+    r = sys::raw3(SYS_sched_setattr, 0, attr, 0);
+    if (r == 0 && g == 0) {
+      saved.size = sizeof saved;
+      saved.sched_flags &= ~kSchedFlagKeepPolicy;
+      sys::raw3(SYS_sched_setattr, 0, (long)&saved, 0);
+    }
+  }
+  if (r == 0 && !keep) {
+    self->sched_policy = pol;
+    self->sched_priority = prio;
+  }
+  return r;
+}
+
+// syscall(SYS_sched_getattr, pid, attr, size, flags) on the calling
+// goroutine: the kernel fills the structure (its checks, its size rules)
+// from the goroutine's kernel thread; an unbound goroutine's policy and
+// priority are its own record (the M's kernel thread keeps SCHED_OTHER),
+// as sched_getscheduler answers.
+long goshim_sched_getattr(long pid, long attr, long size, long flags) {
+  long r = sys::raw4(SYS_sched_getattr, pid, attr, size, flags);
+  if (r != 0 || pid < 0) return r;
+  G* self = sched_target((pid_t)pid);
+  if (!self || self->rt_locked) return r;
+  auto* a = (SchedAttr*)attr;
+  a->sched_policy = (uint32_t)self->sched_policy;
+  a->sched_priority = (uint32_t)self->sched_priority;
+  return r;
+}
+
 GOSHIM_EXPORT int sched_getparam(pid_t pid, struct sched_param* p) {
   G* self = sched_target(pid);
   if (self && self->rt_locked) {

@@ -5,7 +5,8 @@
 // close would leave a stale fd-table entry. Every other number goes to
 // libc's syscall() unchanged.
 //
-// io_uring_setup and io_uring_register come here too (glibc has no wrapper
+// sched_setattr and sched_getattr come here too (shim/pthread_misc.cpp: a
+// goroutine's own policy). io_uring_setup and io_uring_register come here too (glibc has no wrapper
 // for them: programs such as fio call syscall()). The kernel ties a ring
 // set up IORING_SETUP_SINGLE_ISSUER (DEFER_TASKRUN needs it) to the
 // calling kernel thread, or, set up IORING_SETUP_R_DISABLED, to the one
@@ -37,6 +38,9 @@
 #endif
 
 using namespace goshim;
+
+long goshim_sched_setattr(long pid, long attr, long flags);  // shim/pthread_misc.cpp
+long goshim_sched_getattr(long pid, long attr, long size, long flags);
 
 namespace {
 
@@ -134,6 +138,12 @@ extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_io(long nr,
       if (r >= 0 && a2 == IORING_REGISTER_ENABLE_RINGS) bind_kernel_thread();
       break;
 #endif
+    case SYS_sched_setattr:
+      r = goshim_sched_setattr(a1, a2, a3);  // shim/pthread_misc.cpp
+      break;
+    case SYS_sched_getattr:
+      r = goshim_sched_getattr(a1, a2, a3, a4);
+      break;
     default:
       r = sys::raw6(nr, a1, a2, a3, a4, a5, a6);  // not routed here by the entry
       break;

@@ -58,6 +58,8 @@
 #             byte checked (tests/programs/src/proxy_client.py)
 #   fio       fio --thread, 16 jobs writing and verifying (crc32c) through
 #             psync, posixaio and io_uring (SINGLE_ISSUER rings)
+#   stressng  stress-ng --verify: sigpending, schedpolicy (SCHED_DEADLINE
+#             through sched_setattr), pthread, sigq, sigsuspend
 # Where it can be seen, M:N is checked too: the program's kernel threads
 # (/proc/PID/task) while hundreds of its threads are alive must be at least
 # that many natively and at most MN_MAX_TASKS under goshim.
@@ -1371,9 +1373,38 @@ for g in sorted(j["jobs"], key=lambda g: g["job options"].get("name", "") + str(
   return $rc
 }
 
+# ---- stressng ----------------------------------------------------------------
+# stress-ng's verifying stressors of threads, signals and scheduling
+# policies, one at a time, bounded by operations (or time for
+# schedpolicy, whose operations are slow): the exit status and the
+# number of "fail:" lines of each (stress-ng's own checks) must be the
+# native ones (none). schedpolicy sets SCHED_DEADLINE with the
+# sched_setattr system call and reads it back with sched_getscheduler;
+# sigpending looks for a SIGUSR1 it sent itself while blocking it.
+STRESSNG=("sigpending 1 --sigpending-ops 5000" "schedpolicy 2 -t 2s" "pthread 2 --pthread-ops 1000"
+          "sigq 2 --sigq-ops 10000" "sigsuspend 2 --sigsuspend-ops 1000")
+case_stressng() {
+  local mode=$1 rc=0 spec s r
+  need stress-ng || return 1
+  mkdir -p "$D/tmp"
+  for spec in "${STRESSNG[@]}"; do
+    s=${spec%% *}
+    # shellcheck disable=SC2086
+    # (-t 30s first: a bound of the stressor's own comes after it and wins)
+    run "$mode" 60 stress-ng -t 30s --$s ${spec#* } --verify --temp-path "$D/tmp" >"$D/r" 2>"$D/err" </dev/null
+    r=$?
+    goshim_err "$mode" "$D/err" "stress-ng --$s" || rc=1
+    [ $r = 0 ] || { why "stress-ng --$s: exit status $r: $(grep -E 'fail|error' "$D/r" "$D/err" | head -n 3)"; rc=1; }
+    grep -q 'fail:' "$D/r" && { why "stress-ng --$s: $(grep 'fail:' "$D/r" | head -n 2)"; rc=1; }
+    echo "== $s: exit $r, $(grep -c 'fail:' "$D/r") failures" >>"$D/out"
+  done
+  rm -rf "$D/tmp"
+  return $rc
+}
+
 # ---- driver ----------------------------------------------------------------
 CASES=(http grep compress mariadb mariadb_kill cxx rust scripts procpool sort memcached erlang nginx apache
-       openmp ffmpeg node java gitpack unbound sqlite tinyproxy fio)
+       openmp ffmpeg node java gitpack unbound sqlite tinyproxy fio stressng)
 # Cases that fail under goshim today, for a known goshim bug: not run by
 # make test (a run would fail every time and hide the other results), but
 # named at the end of every run; run one by naming it.

@@ -8,7 +8,8 @@
  *                                    -> goshim_syscall_io (shim/syscall_io.cpp)
  *   SYS_mmap, SYS_mremap, SYS_shmat  -> goshim_syscall_mapping
  *   SYS_exit_group                   -> goshim_syscall_exit (as _exit)
- *   SYS_io_uring_setup, SYS_io_uring_register -> goshim_syscall_io
+ *   SYS_io_uring_setup, SYS_io_uring_register, SYS_sched_setattr,
+ *   SYS_sched_getattr -> goshim_syscall_io
  *   anything else                    -> the kernel, exactly as glibc's stub does it
  *
  * AAPCS64 passes variadic arguments like named ones: the number in x0, the
@@ -40,6 +41,8 @@
 #define SYS_exit_group 94
 #define SYS_io_uring_setup 425
 #define SYS_io_uring_register 427
+#define SYS_sched_setattr 274
+#define SYS_sched_getattr 275
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
@@ -83,6 +86,8 @@ syscall:
 	TO	SYS_recvmsg, 4f
 	TO	SYS_io_uring_setup, 4f
 	TO	SYS_io_uring_register, 4f
+	TO	SYS_sched_setattr, 4f
+	TO	SYS_sched_getattr, 4f
 0:	mov	x8, x0			/* number */
 	mov	x0, x1			/* a1 .. a6 */
 	mov	x1, x2

@@ -13,6 +13,9 @@
  *   SYS_io_uring_setup, SYS_io_uring_register
  *                                    -> goshim_syscall_io (a ring tied to the
  *                                       calling kernel thread binds the G to it)
+ *   SYS_sched_setattr, SYS_sched_getattr
+ *                                    -> goshim_syscall_io (a goroutine's own
+ *                                       policy: shim/pthread_misc.cpp)
  *   anything else                    -> the kernel, exactly as glibc's stub does it
  *
  * The C entries (shim/syscall_futex.cpp) take seven longs: the number in
@@ -53,6 +56,8 @@
 #define SYS_exit_group 231
 #define SYS_io_uring_setup 425
 #define SYS_io_uring_register 427
+#define SYS_sched_setattr 314
+#define SYS_sched_getattr 315
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
@@ -82,6 +87,10 @@ syscall:
 	cmpq	$SYS_io_uring_setup, %rdi
 	je	4f
 	cmpq	$SYS_io_uring_register, %rdi
+	je	4f
+	cmpq	$SYS_sched_setattr, %rdi
+	je	4f
+	cmpq	$SYS_sched_getattr, %rdi
 	je	4f
 	cmpq	$SYS_dup3, %rdi			/* the fd calls: 0..47, 72, 288, 292 */
 	ja	0f

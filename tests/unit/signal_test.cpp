@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <new>
 
@@ -119,6 +120,54 @@ Test(signal, route_running_before_parked_masks_respected) {
   // Blocking another signal does not matter.
   G* blocks_other = g_(GStatus::Running, bit(SIGUSR1));
   cr_assert_eq(route(SIGUSR2, {blocks_other}).target(), blocks_other);
+}
+
+// The main G (kGFlagMain, fed first) takes it before the running and
+// parked ones whenever the kernel would give it to the thread group
+// leader: it leaves the signal open, is not exiting, has no other signal
+// pending, and is running, runnable or in a wait a signal ends. A waiter
+// still comes first.
+Test(signal, route_main_first_when_it_would_take_it) {
+  set_handler(SIGUSR1);
+  auto main_ = [](GStatus st, uint64_t mask = 0, WaitKind wk = WaitKind::None) {
+    G* g = g_(st, mask, 0, wk);
+    g->flags = kGFlagMain;
+    return g;
+  };
+  G* run = g_(GStatus::Running);
+  G* m = main_(GStatus::Waiting, 0, WaitKind::Sleep);
+  SigRoute r = route(SIGUSR1, {m, run});
+  cr_assert_eq(r.target(), m, "main asleep in nanosleep, a worker running");
+  cr_assert_eq(r.kind(), SigRoute::Parked);
+  m = main_(GStatus::Running);
+  r = route(SIGUSR1, {m, run});
+  cr_assert_eq(r.target(), m);
+  cr_assert_eq(r.kind(), SigRoute::Running);
+  m = main_(GStatus::Runnable);
+  cr_assert_eq(route(SIGUSR1, {m, run}).target(), m);
+  // Not when it blocks it, waits where a signal cannot end the wait
+  // (pthread_join), has another signal pending, or is exiting.
+  m = main_(GStatus::Waiting, bit(SIGUSR1), WaitKind::Sleep);
+  cr_assert_eq(route(SIGUSR1, {m, run}).target(), run, "main blocks it");
+  m = main_(GStatus::Waiting, 0, WaitKind::None);
+  cr_assert_eq(route(SIGUSR1, {m, run}).target(), run, "main in pthread_join");
+  m = main_(GStatus::Waiting, 0, WaitKind::Sema);
+  m->sigpending.store(bit(SIGUSR2));
+  cr_assert_eq(route(SIGUSR1, {m, run}).target(), run, "main has SIGUSR2 to handle");
+  m->sigpending.store(bit(SIGUSR1));
+  cr_assert_eq(route(SIGUSR1, {m, run}).target(), m, "the same signal pending on main merges there");
+  m = main_(GStatus::Running);
+  m->sig_exiting.store(true);
+  cr_assert_eq(route(SIGUSR1, {m, run}).target(), run, "main exiting");
+  // A G that is not main is no leader.
+  G* first = g_(GStatus::Waiting, 0, 0, WaitKind::Sleep);
+  cr_assert_eq(route(SIGUSR1, {first, run}).target(), run);
+  // A waiter wins.
+  m = main_(GStatus::Running);
+  G* w = g_(GStatus::Waiting, bit(SIGUSR1), bit(SIGUSR1));
+  r = route(SIGUSR1, {m, run, w});
+  cr_assert_eq(r.target(), w);
+  cr_assert_eq(r.kind(), SigRoute::Waiter);
 }
 
 // Nobody on an M: a parked or runnable G; one in an interruptible wait
@@ -399,6 +448,58 @@ Test(signal, here_on_a_user_g) {
   siginfo_t sent_segv = info(SIGSEGV, SI_USER);
   cr_assert_eq(signal_here(blocks_segv, SIGSEGV, &sent_segv, nullptr, false), SigHere::Defer,
                "a SIGSEGV sent by kill is an ordinary process signal");
+}
+
+// A signal sent to the process that hits another G while the main G
+// would take it natively is held for sysmon to route to main (Defer):
+// kill (SI_USER), sigqueue from another process, alarm's SIGALRM
+// (SI_KERNEL), mq_notify, AIO. Not thread-directed signals, faults, the
+// kernel's own SIGPIPE/SIGXFSZ (SI_USER from this process), SIGCHLD, a
+// POSIX timer's (SI_TIMER), a sigqueue from this process (possibly
+// pthread_sigqueue), nor a signal main cannot take now; on main itself it
+// runs.
+Test(signal, here_sent_to_the_process_goes_to_main) {
+  G* m = g_(GStatus::Waiting, 0, 0, WaitKind::Sleep);
+  m->flags = kGFlagMain;
+  G* w = g_(GStatus::Running);
+  siginfo_t user = info(SIGUSR1, SI_USER), tk = info(SIGUSR1, SI_TKILL);
+  siginfo_t alrm = info(SIGALRM, SI_KERNEL), timer = info(SIGRTMIN, SI_TIMER);
+  siginfo_t queue = info(SIGUSR1, SI_QUEUE), own_queue = info(SIGUSR1, SI_QUEUE);
+  queue.si_pid = getpid() + 1;
+  own_queue.si_pid = getpid();
+  siginfo_t mq = info(SIGUSR2, SI_MESGQ), aio = info(SIGUSR2, SI_ASYNCIO);
+  siginfo_t pipe_self = info(SIGPIPE, SI_USER), pipe_other = info(SIGPIPE, SI_USER);
+  pipe_self.si_pid = getpid();
+  pipe_other.si_pid = getpid() + 1;
+  siginfo_t chld = info(SIGCHLD, CLD_EXITED), chld_user = info(SIGCHLD, SI_USER);
+  siginfo_t fault = info(SIGSEGV, SEGV_MAPERR);
+  cr_assert_eq(signal_here(w, SIGUSR1, &user, nullptr, false, m), SigHere::Defer);
+  cr_assert_eq(signal_here(w, SIGALRM, &alrm, nullptr, false, m), SigHere::Defer);
+  cr_assert_eq(signal_here(w, SIGUSR1, &queue, nullptr, false, m), SigHere::Defer);
+  cr_assert_eq(signal_here(w, SIGUSR2, &mq, nullptr, false, m), SigHere::Defer);
+  cr_assert_eq(signal_here(w, SIGUSR2, &aio, nullptr, false, m), SigHere::Defer);
+  cr_assert_eq(signal_here(w, SIGPIPE, &pipe_other, nullptr, false, m), SigHere::Defer);
+  cr_assert_eq(signal_here(w, SIGUSR1, &tk, nullptr, false, m), SigHere::Run);
+  cr_assert_eq(signal_here(w, SIGRTMIN, &timer, nullptr, false, m), SigHere::Run);
+  cr_assert_eq(signal_here(w, SIGUSR1, &own_queue, nullptr, false, m), SigHere::Run);
+  cr_assert_eq(signal_here(w, SIGPIPE, &pipe_self, nullptr, false, m), SigHere::Run);
+  cr_assert_eq(signal_here(w, SIGCHLD, &chld, nullptr, false, m), SigHere::Run);
+  cr_assert_eq(signal_here(w, SIGCHLD, &chld_user, nullptr, false, m), SigHere::Run);
+  cr_assert_eq(signal_here(w, SIGSEGV, &fault, nullptr, false, m), SigHere::Run);
+  cr_assert_eq(signal_here(w, SIGUSR1, nullptr, nullptr, false, m), SigHere::Run, "no siginfo");
+  cr_assert_eq(signal_here(w, SIGUSR1, &user, w, false, m), SigHere::Run, "a forward to w");
+  cr_assert_eq(signal_here(m, SIGUSR1, &user, nullptr, false, m), SigHere::Run, "on main itself");
+  cr_assert_eq(signal_here(w, SIGUSR1, &user, nullptr, false, nullptr), SigHere::Run, "no leader");
+  G* mb = g_(GStatus::Waiting, bit(SIGUSR1), 0, WaitKind::Sleep);
+  mb->flags = kGFlagMain;
+  cr_assert_eq(signal_here(w, SIGUSR1, &user, nullptr, false, mb), SigHere::Run, "main blocks it");
+  G* mj = g_(GStatus::Waiting, 0, 0, WaitKind::None);
+  mj->flags = kGFlagMain;
+  cr_assert_eq(signal_here(w, SIGUSR1, &user, nullptr, false, mj), SigHere::Run, "main in pthread_join");
+  G* ms = g_(GStatus::Waiting, bit(SIGUSR1), bit(SIGUSR1));
+  ms->flags = kGFlagMain;
+  cr_assert_eq(signal_here(w, SIGUSR1, &user, nullptr, false, ms), SigHere::Defer,
+               "main waits for it in sigwait");
 }
 
 // A G in its sigwait/sigsuspend window (its set published, perhaps not
