@@ -163,6 +163,8 @@ void lock_rank_assert_none(const char* where) {
 
 SignalSafeScope::SignalSafeScope() { signal_safe_depth++; }
 SignalSafeScope::~SignalSafeScope() { signal_safe_depth--; }
+ProgramCallScope::ProgramCallScope() : saved(signal_safe_depth) { signal_safe_depth = 0; }
+ProgramCallScope::~ProgramCallScope() { signal_safe_depth = saved; }
 
 #endif
 

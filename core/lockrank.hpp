@@ -85,6 +85,15 @@ struct SignalSafeScope {
   SignalSafeScope();
   ~SignalSafeScope();
 };
+// Around a call into the program from inside a Signal-safe section (a
+// program's signal handler): the program's code is outside the section,
+// and a handler may leave by longjmp, skipping every destructor between
+// (the section then ends where it jumps to: the program's code).
+struct ProgramCallScope {
+  ProgramCallScope();
+  ~ProgramCallScope();
+  int saved;
+};
 #else
 inline void lock_rank_acquire(LockRank, const void*, bool) {}
 inline void lock_rank_release(LockRank, const void*) {}
@@ -93,6 +102,7 @@ inline bool lock_rank_holds(const void*) { return true; }
 inline void lock_rank_after_fork() {}
 inline void lock_rank_assert_none(const char*) {}
 struct SignalSafeScope {};
+struct ProgramCallScope {};
 #endif
 
 }  // namespace goshim

@@ -623,10 +623,13 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     kt_nhandled++;
     kt_restart = flags & SA_RESTART;
   }
-  if (flags & SA_SIGINFO)
-    ((void (*)(int, siginfo_t*, void*))h)(sig, si, uc);
-  else
-    ((void (*)(int))h)(sig);
+  {
+    ProgramCallScope program;  // a handler left by longjmp ends the section too
+    if (flags & SA_SIGINFO)
+      ((void (*)(int, siginfo_t*, void*))h)(sig, si, uc);
+    else
+      ((void (*)(int))h)(sig);
+  }
   if (gp) {
     gp->sigmask = saved;
     __atomic_store_n(&gp->delivering, delivering, __ATOMIC_RELAXED);
