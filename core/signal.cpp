@@ -1129,6 +1129,24 @@ void hold_stuck(G* gp, int sig, siginfo_t* si, G* want, bool proc_fwd, void* uct
 }
 
 
+// Signal-safe; on gp's M, gp running and outside any program handler.
+// Whether a signal lower than sig that gp leaves open is due on gp, or
+// held for the process, once what sysmon and the Ms on g0 took from the
+// kernel before this point is held (sysmon_sync): then the kernel would
+// have given gp's thread that one before sig.
+bool lower_due(G* gp, int sig) {
+  uint64_t lower = ~gp->sigmask & (bit(sig) - 1) & ~internal_mask();
+  if (!lower) return false;
+  auto due = [gp, lower] {
+    return ((gp->sigpending.load(std::memory_order_seq_cst) | gp->sigpending_proc.load(std::memory_order_seq_cst) |
+             proc_pending.load(std::memory_order_seq_cst)) &
+            lower) != 0;
+  };
+  if (due()) return true;
+  sysmon_sync(gp->m, lower);
+  return due();
+}
+
 void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
   int saved_errno = errno;
   if (sig == config.preempt_signal && preempt_on_signal(si, uctx, stuck)) {
@@ -1235,6 +1253,15 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
       } else if (!want && si && si->si_code != SI_TKILL && !synchronous(sig, si) &&
                  __atomic_load_n(&gp->delivering, __ATOMIC_RELAXED) && hold_for_loop(gp, sig, si)) {
         // (held: the loop delivers it in turn)
+      } else if (!want && si && si->si_code != SI_TKILL && !synchronous(sig, si) && gp->insig == 0 &&
+                 lower_due(gp, sig) && hold_for_loop(gp, sig, si)) {
+        // A process signal the kernel gave this M while a lower one gp
+        // leaves open is pending on gp or for the process, or on its way
+        // into goshim (sysmon took it while gp's M blocked it, gp in a
+        // handler): natively gp's thread would dequeue the lower one
+        // first. Held behind it, and gp's delivery loop runs both in the
+        // kernel's order (tests/preload/signals_order_held).
+        signal_deliver(gp);
       } else if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
         // Routed process signals carry their original siginfo.
         siginfo_t orig;
