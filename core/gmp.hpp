@@ -433,6 +433,7 @@ struct P {
   uint32_t share_tick = 0;
   // steal_stalled's last look at schedtick (written by the busy poller only).
   uint32_t stall_seen_tick = ~0u;  // ~0: not looked at yet
+  uint32_t stall_looks = 0;        // looks in a row that saw it
   int64_t share_since = 0;
 
   // Free Gs with their TLS blocks (owner P only).

@@ -508,6 +508,7 @@ bool netpoll_if_due(int64_t now) {
 // would wait for it while this P, kept busy by the poller, never runs out
 // of work to steal. Takes half of them (at most kRunqSize / 2: only
 // while this P's own ring is shorter than that, runqsteal's room).
+static constexpr uint32_t kStallLooks = 2;
 static G* steal_stalled(P* pp) {
   if (runqlen(pp) >= kRunqSize / 2) return nullptr;
   for (int i = 0; i < sched.gomaxprocs; i++) {
@@ -515,7 +516,12 @@ static G* steal_stalled(P* pp) {
     if (p2 == pp) continue;
     uint32_t t = __atomic_load_n(&p2->schedtick, __ATOMIC_RELAXED);
     uint32_t seen = __atomic_exchange_n(&p2->stall_seen_tick, t, __ATOMIC_RELAXED);
-    if (t != seen || p2->status.load(std::memory_order_relaxed) == PStatus::Idle) continue;
+    if (t != seen) {
+      __atomic_store_n(&p2->stall_looks, 0, __ATOMIC_RELAXED);
+      continue;
+    }
+    if (__atomic_add_fetch(&p2->stall_looks, 1, __ATOMIC_RELAXED) < kStallLooks) continue;
+    if (p2->status.load(std::memory_order_relaxed) == PStatus::Idle) continue;
     if (p2->runqhead.load(std::memory_order_relaxed) == p2->runqtail.load(std::memory_order_relaxed))
       continue;
     if (G* gp = runqsteal(pp, p2, false)) {
@@ -568,7 +574,7 @@ top:
   // the search below polls after older work on other Ps.
   if (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) != 0)
     if (netpoll_if_due(now != 0 ? now : sys::nanotime()))
-      if (G* gp = steal_stalled(pp)) return gp;
+      if (G* gp = steal_stalled(pp)) runqput(pp, gp, false);  // behind this P's older Gs
 
   if (G* gp = runq_pick(pp, inherit)) return gp;
 

@@ -235,10 +235,10 @@ Test(sched, busy_poll_behind_queued) {
 }
 
 // A busy poll also looks at the other Ps: one with queued Gs whose
-// schedtick has not moved since the previous busy poll has not switched
+// schedtick has not moved over the last two busy polls has not switched
 // for that long (its M off the CPU, or its G computing), and this P, fed
 // by the poller, never runs out of work to steal: half of its queue is
-// taken. A P that switched meanwhile keeps its queue.
+// taken, behind this P's own. A P that switched meanwhile keeps its queue.
 Test(sched, busy_poll_steals_from_stalled_p) {
   P* p0 = ps[0];
   P* p1 = ps[1];
@@ -276,17 +276,19 @@ Test(sched, busy_poll_steals_from_stalled_p) {
   sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);
   cr_assert_eq(find(ms[0]), l[2]);
   cr_assert_eq(runqlen(p1), 4u);
-  // p1 still on the same tick at the next busy poll: half of its queue
-  // (the last one taken runs now, the others join p0's queue).
+  // p1 still on the same tick at the next two busy polls (one look in a
+  // row is not enough: a G may compute that long): half of its queue
+  // joins p0's, behind p0's own older Gs.
+  sched.lastpoll.store(sys::nanotime() - 2 * kBusyPollNs);
+  cr_assert_eq(find(ms[0]), l[3]);
+  cr_assert_eq(runqlen(p1), 4u, "taken after one look");
   sched.lastpoll.store(sys::nanotime() - 2 * kBusyPollNs);
   G* got = find(ms[0]);
-  cr_assert_eq(got, s[1], "not taken from a stalled P (got goid %lu)", got ? got->goid : 0ul);
-  cr_assert_eq(runqlen(p1), 2u, "half stolen");
-  // Then p0's queue in order: its own older G, the readied one, the stolen.
+  cr_assert_eq(got, n, "the stolen Gs went ahead of older ones (got goid %lu)", got ? got->goid : 0ul);
+  cr_assert_eq(runqlen(p1), 2u, "not taken from a stalled P: half of its queue");
   sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);
-  cr_assert_eq(find(ms[0]), l[3]);
-  cr_assert_eq(find(ms[0]), n);
   cr_assert_eq(find(ms[0]), s[0]);
+  cr_assert_eq(find(ms[0]), s[1]);
   cr_assert(runqempty(p0));
   cr_assert_eq(w->status.load(), GStatus::Waiting);
   pd_put(pd);
