@@ -431,6 +431,9 @@ struct P {
   // (schedtick) it was last seen in, and when Gs were first seen waiting
   // during that slice (nanotime; 0: not yet). Owner only.
   uint32_t share_tick = 0;
+  // steal_stalled's last look at schedtick (written by the busy poller only).
+  uint32_t stall_seen_tick = ~0u;  // ~0: not looked at yet
+  uint32_t stall_looks = 0;        // looks in a row that saw it
   int64_t share_since = 0;
 
   // Free Gs with their TLS blocks (owner P only).

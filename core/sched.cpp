@@ -481,24 +481,55 @@ bool netpoll_due(int64_t now) {
   return last != 0 && now - last >= kBusyPollNs && netpoll_any_waiters();
 }
 
-void netpoll_if_due(int64_t now) {
+bool netpoll_if_due(int64_t now) {
   int64_t last = sched.lastpoll.load(std::memory_order_relaxed);
-  if (last == 0 || now - last < kBusyPollNs || !netpoll_any_waiters()) return;
-  if (sched.pollingNet.exchange(1, std::memory_order_acquire) != 0) return;
+  if (last == 0 || now - last < kBusyPollNs || !netpoll_any_waiters()) return false;
+  if (sched.pollingNet.exchange(1, std::memory_order_acquire) != 0) return false;
   // Claims this round (an M about to block in netpoll swaps in 0 first:
   // then it polls, not we).
   if (!sched.lastpoll.compare_exchange_strong(last, now, std::memory_order_seq_cst)) {
     sched.pollingNet.store(0, std::memory_order_release);
-    return;
+    return false;
   }
   GQueue q;
   netpoll(0, q);
   sched.pollingNet.store(0, std::memory_order_release);
-  if (q.empty()) return;
+  if (q.empty()) return true;
   sched.npollbusy.fetch_add(q.size, std::memory_order_relaxed);
   // Stamped now: behind every G queued before, here or on the global
   // queue (runq_pick); one to each idle P, if any.
   ready_list(q);
+  return true;
+}
+
+// After a busy poll (at most every kBusyPollNs): a P with queued Gs whose
+// schedtick has not moved since the last such look has not switched for
+// that long (its M is off the CPU, or its G computes): its queued Gs
+// would wait for it while this P, kept busy by the poller, never runs out
+// of work to steal. Takes half of them (at most kRunqSize / 2: only
+// while this P's own ring is shorter than that, runqsteal's room).
+static constexpr uint32_t kStallLooks = 2;
+static G* steal_stalled(P* pp) {
+  if (runqlen(pp) >= kRunqSize / 2) return nullptr;
+  for (int i = 0; i < sched.gomaxprocs; i++) {
+    P* p2 = allp(i);
+    if (p2 == pp) continue;
+    uint32_t t = __atomic_load_n(&p2->schedtick, __ATOMIC_RELAXED);
+    uint32_t seen = __atomic_exchange_n(&p2->stall_seen_tick, t, __ATOMIC_RELAXED);
+    if (t != seen) {
+      __atomic_store_n(&p2->stall_looks, 0, __ATOMIC_RELAXED);
+      continue;
+    }
+    if (__atomic_add_fetch(&p2->stall_looks, 1, __ATOMIC_RELAXED) < kStallLooks) continue;
+    if (p2->status.load(std::memory_order_relaxed) == PStatus::Idle) continue;
+    if (p2->runqhead.load(std::memory_order_relaxed) == p2->runqtail.load(std::memory_order_relaxed))
+      continue;
+    if (G* gp = runqsteal(pp, p2, false)) {
+      trace_ev(TraceEv::Steal, gp, (uint64_t)p2->id);
+      return gp;
+    }
+  }
+  return nullptr;
 }
 
 void share_slice_check() {
@@ -542,7 +573,8 @@ top:
   // P runs out of work, or for sysmon (kBusyPollNs). With nothing queued
   // the search below polls after older work on other Ps.
   if (!runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) != 0)
-    netpoll_if_due(now != 0 ? now : sys::nanotime());
+    if (netpoll_if_due(now != 0 ? now : sys::nanotime()))
+      if (G* gp = steal_stalled(pp)) runqput(pp, gp, false);  // behind this P's older Gs
 
   if (G* gp = runq_pick(pp, inherit)) return gp;
 

@@ -75,8 +75,9 @@ G* find_runnable(bool* inherit);
 inline constexpr int64_t kBusyPollNs = 100 * 1000;
 // Any P. Polls the network without blocking if nobody has for
 // kBusyPollNs (nobody blocks in it); readies what it finds behind the
-// queued Gs. now: nanotime.
-void netpoll_if_due(int64_t now);
+// queued Gs. now: nanotime. Whether it polled (find_runnable then looks
+// for a stalled P's queue: steal_stalled).
+bool netpoll_if_due(int64_t now);
 // Any thread. Whether netpoll_if_due would poll at now (any clock that
 // does not run ahead of nanotime; park uses the coarse one).
 bool netpoll_due(int64_t now);

@@ -234,6 +234,70 @@ Test(sched, busy_poll_behind_queued) {
   close(fds[1]);
 }
 
+// A busy poll also looks at the other Ps: one with queued Gs whose
+// schedtick has not moved over the last two busy polls has not switched
+// for that long (its M off the CPU, or its G computing), and this P, fed
+// by the poller, never runs out of work to steal: half of its queue is
+// taken, behind this P's own. A P that switched meanwhile keeps its queue.
+Test(sched, busy_poll_steals_from_stalled_p) {
+  P* p0 = ps[0];
+  P* p1 = ps[1];
+  G* l[4];
+  G* s[4];
+  for (int i = 0; i < 4; i++) {
+    l[i] = new_g(10 + (uint64_t)i);
+    runqput(p0, l[i], false);
+  }
+  for (int i = 0; i < 4; i++) {
+    s[i] = new_g(20 + (uint64_t)i);
+    runqput(p1, s[i], false);
+  }
+  int fds[2];
+  G* n = new_g(6, GStatus::Waiting);
+  PollDesc* pd = pipe_with_reader(fds, n);
+  // w waits on a pipe left empty: the network has a waiter at every poll.
+  int fds2[2];
+  G* w = new_g(7, GStatus::Waiting);
+  PollDesc* pd2 = pipe_with_reader(fds2, w);
+  char c;
+  cr_assert_eq(sys::read(fds2[0], &c, 1), 1);
+
+  // First busy poll: p1 not looked at before, nothing taken.
+  sched.lastpoll.store(sys::nanotime() - 2 * kBusyPollNs);
+  cr_assert_eq(find(ms[0]), l[0]);
+  cr_assert_eq(runqlen(p1), 4u, "taken from a P never looked at");
+  cr_assert_eq(n->status.load(), GStatus::Runnable, "the network not polled");
+  // p1 switched meanwhile: nothing taken.
+  p1->schedtick++;
+  sched.lastpoll.store(sys::nanotime() - 2 * kBusyPollNs);
+  cr_assert_eq(find(ms[0]), l[1]);
+  cr_assert_eq(runqlen(p1), 4u, "taken from a P that switched");
+  // Polled again soon: p1 not looked at.
+  sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);
+  cr_assert_eq(find(ms[0]), l[2]);
+  cr_assert_eq(runqlen(p1), 4u);
+  // p1 still on the same tick at the next two busy polls (one look in a
+  // row is not enough: a G may compute that long): half of its queue
+  // joins p0's, behind p0's own older Gs.
+  sched.lastpoll.store(sys::nanotime() - 2 * kBusyPollNs);
+  cr_assert_eq(find(ms[0]), l[3]);
+  cr_assert_eq(runqlen(p1), 4u, "taken after one look");
+  sched.lastpoll.store(sys::nanotime() - 2 * kBusyPollNs);
+  G* got = find(ms[0]);
+  cr_assert_eq(got, n, "the stolen Gs went ahead of older ones (got goid %lu)", got ? got->goid : 0ul);
+  cr_assert_eq(runqlen(p1), 2u, "not taken from a stalled P: half of its queue");
+  sched.lastpoll.store(sys::nanotime() + 3600 * 1000000000ll);
+  cr_assert_eq(find(ms[0]), s[0]);
+  cr_assert_eq(find(ms[0]), s[1]);
+  cr_assert(runqempty(p0));
+  cr_assert_eq(w->status.load(), GStatus::Waiting);
+  pd_put(pd);
+  close(fds[0]);
+  close(fds[1]);
+  close(fds2[1]);
+  (void)pd2;
+}
+
 // While another M is blocked in netpoll (lastpoll == 0) the loop does not
 // poll: it steals instead; the network is polled again once nobody is.
 Test(sched, no_netpoll_while_another_m_polls) {
