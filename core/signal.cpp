@@ -624,7 +624,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     kt_restart = flags & SA_RESTART;
   }
   {
-    ProgramCallScope program;  // a handler left by longjmp ends the section too
+    [[maybe_unused]] ProgramCallScope program;  // a handler left by longjmp ends the section too
     if (flags & SA_SIGINFO)
       ((void (*)(int, siginfo_t*, void*))h)(sig, si, uc);
     else
