@@ -232,7 +232,6 @@ void fork_child_reset() {
 
 void fork_child_start_threads() {
   threads_deferred = false;
-  privfd_start();
   mstarter_start();
   sysmon_start();
 }

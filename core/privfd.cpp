@@ -11,6 +11,8 @@
 #include <atomic>
 
 #include "core/gmp.hpp"
+#include "core/jemalloc_glue.hpp"
+#include "core/runtime.hpp"
 #include "core/ownthread.hpp"
 #include "core/signal.hpp"
 #include "core/sysmon.hpp"
@@ -37,10 +39,11 @@ struct Req {
 // thread, so no ABA), and a futex word that changes after every push.
 std::atomic<Req*> pending{nullptr};
 std::atomic<uint32_t> pushes{0};
-// The thread's state (a futex word): kStarting until it has a table of
-// its own, emptied (kRunning), or could not make one (kFailed).
-constexpr uint32_t kStarting = 0, kRunning = 1, kFailed = 2;
-std::atomic<uint32_t> state{kStarting};
+// The thread's state (a futex word): kNone until a read needs it,
+// kStarting until it has a table of its own, emptied (kRunning), or could
+// not make one (kFailed).
+constexpr uint32_t kNone = 0, kStarting = 3, kRunning = 1, kFailed = 2;
+std::atomic<uint32_t> state{kNone};
 __thread bool on_thread;
 
 // Empties this thread's (private) fd table.
@@ -64,7 +67,7 @@ void* privfd_main(void*) {
   on_thread = true;
   bool ok = sys::raw1(SYS_unshare, CLONE_FILES) == 0 && close_all();
   state.store(ok ? kRunning : kFailed, std::memory_order_release);
-  sys::futex_wake(&state, 1);
+  sys::futex_wake(&state, INT32_MAX);
   if (!ok) return nullptr;
   for (;;) {
     uint32_t seen = pushes.load(std::memory_order_acquire);
@@ -102,8 +105,49 @@ long read_fn(void* p) {
 
 }  // namespace
 
+namespace {
+
+// Whether the calling thread may start the thread now: pthread_create
+// callocs and takes glibc's locks, so never in a signal handler, under a
+// runtime lock or inside the allocator; sysmon may (it starts Ms), a
+// goroutine in the program's own context may, g0 and foreign threads not
+// (they read on themselves, as before the thread runs).
+bool may_start() {
+  if (!mn_active()) return false;  // before the runtime, or 1:1 for good
+  G* gp = tls_g;
+  if (gp == nullptr || tls_je_locks_held != 0) return false;
+  if (gp == sysmon_g()) return gp->insig == 0;
+  if (gp->is_g0() || gp->insig != 0) return false;
+  M* mp = gp->m;
+  return mp != nullptr && mp->locks.load(std::memory_order_relaxed) == 0;
+}
+
+// Starts the thread if nobody has (or waits for the one starting it), when
+// the caller may; returns whether it runs.
+bool ensure_running() {
+  uint32_t s = state.load(std::memory_order_acquire);
+  if (s == kRunning) return true;
+  if (s == kFailed || !may_start()) return false;
+  if (s == kNone && state.compare_exchange_strong(s, kStarting, std::memory_order_acq_rel)) {
+    int err = ownthread_start(privfd_main, nullptr, 128 * 1024);  // privfd_main sets tls_g first
+    if (err != 0) {
+      state.store(kFailed, std::memory_order_release);
+      sys::futex_wake(&state, INT32_MAX);
+      return false;
+    }
+  }
+  // Until it has its own table (or failed): nothing goes on meanwhile that
+  // could open a file in the program's.
+  while ((s = state.load(std::memory_order_acquire)) == kStarting) sys::futex_wait(&state, s, nullptr);
+  return s == kRunning;
+}
+
+}  // namespace
+
+void privfd_prepare() { ensure_running(); }
+
 long privfd_run(long (*fn)(void*), void* arg) {
-  if (on_thread || state.load(std::memory_order_acquire) != kRunning) return fn(arg);
+  if (on_thread || !ensure_running()) return fn(arg);
   Req r;
   r.fn = fn;
   r.arg = arg;
@@ -132,22 +176,9 @@ int privfd_threads() { return state.load(std::memory_order_acquire) == kRunning 
 void privfd_after_fork() {
   // The thread did not survive the fork; requests of other threads went
   // with them.
-  state.store(kStarting, std::memory_order_relaxed);
+  state.store(kNone, std::memory_order_relaxed);
   pending.store(nullptr, std::memory_order_relaxed);
   pushes.store(0, std::memory_order_relaxed);
-}
-
-void privfd_start() {
-  int err = ownthread_start(privfd_main, nullptr, 128 * 1024);  // privfd_main sets tls_g first
-  // Wait until it has its own table (or failed), so that nothing started
-  // after this (sysmon) opens a file in the program's. Without the thread
-  // the reads run on their callers, as before it started.
-  if (err != 0) {
-    state.store(kFailed, std::memory_order_relaxed);
-    return;
-  }
-  uint32_t s;
-  while ((s = state.load(std::memory_order_acquire)) == kStarting) sys::futex_wait(&state, s, nullptr);
 }
 
 }  // namespace goshim

@@ -15,9 +15,13 @@
 // opens there has a number in the program's table, not even for an
 // instant. Callers hand it a function and wait (a futex) for the result.
 //
-// Before the thread runs (early start-up, a fork child before
-// privfd_start, or when the kernel refuses unshare) the function runs on
-// the caller, as before.
+// The thread starts at the first read that needs it, not at every process
+// start (nor in every fork child, most of which exec at once): a program
+// that never reads through it (one that makes no thread, sets no
+// credentials and is never dumped) never has it. Until it runs (before the
+// runtime, in 1:1 mode, when the caller may not start it: a signal
+// handler, g0, a foreign thread, or when the kernel refuses unshare) the
+// function runs on the caller, as before.
 #pragma once
 
 #include <stddef.h>
@@ -35,9 +39,11 @@ long privfd_run(long (*fn)(void*), void* arg);
 // NUL-terminates it. Returns the length, or -errno.
 long privfd_read(const char* path, char* buf, size_t size);
 
-// Starts the thread (runtime init, and a fork child: fork.cpp calls
-// privfd_after_fork first). Before sysmon: sysmon uses it.
-void privfd_start();
+// Starts the thread now if the caller may (see privfd_run) and it does
+// not run yet: before a caller takes a lock the start would wait for
+// (setxid_all's broadcast: a thread created during it waits for its end).
+void privfd_prepare();
+// In a fork child (the thread did not survive): it starts again when needed.
 void privfd_after_fork();
 
 // Whether the calling thread is the privfd thread (tests, contracts).

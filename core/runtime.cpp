@@ -548,7 +548,6 @@ static bool runtime_init_mn() {
     trace_ev(TraceEv::GStart, getg());
   }
   mcache_runtime_arena_init();  // before goshim's own threads start
-  privfd_start();  // before sysmon, which reads /proc through it
   mstarter_start();
   sysmon_start();
   if (config.stats) atexit(print_stats_mn);
