@@ -13,6 +13,7 @@
 #include "core/gmp.hpp"
 #include "core/jemalloc_glue.hpp"
 #include "core/runtime.hpp"
+#include "core/sched.hpp"
 #include "core/ownthread.hpp"
 #include "core/signal.hpp"
 #include "core/sysmon.hpp"
@@ -109,15 +110,22 @@ namespace {
 
 // Whether the calling thread may start the thread now: pthread_create
 // callocs and takes glibc's locks, so never in a signal handler, under a
-// runtime lock or inside the allocator; sysmon may (it starts Ms), a
-// goroutine in the program's own context may, g0 and foreign threads not
-// (they read on themselves, as before the thread runs).
+// runtime lock or inside the allocator; sysmon may (it starts Ms; its
+// reads run while the program runs), a goroutine in the program's own
+// context may when the process has others (which could see the number),
+// g0 and foreign threads not. The others read on themselves, as before
+// the thread runs: the process's only goroutine, inside a call of its own
+// (a credential change, a futex word's class), is the only program code
+// that could see the number, and it sees it closed again. So a program
+// that never makes a thread makes no kernel thread for it either
+// (nproc_limit: RLIMIT_NPROC at the process's count, then setuid).
 bool may_start() {
   if (!mn_active()) return false;  // before the runtime, or 1:1 for good
   G* gp = tls_g;
   if (gp == nullptr || tls_je_locks_held != 0) return false;
   if (gp == sysmon_g()) return gp->insig == 0;
   if (gp->is_g0() || gp->insig != 0) return false;
+  if (sched.ngoroutines.load(std::memory_order_seq_cst) <= 1) return false;
   M* mp = gp->m;
   return mp != nullptr && mp->locks.load(std::memory_order_relaxed) == 0;
 }
@@ -131,7 +139,8 @@ bool ensure_running() {
   if (s == kNone && state.compare_exchange_strong(s, kStarting, std::memory_order_acq_rel)) {
     int err = ownthread_start(privfd_main, nullptr, 128 * 1024);  // privfd_main sets tls_g first
     if (err != 0) {
-      state.store(kFailed, std::memory_order_release);
+      // No thread to be had now (RLIMIT_NPROC): a later read tries again.
+      state.store(kNone, std::memory_order_release);
       sys::futex_wake(&state, INT32_MAX);
       return false;
     }

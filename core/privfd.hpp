@@ -20,8 +20,8 @@
 // that never reads through it (one that makes no thread, sets no
 // credentials and is never dumped) never has it. Until it runs (before the
 // runtime, in 1:1 mode, when the caller may not start it: a signal
-// handler, g0, a foreign thread, or when the kernel refuses unshare) the
-// function runs on the caller, as before.
+// handler, g0, a foreign thread, the process's only goroutine, or when
+// the kernel refuses unshare) the function runs on the caller, as before.
 #pragma once
 
 #include <stddef.h>

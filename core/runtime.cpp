@@ -520,7 +520,18 @@ static void print_stats_1to1() { stats_print(false); }
 static bool runtime_init_mn();
 
 bool runtime_init() {
-  if (runtime_init_mn()) return true;
+  // The allocations of goshim's own start-up on the initial thread (the
+  // probe thread's DTV, the Ps' timer heaps, ...) come from arena 0 without
+  // a cache: the thread's automatic cache, made at its first allocation,
+  // would be left unused from here on (main allocates through M0's cache
+  // as G1), and making it cost a mallctl and a dozen pages at every start.
+  // The thread turns its cache on at its next allocation if it stays a
+  // kernel thread (1:1). A cache made before (a constructor allocated) is
+  // used as it is.
+  tls_alloc_arena0 = true;
+  bool mn = runtime_init_mn();
+  tls_alloc_arena0 = false;
+  if (mn) return true;
   runtime_refused.store(true, std::memory_order_release);
   fork_init_1to1();
   return false;
