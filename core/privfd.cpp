@@ -121,6 +121,11 @@ namespace {
 // (nproc_limit: RLIMIT_NPROC at the process's count, then setuid).
 bool may_start() {
   if (!mn_active()) return false;  // before the runtime, or 1:1 for good
+  // The executable's own allocator: pthread_create callocs through it, and
+  // a caller may hold its lock (own_malloc_reentry hung at p1: the first
+  // read came from a wake inside the allocator). The thread is started
+  // with the runtime then (privfd_start), as goshim's other threads.
+  if (own_allocator()) return false;
   G* gp = tls_g;
   if (gp == nullptr || tls_je_locks_held != 0) return false;
   if (gp == sysmon_g()) return gp->insig == 0;
@@ -130,12 +135,9 @@ bool may_start() {
   return mp != nullptr && mp->locks.load(std::memory_order_relaxed) == 0;
 }
 
-// Starts the thread if nobody has (or waits for the one starting it), when
-// the caller may; returns whether it runs.
-bool ensure_running() {
-  uint32_t s = state.load(std::memory_order_acquire);
-  if (s == kRunning) return true;
-  if (s == kFailed || !may_start()) return false;
+// Starts the thread if nobody has (or waits for the one starting it);
+// returns whether it runs.
+bool start_thread(uint32_t s) {
   if (s == kNone && state.compare_exchange_strong(s, kStarting, std::memory_order_acq_rel)) {
     int err = ownthread_start(privfd_main, nullptr, 128 * 1024);  // privfd_main sets tls_g first
     if (err != 0) {
@@ -151,9 +153,23 @@ bool ensure_running() {
   return s == kRunning;
 }
 
+// Starts the thread (or waits for it) when the caller may; returns
+// whether it runs.
+bool ensure_running() {
+  uint32_t s = state.load(std::memory_order_acquire);
+  if (s == kRunning) return true;
+  if (s == kFailed || !may_start()) return false;
+  return start_thread(s);
+}
+
 }  // namespace
 
 void privfd_prepare() { ensure_running(); }
+
+void privfd_start() {
+  uint32_t s = state.load(std::memory_order_acquire);
+  if (s != kRunning && s != kFailed) start_thread(s);
+}
 
 long privfd_run(long (*fn)(void*), void* arg) {
   if (on_thread || !ensure_running()) return fn(arg);

@@ -22,6 +22,9 @@
 // runtime, in 1:1 mode, when the caller may not start it: a signal
 // handler, g0, a foreign thread, the process's only goroutine, or when
 // the kernel refuses unshare) the function runs on the caller, as before.
+// With an allocator of the executable's own, the thread starts with the
+// runtime as before (a start from a caller inside that allocator would
+// enter it again: pthread_create callocs).
 #pragma once
 
 #include <stddef.h>
@@ -43,6 +46,9 @@ long privfd_read(const char* path, char* buf, size_t size);
 // not run yet: before a caller takes a lock the start would wait for
 // (setxid_all's broadcast: a thread created during it waits for its end).
 void privfd_prepare();
+// Starts the thread now (runtime init, and a fork child, when the process
+// allocator is the executable's own: then it starts nowhere else).
+void privfd_start();
 // In a fork child (the thread did not survive): it starts again when needed.
 void privfd_after_fork();
 

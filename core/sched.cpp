@@ -306,14 +306,8 @@ void handoffp(P* pp) {
     startm(pp, false);
     return;
   }
-  // The process's one goroutine is the one in the blocking call that gave
-  // pp up (sysmon's retake): no G can become runnable but by a ready or a
-  // creation, which wake an M themselves (wakep), or by a timer (below). A
-  // spinning M, or one polling the network, would look for nothing: a
-  // shell waiting for each of its children made a kernel thread for it.
-  bool alone = sched.ngoroutines.load(std::memory_order_seq_cst) <= 1;
   // No spinning or idle M: someone must look for work.
-  if (!alone && sched.nmspinning.load(std::memory_order_seq_cst) + sched.npidle.load() == 0) {
+  if (sched.nmspinning.load(std::memory_order_seq_cst) + sched.npidle.load() == 0) {
     int32_t zero = 0;
     if (sched.nmspinning.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
       sched.needspinning.store(0, std::memory_order_relaxed);
@@ -328,7 +322,7 @@ void handoffp(P* pp) {
     return;
   }
   // The last running P, and nobody polls the network: an M must poll.
-  if (!alone && sched.npidle.load() == sched.gomaxprocs - 1 &&
+  if (sched.npidle.load() == sched.gomaxprocs - 1 &&
       sched.lastpoll.load(std::memory_order_relaxed) != 0) {
     sched.lock.unlock();
     startm(pp, false);

@@ -353,15 +353,6 @@ uint32_t retake(int64_t now) {
         pp->sm_sys_cpu = bm ? cputime_of(bm) : -1;
         if (!long_slice) continue;
       }
-      // The process's only goroutine is in this call and nothing is
-      // queued: the P has nothing to run elsewhere (handoffp would only
-      // put it idle) and the goroutine nobody to yield to. Not looked at
-      // (its thread's /proc state would start the privfd thread in every
-      // shell waiting for a child). A G made runnable meanwhile (by a
-      // foreign thread) is queued: the next look retakes as before.
-      if (runqempty(pp) && sched.runqsize.load(std::memory_order_relaxed) == 0 &&
-          sched.ngoroutines.load(std::memory_order_relaxed) <= 1)
-        continue;
       // A G that has had the P for a whole slice through a series of short
       // calls whose thread stays on the CPU (a loop reading from the page
       // cache): it yields at its next interposed call and its M keeps the
