@@ -370,6 +370,7 @@ void dump_capture_running(G* gp, void* ucontext) {
   // crashed the program on a fault.)
   G* want = gp;
   if (!running_target.compare_exchange_strong(want, kClaimed, std::memory_order_acq_rel)) return;
+  dump_unwinder_init();  // done by the dumper already (dump_goroutines)
   unw_cursor_t c;
   size_t len = 0;
   {
@@ -389,6 +390,9 @@ void dump_capture_running(G* gp, void* ucontext) {
 }
 
 bool dump_program_frame_first(G* gp, void* ucontext) {
+  // Set up by cancel_send before any cancellation could bring a G here;
+  // else now, as libunwind would itself.
+  dump_unwinder_init();
   constexpr int kMaxCancelFrames = 32;
   bool program = false;
   gp->insig++;  // libunwind's own libc calls (sigprocmask) go straight to libc
@@ -411,6 +415,7 @@ bool dump_program_frame_first(G* gp, void* ucontext) {
 }
 
 void dump_backtrace(int fd, G* gp, void* uc) {
+  dump_unwinder_init();
   static char buf[4096];
   size_t len = 0;
   CancelOff off;  // libunwind's read/open/write never act on the caller's cancellation
@@ -427,6 +432,7 @@ void dump_backtrace(int fd, G* gp, void* uc) {
 }
 
 void dump_backtrace_here(int fd, int skip) {
+  dump_unwinder_init();
   static char buf[4096];
   CancelOff off;  // (the lock-order checker's report, about to abort, on any G)
   unw_context_t ctx;
@@ -439,9 +445,13 @@ void dump_backtrace_here(int fd, int skip) {
   write_all(fd, buf, len);
 }
 
-void dump_goroutine(int fd, G* gp) { dump_one(fd, gp); }
+void dump_goroutine(int fd, G* gp) {
+  dump_unwinder_init();
+  dump_one(fd, gp);
+}
 
 void dump_goroutines(int fd, const char* title) {
+  dump_unwinder_init();
   char head[160];
   size_t n = rawfmt(head, sizeof head, "%s\n\n", title);
   write_all(fd, head, n);
@@ -457,23 +467,40 @@ void dump_goroutines(int fd, const char* title) {
   }
 }
 
+namespace {
+// The unwinder's set-up (dump_unwinder_init): 0 not done, 1 under way, 2 done.
+std::atomic<int> unwinder_state{0};
+}  // namespace
+
+void dump_unwinder_init() {
+  int s = unwinder_state.load(std::memory_order_acquire);
+  if (s == 2) return;
+  if (s == 0 && unwinder_state.compare_exchange_strong(s, 1, std::memory_order_acq_rel)) {
+    // libunwind sets itself up on first use (reading the process's maps):
+    // do it here, not later inside a signal handler on a busy thread.
+    // No cache: libunwind's cache lock would block every signal around each
+    // step with sigprocmask (goshim's own, interposed).
+    // Its set-up makes a pipe (memory validation): goshim's own fd, not the
+    // program's (core/ownfd.hpp).
+    ownfd_capture_begin();
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
+    unw_context_t ctx;
+    unw_cursor_t c;
+    unw_getcontext(&ctx);
+    // Not unw_get_proc_name: it keeps nothing between calls (each maps and
+    // reads the object's symbol table again), and warming it read all of
+    // libgoshim.so's symbols at every process start (0.7-1.2 ms of CPU).
+    if (unw_init_local(&c, &ctx) == 0) unw_step(&c);
+    ownfd_capture_end();
+    unwinder_state.store(2, std::memory_order_release);
+    return;
+  }
+  while (unwinder_state.load(std::memory_order_acquire) != 2) sys::sched_yield();
+}
+
 void dump_init() {
-  // libunwind sets itself up on first use (reading the process's maps):
-  // do it now, not later inside a signal handler on a busy thread.
-  // No cache: libunwind's cache lock would block every signal around each
-  // step with sigprocmask (goshim's own, interposed).
-  // Its set-up makes a pipe (memory validation): goshim's own fd, not the
-  // program's (core/ownfd.hpp).
-  ownfd_capture_begin();
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
-  unw_context_t ctx;
-  unw_cursor_t c;
-  unw_getcontext(&ctx);
-  // Not unw_get_proc_name: it keeps nothing between calls (each maps and
-  // reads the object's symbol table again), and warming it read all of
-  // libgoshim.so's symbols at every process start (0.7-1.2 ms of CPU).
-  if (unw_init_local(&c, &ctx) == 0) unw_step(&c);
-  ownfd_capture_end();
+  // dladdr takes ld.so's lock: look goshim's range up now, never first in a
+  // signal handler (preempt.cpp's safe-point checks).
   dladdr_is_self((uintptr_t)&dump_init);
 }
 

@@ -12,7 +12,8 @@
 
 namespace goshim {
 
-// Warms up the unwinder (runtime init, on G1).
+// Looks goshim's own code range up (runtime init, on G1); the unwinder is
+// set up later (dump_unwinder_init).
 void dump_init();
 
 // Writes a dump of all goroutines to fd. Without P (sysmon), no runtime
@@ -50,6 +51,14 @@ bool dladdr_is_self(uintptr_t pc);
 // string function called by the runtime, maybe under a lock) or the walk
 // cannot tell within a few frames.
 bool dump_program_frame_first(G* gp, void* ucontext);
+
+// Sets libunwind up (its caching policy, its first step and the pipe it
+// makes, as goshim's own fd), once: at the first goroutine creation, the
+// first cancellation sent and the first dump, not at every process start
+// (its set-up cleared 14 pages of libunwind's cache at every start of
+// every preloaded program, threads or not). Not in a signal handler but as
+// a last resort (the paths that unwind there come after one of those).
+void dump_unwinder_init();
 
 // Requests a dump from sysmon (signal-safe).
 void dump_request();

@@ -232,7 +232,7 @@ void fork_child_reset() {
 
 void fork_child_start_threads() {
   threads_deferred = false;
-  privfd_start();
+  if (own_allocator()) privfd_start();  // else when first needed (core/privfd.hpp)
   mstarter_start();
   sysmon_start();
 }

@@ -107,7 +107,16 @@ void gwait_arm_timer(G* gp, uint64_t seq, int64_t deadline) {
   gp->timer.f = gwait_timer_fire;
   gp->timer.arg = gp;
   gp->timer.seq = seq;
-  timer_add(&gp->timer, deadline);
+  // gp is about to park, and its M then looks for work itself: it runs
+  // the timer, or sleeps in netpoll until it, or breaks the M that sleeps
+  // there past it (findrunnable). Another M is woken (wake_netpoller) only
+  // when some other goroutine could keep this M busy: the process's only
+  // goroutine arming a sleep made a kernel thread that found nothing to do
+  // (every `sleep 1` of a shell script).
+  bool earliest = timer_add(&gp->timer, deadline, false);
+  if (earliest && (sched.lastpoll.load(std::memory_order_seq_cst) == 0 ||
+                   sched.ngoroutines.load(std::memory_order_seq_cst) > 1))
+    wake_netpoller(deadline);
 }
 
 }  // namespace goshim

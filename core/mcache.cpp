@@ -18,6 +18,7 @@ extern "C" void dallocx(void* p, int flags) __attribute__((weak));
 namespace goshim {
 
 __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec"))) = false;
+__thread bool tls_alloc_arena0 __attribute__((tls_model("initial-exec"))) = false;
 
 int runtime_thread_alloc_flags = kMallocxTcacheNone;
 

@@ -38,6 +38,7 @@ namespace goshim {
 constexpr int kMallocxZero = 0x40;
 constexpr int mallocx_tcache(int ind) { return (int)(((unsigned)ind + 2) << 8); }
 constexpr int kMallocxTcacheNone = mallocx_tcache(-1);
+constexpr int mallocx_arena(unsigned ind) { return (int)((ind + 1) << 20); }
 
 struct AllocCtx {
   M* m;       // the M whose cache is claimed, or nullptr
@@ -91,6 +92,15 @@ int mcache_create(M* mp);        // the M's cache index, or -1 (none to be had)
 void mcache_destroy(M* mp);      // on the M's own thread, at its end: no cache after it
 void thread_cache_enable();      // a kernel thread's automatic cache, at an allocation
 extern __thread bool tls_thread_cache_on __attribute__((tls_model("initial-exec")));
+// A short-lived kernel thread of goshim's that is no M and never will be
+// (tls::init's probe thread): it allocates from arena 0 without a cache
+// instead of turning its automatic cache on. jemalloc binds a thread that
+// allocates for the first time to an arena with no thread yet, creating
+// one (arena_choose): the probe, which allocates once (glibc's dlopen of
+// the unwinder for its cancellation), made arena 1 in every process, about
+// 25 page faults and 30 us of every start. Set by the thread itself, before
+// its first allocation.
+extern __thread bool tls_alloc_arena0 __attribute__((tls_model("initial-exec")));
 
 // A kernel thread that is no M gives its automatic cache back when it goes
 // to sleep in one of goshim's waits (core/sema's kernel-thread wait: the
@@ -166,7 +176,10 @@ void thread_cache_exiting();
 inline AllocCtx alloc_enter(bool for_free = false) {
   G* gp = tls_g;
   if (gp == nullptr) {
-    if (__builtin_expect(!tls_thread_cache_on, 0) && !for_free) thread_cache_enable();
+    if (__builtin_expect(!tls_thread_cache_on, 0) && !for_free) {
+      if (tls_alloc_arena0) return {nullptr, nullptr, mallocx_arena(0) | kMallocxTcacheNone};
+      thread_cache_enable();
+    }
     return {nullptr, nullptr, 0};
   }
   M* mp = gp->m;

@@ -266,6 +266,11 @@ void ready(G* gp, bool next) {
     mp->locks.store(l + 1, std::memory_order_relaxed);  // only this M writes its locks
     runqput(mp->p, gp, next);
     mp->locks.store(l, std::memory_order_relaxed);
+    // gp is the process's only goroutine (so the caller is its M's g0, in
+    // the scheduler: a timer that fired, a netpoll result): this M runs it
+    // next. Another M would find nothing (a lone program's every wake from
+    // a sleep started a kernel thread).
+    if (sched.ngoroutines.load(std::memory_order_seq_cst) <= 1) return;
   } else {
     globrunqput(gp);
   }

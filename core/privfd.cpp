@@ -11,6 +11,9 @@
 #include <atomic>
 
 #include "core/gmp.hpp"
+#include "core/jemalloc_glue.hpp"
+#include "core/runtime.hpp"
+#include "core/sched.hpp"
 #include "core/ownthread.hpp"
 #include "core/signal.hpp"
 #include "core/sysmon.hpp"
@@ -37,10 +40,11 @@ struct Req {
 // thread, so no ABA), and a futex word that changes after every push.
 std::atomic<Req*> pending{nullptr};
 std::atomic<uint32_t> pushes{0};
-// The thread's state (a futex word): kStarting until it has a table of
-// its own, emptied (kRunning), or could not make one (kFailed).
-constexpr uint32_t kStarting = 0, kRunning = 1, kFailed = 2;
-std::atomic<uint32_t> state{kStarting};
+// The thread's state (a futex word): kNone until a read needs it,
+// kStarting until it has a table of its own, emptied (kRunning), or could
+// not make one (kFailed).
+constexpr uint32_t kNone = 0, kStarting = 3, kRunning = 1, kFailed = 2;
+std::atomic<uint32_t> state{kNone};
 __thread bool on_thread;
 
 // Empties this thread's (private) fd table.
@@ -64,7 +68,7 @@ void* privfd_main(void*) {
   on_thread = true;
   bool ok = sys::raw1(SYS_unshare, CLONE_FILES) == 0 && close_all();
   state.store(ok ? kRunning : kFailed, std::memory_order_release);
-  sys::futex_wake(&state, 1);
+  sys::futex_wake(&state, INT32_MAX);
   if (!ok) return nullptr;
   for (;;) {
     uint32_t seen = pushes.load(std::memory_order_acquire);
@@ -102,8 +106,73 @@ long read_fn(void* p) {
 
 }  // namespace
 
+namespace {
+
+// Whether the calling thread may start the thread now: pthread_create
+// callocs and takes glibc's locks, so never in a signal handler, under a
+// runtime lock or inside the allocator; sysmon may (it starts Ms; its
+// reads run while the program runs), a goroutine in the program's own
+// context may when the process has others (which could see the number),
+// g0 and foreign threads not. The others read on themselves, as before
+// the thread runs: the process's only goroutine, inside a call of its own
+// (a credential change, a futex word's class), is the only program code
+// that could see the number, and it sees it closed again. So a program
+// that never makes a thread makes no kernel thread for it either
+// (nproc_limit: RLIMIT_NPROC at the process's count, then setuid).
+bool may_start() {
+  if (!mn_active()) return false;  // before the runtime, or 1:1 for good
+  // The executable's own allocator: pthread_create callocs through it, and
+  // a caller may hold its lock (own_malloc_reentry hung at p1: the first
+  // read came from a wake inside the allocator). The thread is started
+  // with the runtime then (privfd_start), as goshim's other threads.
+  if (own_allocator()) return false;
+  G* gp = tls_g;
+  if (gp == nullptr || tls_je_locks_held != 0) return false;
+  if (gp == sysmon_g()) return gp->insig == 0;
+  if (gp->is_g0() || gp->insig != 0) return false;
+  if (sched.ngoroutines.load(std::memory_order_seq_cst) <= 1) return false;
+  M* mp = gp->m;
+  return mp != nullptr && mp->locks.load(std::memory_order_relaxed) == 0;
+}
+
+// Starts the thread if nobody has (or waits for the one starting it);
+// returns whether it runs.
+bool start_thread(uint32_t s) {
+  if (s == kNone && state.compare_exchange_strong(s, kStarting, std::memory_order_acq_rel)) {
+    int err = ownthread_start(privfd_main, nullptr, 128 * 1024);  // privfd_main sets tls_g first
+    if (err != 0) {
+      // No thread to be had now (RLIMIT_NPROC): a later read tries again.
+      state.store(kNone, std::memory_order_release);
+      sys::futex_wake(&state, INT32_MAX);
+      return false;
+    }
+  }
+  // Until it has its own table (or failed): nothing goes on meanwhile that
+  // could open a file in the program's.
+  while ((s = state.load(std::memory_order_acquire)) == kStarting) sys::futex_wait(&state, s, nullptr);
+  return s == kRunning;
+}
+
+// Starts the thread (or waits for it) when the caller may; returns
+// whether it runs.
+bool ensure_running() {
+  uint32_t s = state.load(std::memory_order_acquire);
+  if (s == kRunning) return true;
+  if (s == kFailed || !may_start()) return false;
+  return start_thread(s);
+}
+
+}  // namespace
+
+void privfd_prepare() { ensure_running(); }
+
+void privfd_start() {
+  uint32_t s = state.load(std::memory_order_acquire);
+  if (s != kRunning && s != kFailed) start_thread(s);
+}
+
 long privfd_run(long (*fn)(void*), void* arg) {
-  if (on_thread || state.load(std::memory_order_acquire) != kRunning) return fn(arg);
+  if (on_thread || !ensure_running()) return fn(arg);
   Req r;
   r.fn = fn;
   r.arg = arg;
@@ -132,22 +201,9 @@ int privfd_threads() { return state.load(std::memory_order_acquire) == kRunning 
 void privfd_after_fork() {
   // The thread did not survive the fork; requests of other threads went
   // with them.
-  state.store(kStarting, std::memory_order_relaxed);
+  state.store(kNone, std::memory_order_relaxed);
   pending.store(nullptr, std::memory_order_relaxed);
   pushes.store(0, std::memory_order_relaxed);
-}
-
-void privfd_start() {
-  int err = ownthread_start(privfd_main, nullptr, 128 * 1024);  // privfd_main sets tls_g first
-  // Wait until it has its own table (or failed), so that nothing started
-  // after this (sysmon) opens a file in the program's. Without the thread
-  // the reads run on their callers, as before it started.
-  if (err != 0) {
-    state.store(kFailed, std::memory_order_relaxed);
-    return;
-  }
-  uint32_t s;
-  while ((s = state.load(std::memory_order_acquire)) == kStarting) sys::futex_wait(&state, s, nullptr);
 }
 
 }  // namespace goshim

@@ -15,9 +15,16 @@
 // opens there has a number in the program's table, not even for an
 // instant. Callers hand it a function and wait (a futex) for the result.
 //
-// Before the thread runs (early start-up, a fork child before
-// privfd_start, or when the kernel refuses unshare) the function runs on
-// the caller, as before.
+// The thread starts at the first read that needs it, not at every process
+// start (nor in every fork child, most of which exec at once): a program
+// that never reads through it (one that makes no thread, sets no
+// credentials and is never dumped) never has it. Until it runs (before the
+// runtime, in 1:1 mode, when the caller may not start it: a signal
+// handler, g0, a foreign thread, the process's only goroutine, or when
+// the kernel refuses unshare) the function runs on the caller, as before.
+// With an allocator of the executable's own, the thread starts with the
+// runtime as before (a start from a caller inside that allocator would
+// enter it again: pthread_create callocs).
 #pragma once
 
 #include <stddef.h>
@@ -35,9 +42,14 @@ long privfd_run(long (*fn)(void*), void* arg);
 // NUL-terminates it. Returns the length, or -errno.
 long privfd_read(const char* path, char* buf, size_t size);
 
-// Starts the thread (runtime init, and a fork child: fork.cpp calls
-// privfd_after_fork first). Before sysmon: sysmon uses it.
+// Starts the thread now if the caller may (see privfd_run) and it does
+// not run yet: before a caller takes a lock the start would wait for
+// (setxid_all's broadcast: a thread created during it waits for its end).
+void privfd_prepare();
+// Starts the thread now (runtime init, and a fork child, when the process
+// allocator is the executable's own: then it starts nowhere else).
 void privfd_start();
+// In a fork child (the thread did not survive): it starts again when needed.
 void privfd_after_fork();
 
 // Whether the calling thread is the privfd thread (tests, contracts).

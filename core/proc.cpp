@@ -55,6 +55,7 @@
 #include "arch/arch.hpp"
 #include "core/contract.hpp"
 #include "core/cputime.hpp"
+#include "core/dump.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
@@ -571,6 +572,9 @@ void gfree_scavenge(int64_t now) {
 // ---- create ------------------------------------------------------------------
 
 int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t* out) {
+  // Before the process has a second goroutine (the first creation sets
+  // libunwind up, on this G, in the program's context, core/dump.hpp).
+  dump_unwinder_init();
   G* cur = getg();
   M* mp = (cur && cur->m) ? cur->m : nullptr;
   P* pp = mp ? mp->p : nullptr;

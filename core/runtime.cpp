@@ -3,11 +3,14 @@
 #include "core/mcache.hpp"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
 #include <new>
 
@@ -405,13 +408,130 @@ void newm_start(M* mp, bool mask_known) {
   }
 }
 
+extern "C" void* __libc_stack_end;  // ld.so's: the initial thread's stack end
+
+namespace {
+
+// Parses "FROM-TO" at the start of a /proc/self/maps line.
+bool maps_range(const char* p, const char* end, uintptr_t* from, uintptr_t* to) {
+  uintptr_t v[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    const char* start = p;
+    for (; p < end; p++) {
+      int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+      if (d < 0) break;
+      v[k] = v[k] << 4 | (uintptr_t)d;
+    }
+    if (p == start) return false;
+    if (k == 0) {
+      if (p == end || *p != '-') return false;
+      p++;
+    }
+  }
+  *from = v[0];
+  *to = v[1];
+  return true;
+}
+
+// The initial thread's stack, [*lo, *hi), as glibc's pthread_getattr_np
+// computes it for that thread (nptl/pthread_getattr_np.c): it ends at the
+// page after __libc_stack_end's; its size is RLIMIT_STACK less what the
+// mapping holding __libc_stack_end extends above that end, rounded down to
+// a page, and at most the gap down to the mapping below. glibc reads
+// /proc/self/maps with stdio and sscanf, and fills the CPU set as well:
+// 17 % of a preloaded /bin/true's instructions, and a dozen page faults.
+// Without stdio or malloc here. False if it cannot tell (the caller asks
+// glibc then).
+bool main_stack(uintptr_t* lo, uintptr_t* hi) {
+  struct {
+    uint64_t cur, max;
+  } rl;
+  if (sys::raw4(SYS_prlimit64, 0, RLIMIT_STACK, 0, (long)&rl) != 0) return false;
+  const uintptr_t ps = page_size();
+  const uintptr_t at = (uintptr_t)__libc_stack_end;
+  const uintptr_t stack_end = (at & -ps) + ps;
+  long fd = sys::openat(AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  char buf[4096];
+  size_t have = 0;
+  bool eof = false, skipping = false, found = false;
+  uintptr_t last_to = 0, found_to = 0;
+  while (!found) {
+    char* nl = (char*)memchr(buf, '\n', have);
+    if (!nl) {
+      if (!eof && have < sizeof buf) {
+        long n = sys::read((int)fd, buf + have, sizeof buf - have);
+        if (n < 0) break;
+        if (n == 0) eof = true;
+        have += (size_t)n;
+        continue;
+      }
+      if (have == 0) break;  // the end
+      if (!eof) {
+        // A line longer than the buffer: its start is parsed, the rest skipped.
+        if (!skipping) {
+          uintptr_t from, to;
+          if (maps_range(buf, buf + have, &from, &to)) {
+            if (from <= at && at < to) {
+              found = true;
+              found_to = to;
+              break;
+            }
+            last_to = to;
+          }
+        }
+        skipping = true;
+        have = 0;
+        continue;
+      }
+      nl = buf + have;  // a last line without a newline
+    }
+    if (!skipping) {
+      uintptr_t from, to;
+      if (maps_range(buf, nl, &from, &to)) {
+        if (from <= at && at < to) {
+          found = true;
+          found_to = to;
+          break;
+        }
+        last_to = to;
+      }
+    }
+    skipping = false;
+    size_t used = nl < buf + have ? (size_t)(nl + 1 - buf) : have;
+    memmove(buf, buf + used, have - used);
+    have -= used;
+  }
+  sys::close((int)fd);
+  if (!found) return false;
+  uintptr_t size = (uintptr_t)rl.cur - (found_to - stack_end);
+  size &= -ps;
+  if (size > stack_end - last_to) size = stack_end - last_to;
+  *lo = stack_end - size;
+  *hi = stack_end;
+  return true;
+}
+
+}  // namespace
+
 static void print_stats_mn() { stats_print(true); }
 static void print_stats_1to1() { stats_print(false); }
 
 static bool runtime_init_mn();
 
 bool runtime_init() {
-  if (runtime_init_mn()) return true;
+  // The allocations of goshim's own start-up on the initial thread (the
+  // probe thread's DTV, the Ps' timer heaps, ...) come from arena 0 without
+  // a cache: the thread's automatic cache, made at its first allocation,
+  // would be left unused from here on (main allocates through M0's cache
+  // as G1), and making it cost a mallctl and a dozen pages at every start.
+  // The thread turns its cache on at its next allocation if it stays a
+  // kernel thread (1:1). A cache made before (a constructor allocated) is
+  // used as it is.
+  tls_alloc_arena0 = true;
+  bool mn = runtime_init_mn();
+  tls_alloc_arena0 = false;
+  if (mn) return true;
   runtime_refused.store(true, std::memory_order_release);
   fork_init_1to1();
   return false;
@@ -482,7 +602,7 @@ static bool runtime_init_mn() {
   // G1: main, running now on M0. Read its stack while glibc can still
   // answer for the initial thread (before its tid becomes virtual).
   G* g1 = main_g();
-  {
+  if (!main_stack(&g1->stack.lo, &g1->stack.hi)) {
     pthread_attr_t a;
     if (real::pthread_getattr_np((pthread_t)tls::pthread_of(tls::initial_tp()), &a) == 0) {
       void* addr = nullptr;
@@ -548,7 +668,10 @@ static bool runtime_init_mn() {
     trace_ev(TraceEv::GStart, getg());
   }
   mcache_runtime_arena_init();  // before goshim's own threads start
-  privfd_start();  // before sysmon, which reads /proc through it
+  // With goshim's allocator the privfd thread starts when first needed;
+  // with the executable's own, now, before sysmon (which reads /proc
+  // through it): nowhere later is it known to be outside that allocator.
+  if (own_allocator()) privfd_start();
   mstarter_start();
   sysmon_start();
   if (config.stats) atexit(print_stats_mn);

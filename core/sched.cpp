@@ -177,7 +177,11 @@ static void resetspinning(M* mp) {
   mp->spinning = false;
   int32_t n = sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst) - 1;
   GOSHIM_CHECK(n >= 0, "resetspinning: negative nmspinning");
-  wakep();
+  // More work may come after the G this M found. Not when that G is the
+  // process's only one (a lone program's wake from its own sleep started
+  // a kernel thread that found nothing): any other comes from a ready or a
+  // creation, which wake an M themselves.
+  if (sched.ngoroutines.load(std::memory_order_seq_cst) > 1) wakep();
 }
 
 void wakep() {

@@ -251,6 +251,10 @@ void setxid_thread_create_begin() {
 void setxid_thread_create_end() { creating.fetch_sub(1, std::memory_order_release); }
 
 long setxid_all(long nr, long a0, long a1, long a2) {
+  // The thread list is read on the privfd thread: start it now if it does
+  // not run and is to (a thread started during the broadcast would wait
+  // for its end).
+  privfd_prepare();
   MutexGuard g(setxid_lock);
   while (waiting.load(std::memory_order_acquire) != 0) sys::sched_yield();  // creations first
   sc_store(broadcasting, true);

@@ -2671,6 +2671,7 @@ CancelOff::CancelOff(bool deferred_only) {
 }
 
 int cancel_send(G* target) {
+  dump_unwinder_init();  // the target's handler may unwind (dump_program_frame_first)
   int* ch = cancelhandling(target);
   int old = __atomic_load_n(ch, __ATOMIC_RELAXED);
   int nv;

@@ -235,18 +235,26 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
     pp->sm_slice_when = now;
   }
   int64_t slice = now - pp->sm_slice_when;
+  // The process's only goroutine (this one): no other could use its P, nor
+  // take its turn. Its thread's state is not looked up (/proc: that would
+  // start the privfd thread in a program that never made a thread, at its
+  // first fork or call slowed by the kernel).
+  bool alone = sched.ngoroutines.load(std::memory_order_relaxed) <= 1;
   // Computing: on the CPU for most of the slice, or, on a machine with more
   // runnable threads than CPUs (where the kernel gives it only a share),
   // runnable rather than asleep in a system call.
   *computing = slice >= kForcePreemptNs && cpu > pp->sm_slice_cpu &&
-               ((cpu - pp->sm_slice_cpu) * 2 >= slice || !asleep_in_kernel(mp));
+               ((cpu - pp->sm_slice_cpu) * 2 >= slice || (!alone && !asleep_in_kernel(mp)));
   if (prev_cpu < 0) return false;  // first look
   int64_t dcpu = cpu - prev_cpu, dt = now - prev_when;
   if (dt <= 0 || dcpu * 2 >= dt || dt < kStallMinNs) return false;
   int64_t w = timers_wake_time(&pp->timers);
+  // Alone: a due timer, a network wait or a P held for a whole period is
+  // no work for another M (every one of them is the stuck goroutine's own;
+  // its M sees to them when it schedules); only a queued G is.
   bool work = !runqempty(pp) || sched.runqsize.load(std::memory_order_relaxed) > 0 ||
-              (w != 0 && w <= now) || netpoll_any_waiters() ||
-              now - pp->sm_schedwhen >= kSyscallRetakeNs;
+              (!alone && ((w != 0 && w <= now) || netpoll_any_waiters() ||
+                          now - pp->sm_schedwhen >= kSyscallRetakeNs));
   if (!work) return false;
   // Asleep waiting for an event (S): the event may come from a goroutine
   // that needs this P, so the P moves at once. Asleep uninterruptibly (D:

@@ -22,6 +22,7 @@
 
 #include "arch/arch.hpp"
 #include "core/gmp.hpp"
+#include "core/mcache.hpp"
 #include "core/rawlog.hpp"
 #include "core/tcb.hpp"
 #include "core/real.hpp"
@@ -229,6 +230,7 @@ __attribute__((noinline)) void cancel_unwind_probe(Probe* pr) {
 
 void* probe_main(void* arg) {
   Probe* pr = (Probe*)arg;
+  tls_alloc_arena0 = true;  // no arena of its own (core/mcache.hpp)
   // Every offset in L is relative to tp (THREAD_SELF = tp + L.pd).
   uintptr_t tp = arch::get_tp();
   uintptr_t self = tp + L.pd;
