@@ -26,6 +26,18 @@
 //      [function start, E). (The function start precedes
 //      __syscall_cancel_arch_start only by an endbr64, if any.)
 //   4. anything else: not recognized; M:N does not start.
+//
+// The probe signal is SIGCANCEL. It is a real-time signal to the kernel,
+// which queues each one against the user's RLIMIT_SIGPENDING: when that
+// user's queue is full (every process of the user counts) tgkill fails
+// with EAGAIN and nothing is pending, and sigsuspend slept for ever (a
+// loaded test machine: `timeout` under goshim never started its command;
+// `prlimit --sigpending=0` any program). The probe then uses a standard
+// signal that is not pending (the kernel marks a standard signal pending
+// without a queue entry), and it never calls into glibc unless its signal
+// is pending: the calls above return at once whichever signal interrupts
+// them (cancellation's state around the system call and the bridge's
+// address do not depend on the signal).
 #include "core/cancelproto.hpp"
 
 #include <errno.h>
@@ -82,36 +94,63 @@ void probe_handler(int, siginfo_t*, void* uc) {
   probe_hits = probe_hits + 1;
 }
 
-// One probe: SIGCANCEL pending and blocked, then call (kind 0: sigsuspend,
-// 1: ppoll) with it unblocked. Returns false if the call did not behave.
-bool probe_once(int kind, uintptr_t* pc, int* ch) {
+// One probe: sig pending and blocked, then call (kind 0: sigsuspend, 1:
+// ppoll) with it unblocked. Returns 1 if the call behaved, 0 if it did not,
+// -1 if sig could not be made pending (nothing was called).
+int probe_once(int kind, int sig, uintptr_t* pc, int* ch) {
   auto sigsuspend_p = real::lazy::sigsuspend();
   auto ppoll_p = real::lazy::ppoll();
-  if (!sigsuspend_p || !ppoll_p) return false;
+  if (!sigsuspend_p || !ppoll_p) return 0;
   KernelSigaction ka, old;
   memset(&ka, 0, sizeof ka);
   ka.handler = probe_handler;
   ka.flags = SA_SIGINFO | kSaRestorer;
   ka.restorer = goshim_restore_rt;
   ka.mask = ~0ull;
-  if (sys::raw4(SYS_rt_sigaction, kSigCancel, (long)&ka, (long)&old, 8) != 0) return false;
-  uint64_t bit = 1ull << (kSigCancel - 1), oldmask = 0;
+  uint64_t bit = 1ull << (sig - 1), oldmask = 0, pend = 0;
   sys::rt_sigprocmask(SIG_BLOCK, &bit, &oldmask, 8);
+  // Pending already (kept across exec): not ours to take.
+  if (sys::raw2(SYS_rt_sigpending, (long)&pend, 8) != 0 || (pend & bit)) {
+    sys::rt_sigprocmask(SIG_SETMASK, &oldmask, nullptr, 8);
+    return -1;
+  }
+  if (sys::raw4(SYS_rt_sigaction, sig, (long)&ka, (long)&old, 8) != 0) {
+    sys::rt_sigprocmask(SIG_SETMASK, &oldmask, nullptr, 8);
+    return 0;
+  }
   probe_hits = 0;
-  sys::tgkill(sys::getpid(), sys::gettid(), kSigCancel);
-  sigset_t open;
-  memset(&open, 0, sizeof open);
-  uint64_t m = oldmask & ~bit;
-  memcpy(&open, &m, sizeof m);
-  int saved = errno;
-  int r = kind == 0 ? sigsuspend_p(&open) : ppoll_p(nullptr, 0, nullptr, &open);
-  bool ok = r == -1 && errno == EINTR && probe_hits == 1;
-  errno = saved;
+  int ret = -1;
+  if (sys::tgkill(sys::getpid(), sys::gettid(), sig) == 0 &&
+      sys::raw2(SYS_rt_sigpending, (long)&pend, 8) == 0 && (pend & bit)) {
+    sigset_t open;
+    memset(&open, 0, sizeof open);
+    uint64_t m = oldmask & ~bit;
+    memcpy(&open, &m, sizeof m);
+    int saved = errno;
+    int r = kind == 0 ? sigsuspend_p(&open) : ppoll_p(nullptr, 0, nullptr, &open);
+    ret = r == -1 && errno == EINTR && probe_hits == 1;
+    errno = saved;
+  }
   sys::rt_sigprocmask(SIG_SETMASK, &oldmask, nullptr, 8);
-  sys::raw4(SYS_rt_sigaction, kSigCancel, (long)&old, 0, 8);
+  sys::raw4(SYS_rt_sigaction, sig, (long)&old, 0, 8);
   *pc = probe_pc;
   *ch = probe_ch;
-  return ok;
+  return ret;
+}
+
+// Both probes with one signal: SIGCANCEL, else (it cannot be queued) the
+// first standard signal of a few that is not pending.
+bool probe_both(uintptr_t pc[2], int ch[2]) {
+  static const int sigs[] = {kSigCancel, SIGURG, SIGWINCH, SIGCHLD};
+  for (int sig : sigs) {
+    int r = probe_once(0, sig, &pc[0], &ch[0]);
+    if (r < 0) continue;
+    if (r == 0) return false;
+    r = probe_once(1, sig, &pc[1], &ch[1]);
+    if (r < 0) continue;
+    return r == 1;
+  }
+  return false;
 }
 
 }  // namespace
@@ -131,11 +170,11 @@ bool cancel_proto_init(char* why, size_t n) {
   if (st) *st = 0;
   uintptr_t pc[2] = {0, 0};
   int ch[2] = {0, 0};
-  bool ok = probe_once(0, &pc[0], &ch[0]) && probe_once(1, &pc[1], &ch[1]);
+  bool ok = probe_both(pc, ch);
   if (st) *st = saved_st;
   if (saved_ch & 1) __atomic_or_fetch(chp, 1, __ATOMIC_RELAXED);
   if (!ok) {
-    snprintf(why, n, "glibc %s: probe calls did not return EINTR", ver);
+    snprintf(why, n, "glibc %s: probe calls did not return EINTR (or no probe signal could be made pending)", ver);
     return false;
   }
   uintptr_t lo = 0, hi = 0;

@@ -1790,6 +1790,18 @@ bool on_altstack(G* gp) {
 }
 }  // namespace
 
+void signal_sent_to_self(G* gp, int sig, uint32_t handled0) {
+  if (sig <= 0 || sig > 64 || gp->insig || !gp->m) return;
+  uint64_t b = bit(sig);
+  if ((gp->sigmask & b) || (internal_mask() & b)) return;
+  if (__atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE) != handled0) return;  // a handler ran on gp
+  // Another kernel thread took it: once sysmon_sync returns its handler
+  // has held it for goshim (or routed it to gp), where signal_deliver
+  // takes it.
+  sysmon_sync(gp->m, b);
+  signal_deliver(gp);
+}
+
 void signal_deliver(G* gp) {
   // gp->m is read afresh where it is used: a handler may park (it should
   // not, but it may), and a local live across getcontext could be

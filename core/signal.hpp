@@ -139,6 +139,15 @@ int signal_send(G* target, int sig, const union sigval* value);
 // Delivers the signals pending on gp that it does not block (runs their
 // handlers now, on gp). On user G.
 void signal_deliver(G* gp);
+// kill or sigqueue of sig by gp reached gp's own process, which the kernel
+// accepted; handled0 is gp->nhandled before the call. POSIX: when gp does
+// not block sig (and no other thread leaves it open), sig or another
+// pending signal gp leaves open is delivered to gp before the call
+// returns. The kernel gives it to gp's M on the way back from the call,
+// unless another kernel thread that leaves it open took it first (sysmon,
+// an idle M, the process's first thread); that one holds it for goshim,
+// and gp takes it here. On user G, outside a handler.
+void signal_sent_to_self(G* gp, int sig, uint32_t handled0);
 // Whether gp has signals to deliver (cheap; the shim checks it inline).
 inline bool signal_has_pending(G* gp) {
   return gp->sigpending.load(std::memory_order_relaxed) & ~gp->sigmask;

@@ -194,6 +194,49 @@ GOSHIM_EXPORT int raise(int sig) {
   return real::raise(sig);
 }
 
+// kill and sigqueue: a signal that reaches the caller's own process is
+// delivered to the calling thread before the call returns when it leaves
+// it open (signal_sent_to_self). The system calls are made directly, as
+// glibc's wrappers make them.
+namespace {
+bool reaches_self(pid_t pid) {
+  pid_t self = (pid_t)sys::getpid();
+  return pid == self || pid == 0 || (pid < -1 && -pid == (pid_t)sys::raw0(SYS_getpgrp));
+}
+int sent(long r) {
+  if (r < 0) {
+    errno = (int)-r;
+    return -1;
+  }
+  return 0;
+}
+}  // namespace
+
+GOSHIM_EXPORT int kill(pid_t pid, int sig) {
+  G* gp = shim::user_g();
+  if (!gp || sig <= 0 || !reaches_self(pid)) return sent(sys::raw2(SYS_kill, pid, sig));
+  uint32_t h0 = __atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE);
+  long r = sys::raw2(SYS_kill, pid, sig);
+  if (r == 0) signal_sent_to_self(gp, sig, h0);
+  return sent(r);
+}
+
+GOSHIM_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = (uid_t)sys::raw0(SYS_getuid);
+  si.si_value = value;
+  G* gp = shim::user_g();
+  if (!gp || sig <= 0 || pid != si.si_pid) return sent(sys::raw3(SYS_rt_sigqueueinfo, pid, sig, (long)&si));
+  uint32_t h0 = __atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE);
+  long r = sys::raw3(SYS_rt_sigqueueinfo, pid, sig, (long)&si);
+  if (r == 0) signal_sent_to_self(gp, sig, h0);
+  return sent(r);
+}
+
 GOSHIM_EXPORT int sigpending(sigset_t* set) {
   if (G* gp = shim::user_g()) {
     signal_pending_set(gp, set);
