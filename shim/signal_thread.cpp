@@ -201,7 +201,7 @@ GOSHIM_EXPORT int raise(int sig) {
 namespace {
 bool reaches_self(pid_t pid) {
   pid_t self = (pid_t)sys::getpid();
-  return pid == self || pid == 0 || (pid < -1 && -pid == (pid_t)sys::raw0(SYS_getpgrp));
+  return pid == self || pid == 0 || (pid < -1 && -pid == (pid_t)sys::raw1(SYS_getpgid, 0));
 }
 int sent(long r) {
   if (r < 0) {
