@@ -113,6 +113,9 @@ wanted() {
   return 1
 }
 
+# timeout runs natively, outside the preloaded environment: under goshim
+# a hang of goshim itself in timeout (its start-up) left the run waiting
+# for ever instead of failing this case.
 # run_one NAME MODE TIMEOUT EXPECT ARGS... ; MODE is native, p1, p2,
 # pd (the default configuration) or o1 (GOSHIM_MODE=1:1). Returns 0 on pass, 1 on fail, 2 on skip.
 run_one() {
@@ -133,14 +136,14 @@ run_one() {
       [ $mn = 1 ] && [ "$dprocs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
       [ $mn = 0 ] && extra+=("${native_env[@]}")  # 1:1: kernel threads, the native load
       extra+=("${goshim_env[@]}")
-      (env "${unset_goshim[@]}" "${preload[@]}" \
-        "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      (timeout -s KILL "$tmo" env "${unset_goshim[@]}" "${preload[@]}" \
+        "${extra[@]}" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
     o1)
       # GOSHIM_MODE=1:1, asked for (no refusal line): the pass-through mode
       # that a refusal gives, checked on a system where M:N works.
-      (env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MODE=1:1 "${native_env[@]}" \
-        "${goshim_env[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      (timeout -s KILL "$tmo" env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MODE=1:1 "${native_env[@]}" \
+        "${goshim_env[@]}" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
     p*)
       local procs=${mode#p}
@@ -149,8 +152,8 @@ run_one() {
       [ $mn = 1 ] && [ "$procs" -ge 2 ] && extra+=(REQUIRE_MIGRATION=1)
       [ $mn = 0 ] && extra+=("${native_env[@]}")  # 1:1: kernel threads, the native load
       extra+=("${goshim_env[@]}")
-      (env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MAXPROCS="$procs" \
-        "${extra[@]}" timeout -s KILL "$tmo" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
+      (timeout -s KILL "$tmo" env "${unset_goshim[@]}" "${preload[@]}" GOSHIM_MAXPROCS="$procs" \
+        "${extra[@]}" "${emu[@]}" "$bin" "$@" >"$so" 2>"$se" </dev/null; exit $?) 2>/dev/null
       rc=$? ;;
   esac
   t1=$(date +%s.%N)
