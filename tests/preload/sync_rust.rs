@@ -186,10 +186,17 @@ fn main() {
                 main_thread.unpark();
             }
         });
+        // Each hand-off is taken before the next is offered: a
+        // park_timeout that timed out (the other thread waited more than
+        // 100 ms for a CPU) would otherwise offer the next one on a flag
+        // still set, two hand-offs would make one, and the other thread
+        // would wait for its 2000th for ever (seen once at load 50).
         for _ in 0..2000 {
             flag.store(true, Ordering::Release);
             h.thread().unpark();
-            thread::park_timeout(Duration::from_millis(100));
+            while flag.load(Ordering::Acquire) {
+                thread::park_timeout(Duration::from_millis(100));
+            }
         }
         h.join().unwrap();
         let mut hs = Vec::new();
