@@ -336,6 +336,9 @@ struct M {
   bool blocked = false;     // in notesleep or netpoll
   Note park;                // stopm sleeps here
   M* schedlink = nullptr;   // sched.midle link
+  // Put on sched.midle by find_runnable as it gave its P up, before the
+  // rest of its way to stopm (sched.lock; see listed_early in sched.cpp).
+  bool listed_early = false;
   M* alllink = nullptr;     // allm list
   uintptr_t g0_sp = 0;      // g0 stack pointer used by every mcall
   std::atomic<int32_t> locks{0};  // >0: in a runtime critical section

@@ -17,6 +17,11 @@
 // so at least one side sees the other. sched.needspinning covers the case
 // where the submitter found no idle P while a non-spinning M is about to
 // release its P.
+//
+// Unlike Go, an M that releases its P in find_runnable is on the idle list
+// from that moment (M::listed_early, unlist_early_locked): a wakep in the
+// meantime hands the P back to it rather than starting one more kernel
+// thread, which the M:N promise (GOSHIM_MAXPROCS + a few) does not allow.
 #include "core/contract.hpp"
 #include "core/sched.hpp"
 #include "core/scstore.hpp"
@@ -219,16 +224,21 @@ void startm(P* pp, bool spinning) {
     }
   }
   M* nmp = mget();
-  sched.lock.unlock();
   if (!nmp) {
+    sched.lock.unlock();
     newm(pp, spinning);
     return;
   }
+  // Under sched.lock: an M listed early (find_runnable) that finds itself
+  // off the list knows it has been handed a P.
   GOSHIM_CHECK(!nmp->spinning && !nmp->nextp, "startm: idle M in bad state");
   nmp->spinning = spinning;
   nmp->nextp = pp;
+  sched.lock.unlock();
   nmp->park.wakeup();
 }
+
+void (*test_hook_before_stopm)(M* mp) = nullptr;
 
 // The idle M that sleeps with a timeout for the next page purge (at most
 // one; see find_runnable).
@@ -266,14 +276,53 @@ static bool midle_remove(M* mp) {
   return false;
 }
 
+// An M that gives its P up in find_runnable goes on the idle list at once
+// (M::listed_early), not only when it reaches stopm: a wakep on its way
+// there (a new G: thread_create) hands the P to it instead of starting a
+// kernel thread beside it that would find the idle M's work gone (Go has
+// that window: its findRunnable lists the M in stopm, after its last
+// checks; under qemu-user that way took milliseconds behind the
+// emulator's own locks, and a process had GOSHIM_MAXPROCS + 5 kernel
+// threads). Before the M acts on its own (takes an idle P, sleeps in
+// netpoll) it takes itself off the list; when it is no longer there,
+// startm has handed it a P and it goes to stopm to take it. Sysmon never
+// retires an M listed early (reap_idle_ms). Under sched.lock: true when
+// mp is free to act on its own.
+static bool unlist_early_locked(M* mp) {
+  GOSHIM_LOCK_HELD(&sched.lock, "sched.lock");
+  if (!mp->listed_early) return true;
+  if (!midle_remove(mp)) return false;
+  mp->listed_early = false;
+  return true;
+}
+
+// Under sched.lock: an idle P for mp's own use, as pidleget_spinning;
+// null with *taken set when mp, listed early, was handed one already.
+static P* pidleget_unlisted(M* mp, bool* taken) {
+  if (mp->listed_early) {
+    if (!sched.pidle) return pidleget_spinning();
+    if (!unlist_early_locked(mp)) {
+      *taken = true;
+      return nullptr;
+    }
+  }
+  return pidleget_spinning();
+}
+
 bool stopm_until(int64_t deadline) {
   GOSHIM_ON_G0();
   GOSHIM_WITHOUT_P();
   GOSHIM_NO_LOCKS("stopm");
   M* mp = getg()->m;
-  GOSHIM_CHECK(mp->p == nullptr && !mp->spinning, "stopm: M holds a P or spins");
   sched.lock.lock();
-  mput(mp);
+  // Listed early (find_runnable): on the list still, or taken off it by
+  // startm, which set spinning and nextp for it; the note says which.
+  GOSHIM_CHECK(mp->p == nullptr && (mp->listed_early || !mp->spinning),
+               "stopm: M holds a P or spins");
+  if (mp->listed_early)
+    mp->listed_early = false;
+  else
+    mput(mp);
   sched.lock.unlock();
   mp->blocked = true;
   signal_m_sleep(mp);
@@ -457,13 +506,14 @@ static G* steal_queued(P* pp) {
 }
 
 // Without P: is there a P with local work? Returns an idle P to run it on.
-static P* check_runqs_noP() {
+// (mp listed early: see pidleget_unlisted.)
+static P* check_runqs_noP(M* mp, bool* taken) {
   GOSHIM_WITHOUT_P();
   for (int i = 0; i < sched.gomaxprocs; i++) {
     P* p2 = allp(i);
     if (p2->status.load(std::memory_order_relaxed) != PStatus::Idle && !runqempty(p2)) {
       sched.lock.lock();
-      P* pp = pidleget_spinning();
+      P* pp = pidleget_unlisted(mp, taken);
       sched.lock.unlock();
       return pp;
     }
@@ -565,6 +615,7 @@ G* find_runnable(bool* inherit) {
   bool ran_g = true;  // called after a G ran (or the M started): see mcache_idle_purge
   int64_t purge_at = 0;
   bool was_spinning = false;
+  bool taken = false;  // listed early and handed a P meanwhile
 top:
   m_progress(mp);
   P* pp = mp->p;
@@ -634,18 +685,23 @@ top:
   }
   releasep();
   pidleput(pp);
+  // On the idle list from here (unlist_early_locked): the spinning count
+  // is dropped below, mp->spinning now (startm may set it from here on).
+  was_spinning = mp->spinning;
+  mp->spinning = false;
+  mput(mp);
+  mp->listed_early = true;
   sched.lock.unlock();
 
-  was_spinning = mp->spinning;
   {
-    if (mp->spinning) {
-      mp->spinning = false;
+    taken = false;
+    if (was_spinning) {
       int32_t n = sched.nmspinning.fetch_sub(1, std::memory_order_seq_cst) - 1;
       GOSHIM_CHECK(n >= 0, "find_runnable: negative nmspinning");
       // Re-check every source after dropping nmspinning (see the essay).
       sched.lock.lock();
       if (sched.runq.size != 0) {
-        P* p2 = pidleget_spinning();
+        P* p2 = pidleget_unlisted(mp, &taken);
         if (p2) {
           acquirep(p2);
           G* gp = globrunqget(p2, 0);
@@ -655,13 +711,17 @@ top:
         }
       }
       sched.lock.unlock();
-      if (P* p2 = check_runqs_noP()) {
-        acquirep(p2);
-        become_spinning(mp);
-        goto top;
+      if (!taken) {
+        if (P* p2 = check_runqs_noP(mp, &taken)) {
+          acquirep(p2);
+          become_spinning(mp);
+          goto top;
+        }
       }
       poll_until = check_timers_noP(poll_until);
     }
+    // Handed a P already: take it (stopm returns at once).
+    if (taken) goto park;
 
   idle_nop:
     // Free pages back to the kernel while idle; wake up to go on with it.
@@ -671,6 +731,14 @@ top:
     // Sleep in netpoll until the earliest timer (or an fd event). Not for
     // the purge alone: an M in netpoll is not on the idle list, and the
     // next wakep would start a new kernel thread beside it.
+    if ((netpoll_any_waiters() || poll_until != 0) &&
+        sched.lastpoll.load(std::memory_order_relaxed) != 0) {
+      // Off the idle list before sleeping in netpoll (or handed a P).
+      sched.lock.lock();
+      bool free = unlist_early_locked(mp);
+      sched.lock.unlock();
+      if (!free) goto park;
+    }
     if ((netpoll_any_waiters() || poll_until != 0) &&
         sched.lastpoll.exchange(0, std::memory_order_seq_cst) != 0) {
       if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
@@ -718,6 +786,8 @@ top:
   }
   // Idle on the list, where wakep finds this M; one of the idle Ms wakes
   // for the next purge, and goes on with it without a P.
+park:
+  if (__builtin_expect(test_hook_before_stopm != nullptr, 0)) test_hook_before_stopm(mp);
   M* none = nullptr;
   if (purge_at != 0 && purge_sleeper.compare_exchange_strong(none, mp, std::memory_order_acquire)) {
     bool got_p = stopm_until(purge_at);

@@ -111,6 +111,10 @@ void stopm();
 // stopm that gives up at deadline (nanotime; 0: never): returns false then,
 // the M still without a P and off the idle list.
 bool stopm_until(int64_t deadline);
+// Tests only (tests/unit/sched_test.cpp): called, when set, by an M that
+// has given its P up in find_runnable, at the end of its way to stopm, on
+// g0 without P and without locks. Null otherwise.
+extern void (*test_hook_before_stopm)(M* mp);
 // Attach/detach a P to/from the current M.
 void acquirep(P* pp);
 P* releasep();

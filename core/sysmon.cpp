@@ -403,9 +403,10 @@ void reap_idle_ms(int64_t now) {
   sched.lock.lock();
   M* mp = nullptr;
   if (sched.nmidle > keep) {
-    // Never M0 (the process's initial thread).
+    // Never M0 (the process's initial thread), nor an M still on its way
+    // to stopm (listed early: sched.cpp).
     M** pm = &sched.midle;
-    while (*pm && (*pm)->id == 0) pm = &(*pm)->schedlink;
+    while (*pm && ((*pm)->id == 0 || (*pm)->listed_early)) pm = &(*pm)->schedlink;
     if (*pm) {
       mp = *pm;
       *pm = mp->schedlink;

@@ -598,3 +598,66 @@ Test(sched, stopm_until_startm_hands_a_p) {
   cr_assert_eq(ms[2]->p, ps[2]);
   cr_assert(!on_midle(ms[2]));
 }
+
+namespace {
+
+// The M under test in find_runnable_idle_m_takes_wakeps_p: held at the end
+// of its way from giving its P up to stopm (test_hook_before_stopm) until
+// the test lets it go on; the second time it gets there it stays.
+std::atomic<M*> held_m{nullptr};
+std::atomic<int> held_times{0};
+std::atomic<bool> let_go{false};
+
+void hold_before_stopm(M* mp) {
+  if (mp != held_m.load()) return;
+  int n = held_times.fetch_add(1) + 1;
+  while (n > 1 || !let_go.load()) sched_yield();
+}
+
+void* idle_finder_main(void* arg) {
+  M* mp = (M*)arg;
+  tls_g = &mp->g0;
+  bool inh = false;
+  find_runnable(&inh);  // never returns: nothing to run
+  return nullptr;
+}
+
+}  // namespace
+
+// An M that has given its P up and is on its way to stopm is an idle M
+// already: a wakep meanwhile (thread_create's, for a new G) hands it the
+// P instead of starting another kernel thread beside it (newm). Under
+// qemu-user that way can take milliseconds (the emulator's own locks),
+// and the M:N processes had one kernel thread more than
+// GOSHIM_MAXPROCS + 4 (issue 17). Go has the window too (stopm lists the
+// M only after findRunnable's last checks).
+Test(sched, find_runnable_idle_m_takes_wakeps_p) {
+  M* mp = ms[2];
+  held_m.store(mp);
+  test_hook_before_stopm = hold_before_stopm;
+  int32_t mcount = sched.mcount;
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, nullptr, idle_finder_main, mp), 0);
+  while (held_times.load() < 1) sched_yield();
+  // ms[2] found nothing and gave ps[2] up; it is not in stopm yet.
+  cr_assert_null(mp->p);
+  cr_assert_eq(sched.npidle.load(), 1);
+  cr_assert_eq(sched.nmspinning.load(), 0);
+  wakep();
+  sched.lock.lock();
+  P* handed = mp->nextp;
+  bool spinning = mp->spinning;
+  int32_t mcount_after = sched.mcount;
+  sched.lock.unlock();
+  cr_assert_eq(mcount_after, mcount, "wakep started a new M beside the idle one");
+  cr_assert_eq(handed, ps[2], "the M on its way to stopm was not handed the P");
+  cr_assert(spinning, "handed the P as the spinning M wakep wanted");
+  cr_assert(!on_midle(mp));
+  let_go.store(true);
+  // It takes ps[2], spins, finds nothing, and gives ps[2] up again.
+  while (held_times.load() < 2) sched_yield();
+  cr_assert_null(mp->p);
+  cr_assert_eq(sched.npidle.load(), 1);
+  cr_assert_eq(sched.nmspinning.load(), 0);
+  cr_assert_eq(sched.mcount, mcount);
+}
