@@ -480,6 +480,9 @@ bool rescue_stranded() {
   return true;
 }
 
+// Set by sysmon once its allocator state is made (sysmon_start waits).
+std::atomic<uint32_t> sysmon_alloc_ready{0};
+
 void* sysmon_main(void*) {
   // Program handlers never run here (signal_route opens the signals goshim
   // routes); the credential broadcast (33) must. The thread starts with
@@ -487,6 +490,8 @@ void* sysmon_main(void*) {
   // tls_g says it is sysmon.
   tls_g = sysmon_g();
   mcache_runtime_thread_start();  // its allocations: the runtime's own arena (mcache.hpp)
+  sysmon_alloc_ready.store(1, std::memory_order_release);
+  sys::futex_wake(&sysmon_alloc_ready, 1);
   // The kernel's default timer slack (50 us) would stretch every 20 us
   // sleep to about 70-120 us: the hand-off of a P stuck in a blocking call
   // would take that long.
@@ -583,8 +588,18 @@ G* sysmon_g() {
 void sysmon_after_fork() { nretiring = 0; }
 
 void sysmon_start() {
+  sysmon_alloc_ready.store(0, std::memory_order_relaxed);
   int err = ownthread_start(sysmon_main, nullptr, 256 * 1024);  // sysmon_main sets tls_g first
   if (err != 0) fatalf("cannot start sysmon (error %d)", err);
+  // Waits for sysmon's first allocation (its thread's allocator state, the
+  // runtime arena's first extent: jemalloc's global locks), made while no
+  // goroutine of the program can hold one of those locks. Started behind
+  // the program's first goroutines, sysmon blocked there behind a program
+  // handler that had interrupted free() and waited for main, which needed
+  // sysmon to hand it a P: malloc_signal_park hung 1 run in 40 at the
+  // default configuration under load.
+  while (sysmon_alloc_ready.load(std::memory_order_acquire) == 0)
+    sys::futex_wait(&sysmon_alloc_ready, 0, nullptr);
 }
 
 }  // namespace goshim
