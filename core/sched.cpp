@@ -491,16 +491,21 @@ static G* steal_work(int64_t* now, bool* inherit, int64_t* poll_until, bool* new
 
 // One pass over the other running Ps' rings (not their runnext, which
 // their own M runs next): half of the first non-empty one. With a P.
+// Half of p2's ring (not its runnext) if p2 runs and has queued Gs. With pp.
+static G* steal_ring(P* pp, P* p2) {
+  if (p2->status.load(std::memory_order_relaxed) == PStatus::Idle) return nullptr;
+  if (p2->runqhead.load(std::memory_order_relaxed) == p2->runqtail.load(std::memory_order_relaxed))
+    return nullptr;
+  G* gp = runqsteal(pp, p2, false);
+  if (gp) trace_ev(TraceEv::Steal, gp, (uint64_t)p2->id);
+  return gp;
+}
+
 static G* steal_queued(P* pp) {
   for (RandomOrder e((uint32_t)sched.gomaxprocs); !e.done(); e.next()) {
     P* p2 = allp((int)e.pos);
-    if (p2 == pp || p2->status.load(std::memory_order_relaxed) == PStatus::Idle) continue;
-    if (p2->runqhead.load(std::memory_order_relaxed) == p2->runqtail.load(std::memory_order_relaxed))
-      continue;
-    if (G* gp = runqsteal(pp, p2, false)) {
-      trace_ev(TraceEv::Steal, gp, (uint64_t)p2->id);
-      return gp;
-    }
+    if (p2 == pp) continue;
+    if (G* gp = steal_ring(pp, p2)) return gp;
   }
   return nullptr;
 }
@@ -575,13 +580,7 @@ static G* steal_stalled(P* pp) {
       continue;
     }
     if (__atomic_add_fetch(&p2->stall_looks, 1, __ATOMIC_RELAXED) < kStallLooks) continue;
-    if (p2->status.load(std::memory_order_relaxed) == PStatus::Idle) continue;
-    if (p2->runqhead.load(std::memory_order_relaxed) == p2->runqtail.load(std::memory_order_relaxed))
-      continue;
-    if (G* gp = runqsteal(pp, p2, false)) {
-      trace_ev(TraceEv::Steal, gp, (uint64_t)p2->id);
-      return gp;
-    }
+    if (G* gp = steal_ring(pp, p2)) return gp;
   }
   return nullptr;
 }
