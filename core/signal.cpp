@@ -482,7 +482,7 @@ bool take_held(G* gp, int sig, siginfo_t* out, bool again_self) {
 }
 
 void drop_kernel_dup(G* gp, int sig);
-void sysmon_sync(M* self, uint64_t set);
+void sysmon_sync(M* self, uint64_t set, bool exact = false);
 extern std::atomic<int32_t> std_taking[];
 
 // Signal-safe. take_held, and for a standard signal the merge of what was
@@ -741,7 +741,26 @@ std::atomic<uint64_t> sysmon_barrier_ack{0};
 // a lock's futex, has no handler to run; on a loaded machine each
 // sched_yield may cost a whole time slice: a bound in iterations made
 // such exits take seconds under qemu, sync_foreign).
-void wait_stale_ms(M* self, uint64_t set) {
+//
+// exact: past the bound, the wait goes on for as long as the kernel shows
+// the thread able to hold a signal it dequeued (holds_dequeued): the
+// kernel's dequeue happens on the thread's way back to user mode and its
+// handler is the first code the thread runs there, so from the dequeue
+// until the handler the thread is runnable (R: on a loaded machine it may
+// wait there for hundreds of milliseconds), or in D at worst (the signal
+// frame's page fault waiting for the mmap lock), never asleep in S. A
+// thread seen in S holds none, and any it dequeued before has had its
+// handler run. No time bound a load could exceed: a caller that must not
+// return before such a handler has run (POSIX: kill() of its own process,
+// sigpending; signal_sent_to_self, signal_pending_set).
+namespace {
+// Whether /proc's state letter s (task_state) allows the thread to be
+// between the kernel's dequeue of a signal and its handler. Unknown (0:
+// /proc not readable): no, as without exact.
+bool holds_dequeued(char s) { return s == 'R' || s == 'D' || s == 't' || s == 'T' || s == 'W'; }
+}  // namespace
+
+void wait_stale_ms(M* self, uint64_t set, bool exact = false) {
   int64_t deadline = 0;
   for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
     if (m == self) continue;
@@ -754,9 +773,19 @@ void wait_stale_ms(M* self, uint64_t set) {
     // Two steps of uprog: the first may be a store made before the
     // dequeue that this thread saw late.
     uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
+    int64_t next_look = 0;
     while (m->uprog.load(std::memory_order_seq_cst) - p0 < 2 &&
-           (~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set) && sys::nanotime() < deadline)
+           (~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set)) {
+      int64_t now = sys::nanotime();
+      if (now >= deadline) {
+        if (!exact) break;
+        if (now >= next_look) {
+          if (!holds_dequeued(task_state(m->tid))) break;
+          next_look = now + 1000 * 1000;
+        }
+      }
       spin_yield();
+    }
   }
 }
 
@@ -839,33 +868,42 @@ void hold_block(G* gp, int sig, void* uctx) {
 // Signal-safe; on a goroutine's M (self). Returns once the handler of every
 // process signal of set that sysmon or an M on g0 took from the kernel
 // before this call has run (it holds it for goshim now). Not while self
-// holds a runtime lock (sysmon's routing may wait for it). Bounded in time.
-void sysmon_sync(M* self, uint64_t set) {
+// holds a runtime lock (sysmon's routing may wait for it). Bounded in time, unless exact (wait_stale_ms).
+void sysmon_sync(M* self, uint64_t set, bool exact) {
   // (Only goshim's handler holds a signal: one it does not wrap is not.)
   set &= wrapped_bits.load(std::memory_order_acquire) & ~internal_mask();
   if (!set || (self && self->locks.load(std::memory_order_relaxed) > 0)) return;
   if (set & sysmon_open.load(std::memory_order_seq_cst) & ~sysmon_hold.load(std::memory_order_seq_cst)) {
     uint64_t req = sysmon_barrier_req.fetch_add(1, std::memory_order_seq_cst) + 1;
     sysmon_wake();
-    int64_t deadline = 0;
+    int64_t deadline = 0, next_look = 0;
     while (sysmon_barrier_ack.load(std::memory_order_seq_cst) < req) {
       int64_t now = sys::nanotime();
-      if (deadline == 0) deadline = now + 500 * 1000 * 1000;
-      else if (now > deadline) break;
+      if (deadline == 0) {
+        deadline = now + (exact ? 10 : 500) * 1000 * 1000;
+      } else if (now > deadline) {
+        // exact: as wait_stale_ms, until sysmon's thread is seen unable to
+        // hold a dequeued signal (its ack may wait for a nap's end).
+        if (!exact) break;
+        if (now >= next_look) {
+          if (!holds_dequeued(task_state(sysmon_tid()))) break;
+          next_look = now + 1000 * 1000;
+        }
+      }
       spin_yield();
     }
   }
-  wait_stale_ms(self, set);  // and what the Ms on g0 took
+  wait_stale_ms(self, set, exact);  // and what the Ms on g0 took
 }
 
 // On a goroutine's M (self), before it opens set in its kernel mask and
 // delivers what goshim holds of it: sysmon takes none of it from then on
 // (the M counts it as open, open_soon), and what sysmon took before is held
-// by then. Bounded in time.
+// by then. Bounded in time, unless exact (wait_stale_ms).
 // Returns the signals it counted as open on self (the caller takes them
 // back once its mask is set; a switch to another G or a jump out of a
 // handler clears them all: signal_apply, signal_longjmp).
-uint64_t sysmon_close_wait(M* self, uint64_t set) {
+uint64_t sysmon_close_wait(M* self, uint64_t set, bool exact) {
   set &= (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
          ~waited_mask.load(std::memory_order_relaxed) & ~internal_mask();
   if (!set || self->locks.load(std::memory_order_relaxed) > 0) return 0;
@@ -878,8 +916,23 @@ uint64_t sysmon_close_wait(M* self, uint64_t set) {
   };
   if (!pending()) return set;
   sysmon_wake();
-  int64_t deadline = sys::nanotime() + 500 * 1000 * 1000;
-  while (pending() && sys::nanotime() < deadline) spin_yield();  // a real-time thread sleeps: sysmon is SCHED_OTHER on its CPU
+  // exact: past the bound, as long as sysmon's thread may hold a signal
+  // it dequeued (wait_stale_ms): natively a signal the kernel queued
+  // before the unblock is delivered before sigprocmask returns, and one
+  // sysmon took is held for this M only once its handler has run (stress-ng
+  // sigpending: "got an unexpected SIGUSR1 signal" when the bound passed).
+  int64_t deadline = sys::nanotime() + (exact ? 10 : 500) * 1000 * 1000, next_look = 0;
+  while (pending()) {
+    int64_t now = sys::nanotime();
+    if (now >= deadline) {
+      if (!exact) break;
+      if (now >= next_look) {
+        if (!holds_dequeued(task_state(sysmon_tid()))) break;
+        next_look = now + 1000 * 1000;
+      }
+    }
+    spin_yield();  // a real-time thread sleeps: sysmon is SCHED_OTHER on its CPU
+  }
   return set;
 }
 
@@ -1744,7 +1797,7 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // would keep drop_kernel_dup from merging a standard one).
   uint64_t unblocked = cur & ~n;
   M* opener = unblocked ? gp->m : nullptr;
-  uint64_t soon = opener ? sysmon_close_wait(opener, unblocked) : 0;
+  uint64_t soon = opener ? sysmon_close_wait(opener, unblocked, gp->insig == 0) : 0;
   if (unblocked) {
     uint64_t take = proc_pending.load(std::memory_order_acquire) & unblocked;
     if (take) {
@@ -1797,8 +1850,11 @@ void signal_sent_to_self(G* gp, int sig, uint32_t handled0) {
   if (__atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE) != handled0) return;  // a handler ran on gp
   // Another kernel thread took it: once sysmon_sync returns its handler
   // has held it for goshim (or routed it to gp), where signal_deliver
-  // takes it.
-  sysmon_sync(gp->m, b);
+  // takes it. Exact: that thread may wait for a CPU between the kernel's
+  // dequeue and its handler for longer than any bound (kill_self_sync
+  // returned before the handler 1 run in 12 at the default under
+  // stress-ng with the 10 ms one).
+  sysmon_sync(gp->m, b, true);
   signal_deliver(gp);
 }
 
@@ -2073,7 +2129,9 @@ void signal_pending_set(G* gp, sigset_t* out) {
   if (gp) {
     uint64_t missing = gp->sigmask & ~v & ~internal_mask();
     if (missing) {
-      sysmon_sync(gp->m, missing);
+      // Exact outside a program handler (see wait_stale_ms); inside one,
+      // the code it interrupted may hold what such a thread waits for.
+      sysmon_sync(gp->m, missing, gp->insig == 0);
       v |= proc_pending.load() | gp->sigpending.load();
     }
   }

@@ -161,15 +161,7 @@ void replace_stalled(int idx, P* pp, M* mp, int64_t stalled) {
 // asleep, D asleep uninterruptibly, ...), or 0 if unknown. Read on the
 // privfd thread: sysmon's file must not take a number in the program's
 // fd table.
-char kernel_state(M* mp) {
-  char path[64];
-  rawfmt(path, sizeof path, "/proc/self/task/%d/stat", (int)mp->tid);
-  char buf[256];
-  if (privfd_read(path, buf, sizeof buf) <= 0) return 0;
-  const char* p = strrchr(buf, ')');  // the command may contain spaces
-  if (!p || p[1] != ' ') return 0;
-  return p[2];
-}
+char kernel_state(M* mp) { return task_state(mp->tid); }
 
 // Whether mp's kernel thread is asleep in the kernel (state S or D), as
 // opposed to runnable but not given a CPU by the kernel.
@@ -480,6 +472,9 @@ bool rescue_stranded() {
   return true;
 }
 
+// sysmon's kernel thread (sysmon_tid).
+std::atomic<pid_t> sysmon_tid_{0};
+
 // Set by sysmon once its allocator state is made (sysmon_start waits).
 std::atomic<uint32_t> sysmon_alloc_ready{0};
 
@@ -489,6 +484,7 @@ void* sysmon_main(void*) {
   // this mask (signal_create_begin), so that no signal finds it before
   // tls_g says it is sysmon.
   tls_g = sysmon_g();
+  sysmon_tid_.store((pid_t)sys::gettid(), std::memory_order_release);
   mcache_runtime_thread_start();  // its allocations: the runtime's own arena (mcache.hpp)
   sysmon_alloc_ready.store(1, std::memory_order_release);
   sys::futex_wake(&sysmon_alloc_ready, 1);
@@ -572,6 +568,19 @@ void sysmon_want_m() {
   sysmon_wake();
 }
 
+char task_state(pid_t tid) {
+  if (tid <= 0) return 0;
+  char path[64];
+  rawfmt(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+  char buf[256];
+  if (privfd_read(path, buf, sizeof buf) <= 0) return 0;
+  const char* p = strrchr(buf, ')');  // the command may contain spaces
+  if (!p || p[1] != ' ') return 0;
+  return p[2];
+}
+
+pid_t sysmon_tid() { return sysmon_tid_.load(std::memory_order_acquire); }
+
 // Signal-safe.
 void sysmon_wake() {
   if (wake_word.exchange(1, std::memory_order_acq_rel) == 0) sys::futex_wake(&wake_word, 1);
@@ -585,7 +594,10 @@ G* sysmon_g() {
   return &g;
 }
 
-void sysmon_after_fork() { nretiring = 0; }
+void sysmon_after_fork() {
+  nretiring = 0;
+  sysmon_tid_.store(0, std::memory_order_relaxed);  // the parent's
+}
 
 void sysmon_start() {
   sysmon_alloc_ready.store(0, std::memory_order_relaxed);

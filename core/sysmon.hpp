@@ -29,6 +29,13 @@ void sysmon_wake();
 // Any thread.
 void sysmon_kick();
 G* sysmon_g();
+// sysmon's kernel thread id (0 until it runs).
+pid_t sysmon_tid();
+// The state letter /proc shows for kernel thread tid of this process (R
+// running or runnable, S asleep, D asleep uninterruptibly, ...), or 0 if
+// unknown. Read on the privfd thread (core/privfd.hpp). Any thread, also
+// a signal handler; not while holding a runtime lock.
+char task_state(pid_t tid);
 // Runnable Gs wait on the global queue for an M that newm could not start
 // where it was called (newm): sysmon starts one (wakep). Signal-safe.
 void sysmon_want_m();
