@@ -379,7 +379,23 @@ inline uint64_t with_fwd(M* mp, uint64_t k) {
   return k & ~mp->fwd_bits.fetch_or(0, std::memory_order_seq_cst);
 }
 extern std::atomic<uint64_t> sysmon_leaves;
+extern std::atomic<uint64_t> sysmon_leaves_gen;
+extern std::atomic<uint64_t> sysmon_open;
 extern std::atomic<uint64_t> sysmon_closed_by_ms;
+
+// Signal-safe. What sysmon leaves to an M whose kernel mask opens it
+// (sysmon_leaves), as of generation gen of the dispositions and waits
+// (mask_gen): sysmon computes it at its looks (signal_route), from the
+// handled, wrapped and waited signals it saw then. A signal handled or
+// blocked since (sigaction, pthread_sigmask's ensure_wrapped) was not
+// leavable at that look, yet sysmon's kernel mask may leave it open
+// already (a signal whose default action ends the process is open there
+// unless every G blocks it), and sysmon takes it from the kernel until its
+// next look: until that look everything sysmon may leave open counts.
+inline uint64_t sysmon_leaves_since(uint64_t gen) {
+  if (sysmon_leaves_gen.load(std::memory_order_seq_cst) < gen) return sysmon_open.load(std::memory_order_seq_cst);
+  return sysmon_leaves.load(std::memory_order_seq_cst);
+}
 
 // Sets mp's kernel mask (the calling thread's) to k, minus the forwards
 // in flight to it.
@@ -390,7 +406,7 @@ inline void set_kmask(M* mp, uint64_t k) {
     __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
     // sysmon leaves what this M opens to it ("The kernel's order across
     // takers"): it looks now rather than at its next nap's end.
-    if (~k & sysmon_leaves.load(std::memory_order_relaxed)) sysmon_wake();
+    if (~k & sysmon_leaves_since(mask_gen.load(std::memory_order_acquire))) sysmon_wake();
   }
   m_progress(mp);
 }
@@ -412,6 +428,15 @@ bool terminates_by_default(int sig) {
   if (prog_handler[sig].load(std::memory_order_acquire) != kHandlerDfl) return false;
   if (default_ignored(sig)) return false;
   return sig != SIGSTOP && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU;
+}
+
+// The signals whose disposition now is a default action that ends the
+// process (terminates_by_default).
+uint64_t fatal_now() {
+  uint64_t fatal = 0;
+  for (int sig = 1; sig <= 64; sig++)
+    if (terminates_by_default(sig)) fatal |= bit(sig);
+  return fatal;
 }
 
 // A fault the kernel raises for the instruction being executed: it belongs
@@ -835,6 +860,9 @@ std::atomic<uint64_t> sysmon_open{0};
 // it would leave to one that opened it (it takes it now).
 std::atomic<uint64_t> sysmon_closed_by_ms{0};
 std::atomic<uint64_t> sysmon_leaves{0};
+// The mask_gen that sysmon's last look computed sysmon_leaves from
+// (published after it: sysmon_leaves_since).
+std::atomic<uint64_t> sysmon_leaves_gen{0};
 // Gs taking goshim's instance of a standard signal and merging the
 // kernel's (take_proc): sysmon keeps holding it meanwhile.
 std::atomic<int32_t> std_taking[kSigRtMin];
@@ -910,10 +938,16 @@ uint64_t sysmon_close_wait(M* self, uint64_t set, bool exact) {
   self->open_soon.fetch_or(set, std::memory_order_seq_cst);
   // Only what sysmon leaves to an M that opens it (sysmon_leaves: not a
   // signal some G waits for meanwhile; sigsuspend_race timed out waiting
-  // for sysmon to close one it never would).
-  auto pending = [set] {
-    return sysmon_open.load(std::memory_order_seq_cst) & set & sysmon_leaves.load(std::memory_order_seq_cst);
-  };
+  // for sysmon to close one it never would), as of its look after the
+  // latest change of dispositions and waits: the signals the program gave
+  // a handler and blocked just before (their handlers installed while
+  // sysmon slept) were not leavable at its previous look, and sysmon,
+  // woken by the kernel for them but not run yet on a loaded machine, took
+  // them beside this M (tests/preload/signals_queue_rounds: SIGRTMIN+2's
+  // first instance run right after SIGRTMIN+1's first, sysmon's forwards,
+  // while the kernel gave this M SIGRTMIN+1's next ones).
+  uint64_t gen = mask_gen.load(std::memory_order_seq_cst);
+  auto pending = [set, gen] { return sysmon_open.load(std::memory_order_seq_cst) & set & sysmon_leaves_since(gen); };
   if (!pending()) return set;
   sysmon_wake();
   // exact: past the bound, as long as sysmon's thread may hold a signal
@@ -1200,6 +1234,23 @@ bool lower_due(G* gp, int sig) {
   return due();
 }
 
+// Signal-safe; on gp's M, gp running and outside any program handler, in
+// the handler of the forward of process signal sig that sysmon routed to
+// gp. lower_due, and also a lower signal gp leaves open that is still
+// queued in the kernel: the forward is thread-directed, and the kernel
+// gives a thread what was sent to it before anything queued for the
+// process, however low, where natively gp's thread would have dequeued
+// the lower one first (the routed instance was taken by another thread:
+// sysmon, or an M asleep on g0 whose kernel mask was computed before the
+// program gave the signal a handler).
+bool lower_queued(G* gp, int sig) {
+  uint64_t lower = ~gp->sigmask & (bit(sig) - 1) & ~internal_mask();
+  if (!lower) return false;
+  uint64_t k = 0;
+  if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) == 0 && (k & lower)) return true;
+  return lower_due(gp, sig);
+}
+
 void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
   int saved_errno = errno;
   if (sig == config.preempt_signal && preempt_on_signal(si, uctx, stuck)) {
@@ -1314,6 +1365,13 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
         // handler): natively gp's thread would dequeue the lower one
         // first. Held behind it, and gp's delivery loop runs both in the
         // kernel's order (tests/preload/signals_order_held).
+        signal_deliver(gp);
+      } else if (want && proc_fwd && gp->insig == 0 && (gp->sigpending_proc.load(std::memory_order_acquire) & b) &&
+                 lower_queued(gp, sig)) {
+        // The instance routed here waits for the lower ones: gp's delivery
+        // loop runs them in the kernel's order (it takes the kernel's
+        // first as its mask opens).
+        gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
         signal_deliver(gp);
       } else if (want && (gp->sigpending_proc.fetch_and(~b, std::memory_order_acq_rel) & b)) {
         // Routed process signals carry their original siginfo.
@@ -1588,7 +1646,15 @@ uint64_t signal_new_m_mask(uint64_t inherited) { return kmask(inherited); }
 uint64_t signal_kmask_for(M* mp, uint64_t k) { return with_fwd(mp, k); }
 
 uint64_t signal_m_sleep_mask(uint64_t cur) {
-  uint64_t take = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed)) &
+  // Also a signal at a default action that ends the process, which sysmon
+  // takes while some G leaves it open (signal_sysmon_mask): left open here,
+  // this M would sleep on the mask for as long as it sleeps, and when the
+  // program gave the signal a handler meanwhile it took instances from the
+  // kernel beside the G that opened it, unordered with that G's
+  // (tests/preload/signals_queue_rounds: its fresh rounds ran SIGRTMIN+1's
+  // second value before its first).
+  uint64_t take = (handled_mask.load(std::memory_order_relaxed) | wrapped_bits.load(std::memory_order_relaxed) |
+                   fatal_now()) &
                   ~internal_mask();
   return cur | take;
 }
@@ -1809,9 +1875,10 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   gp->sigmask = n;
   if (n != cur) account_mask_change(cur, n);
   // sysmon opens a wrapped signal at its default action only while some G
-  // leaves it open (signal_route).
-  if ((cur ^ n) & wrapped_bits.load(std::memory_order_relaxed) & ~handled_mask.load(std::memory_order_relaxed))
-    bump_masks();
+  // leaves it open (signal_route), and so one that ends the process by
+  // default (which an M sleeping idle blocks: signal_m_sleep_mask).
+  if (uint64_t ch = (cur ^ n) & ~handled_mask.load(std::memory_order_relaxed) & ~internal_mask())
+    if (ch & (wrapped_bits.load(std::memory_order_relaxed) | fatal_now())) bump_masks();
   // (Also process signals sysmon routed here meanwhile, their forwards
   // still on the way: the loop delivers them in order with the rest.)
   if (signal_has_pending(gp) || (gp->sigpending_proc.load(std::memory_order_acquire) & ~gp->sigmask))
@@ -2384,6 +2451,7 @@ void signal_after_fork(G* gp, M* mp) {
   sysmon_open.store(0, std::memory_order_relaxed);
   sysmon_closed_by_ms.store(0, std::memory_order_relaxed);
   sysmon_leaves.store(0, std::memory_order_relaxed);
+  sysmon_leaves_gen.store(0, std::memory_order_relaxed);
   for (auto& t : std_taking) t.store(0, std::memory_order_relaxed);
   for (auto& q : held_std) q.reset();
   pool_reset();
@@ -2447,10 +2515,7 @@ SigRoute::Kind SigRoute::kind() const {
 }
 
 uint64_t signal_sysmon_mask(uint64_t waited, uint64_t blocked_all) {
-  uint64_t fatal = 0;
-  for (int sig = 1; sig <= 64; sig++)
-    if (terminates_by_default(sig)) fatal |= bit(sig);
-  uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal) & ~blocked_all;
+  uint64_t wrapped = (wrapped_bits.load(std::memory_order_relaxed) | fatal_now()) & ~blocked_all;
   uint64_t open = (handled_mask.load() | waited | wrapped) & ~internal_mask();
   return ~open & ~bit(kSigSetxid);
 }
@@ -2552,6 +2617,7 @@ void signal_route() {
   // have run (on the way back from rt_sigprocmask).
   if (sysmon_open.load(std::memory_order_relaxed) != ~want) sc_store(sysmon_open, ~want);
   sysmon_leaves.store(~want & leavable, std::memory_order_relaxed);
+  sc_store(sysmon_leaves_gen, gen);
   // Gs that got a signal while not running: wake the parked ones.
   if (g_unrouted.exchange(false, std::memory_order_acq_rel)) {
     auto wake = [](G* g) {

@@ -6,7 +6,12 @@
  * order: SIGUSR1 once (the two sent while it was pending merged with it),
  * SIGUSR2 once, then SIGRTMIN+1's values in sending order, then
  * SIGRTMIN+2's. Bursts come from this process and from a helper process.
- * Other threads compute or sleep meanwhile. (signals_queue checks the same
+ * Every other pair of rounds starts from the signals ignored, then at
+ * their default action and open in main for a moment (a program setting
+ * its dispositions per phase), and installs the handlers and blocks the
+ * signals again just before its burst: the handlers are new when the
+ * signals arrive, as in the first round. Other threads compute or sleep
+ * meanwhile. (signals_queue checks the same
  * rules once each, with more shapes; this one repeats the two that a
  * signal taken by one thread while another delivers could break.) */
 #include <errno.h>
@@ -37,6 +42,35 @@ static void record(const siginfo_t *si) {
 }
 
 static void on_sig(int sig, siginfo_t *si, void *uc) { record(si); }
+
+static void set_all(void (*h)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = h;
+  for (int i = 0; i < 4; i++) CHECK_EQ(sigaction(sigs[i], &sa, NULL), 0);
+}
+
+static void install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_sig;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sa.sa_mask = all4; /* one handler at a time: the order is the dequeue order */
+  for (int i = 0; i < 4; i++) CHECK_EQ(sigaction(sigs[i], &sa, NULL), 0);
+}
+
+/* Nothing is pending between rounds: the signals are ignored, then left
+   at their default action and open for a moment, then handled and
+   blocked again. */
+static void new_handlers(void) {
+  set_all(SIG_IGN);
+  set_all(SIG_DFL);
+  CHECK_EQ(pthread_sigmask(SIG_UNBLOCK, &all4, NULL), 0);
+  struct timespec ts = {0, 2000000};
+  nanosleep(&ts, NULL);
+  install();
+  CHECK_EQ(pthread_sigmask(SIG_BLOCK, &all4, NULL), 0);
+}
 
 static void burst(pid_t to, int base) {
   for (int i = 0; i < 6; i++) {
@@ -111,12 +145,7 @@ int main(void) {
   sigs[3] = SIGRTMIN + 2;
   sigemptyset(&all4);
   for (int i = 0; i < 4; i++) sigaddset(&all4, sigs[i]);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_sig;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sa.sa_mask = all4; /* one handler at a time: the order is the dequeue order */
-  for (int i = 0; i < 4; i++) CHECK_EQ(sigaction(sigs[i], &sa, NULL), 0);
+  install();
   CHECK_EQ(pthread_sigmask(SIG_BLOCK, &all4, NULL), 0);
 
   /* The helper process: a burst to its parent for each byte it reads,
@@ -145,8 +174,9 @@ int main(void) {
   CHECK_EQ(pthread_create(&s, NULL, napper, NULL), 0);
 
   for (int round = 0; round < ROUNDS; round++) {
-    int from_helper = round & 1, use_wait = (round >> 1) & 1;
+    int from_helper = round & 1, use_wait = (round >> 1) & 1, fresh = (round >> 2) & 1;
     atomic_store(&nrec, 0);
+    if (fresh) new_handlers();
     if (from_helper) {
       char c = 'b';
       CHECK_EQ(write(cmd[1], &c, 1), 1);
