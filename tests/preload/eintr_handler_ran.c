@@ -1,6 +1,6 @@
 /* A blocking call fails with EINTR only after a handler ran on its own
- * thread. The main thread waits in read() of an empty pipe, in nanosleep()
- * and in poll() while worker threads compute with SIGUSR1 open and a
+ * thread. The main thread waits in read() of an empty pipe, in
+ * nanosleep(), in poll() and in sem_wait() (never posted) while worker threads compute with SIGUSR1 open and a
  * sender thread sends SIGUSR1 to the process over and over. Linux may give
  * an instance to the main thread (it starts its choice at the thread group
  * leader) or to a worker; when the main thread is woken for one that a
@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -54,7 +55,8 @@ static void *sender(void *arg) {
   return arg;
 }
 
-enum { READ, SLEEP, POLL };
+enum { READ, SLEEP, POLL, SEM };
+static sem_t never;
 
 static void phase(int kind, const char *name) {
   int p[2];
@@ -73,9 +75,11 @@ static void phase(int kind, const char *name) {
     } else if (kind == SLEEP) {
       struct timespec req = {100, 0};
       r = nanosleep(&req, NULL);
-    } else {
+    } else if (kind == POLL) {
       struct pollfd pf = {p[0], POLLIN, 0};
       r = poll(&pf, 1, 100000);
+    } else {
+      r = sem_wait(&never);
     }
     CHECK_EQ(r, -1);  /* nothing else ends these waits */
     CHECK_EQ(errno, EINTR);
@@ -104,6 +108,8 @@ int main(void) {
   phase(READ, "read");
   phase(SLEEP, "nanosleep");
   phase(POLL, "poll");
+  CHECK_EQ(sem_init(&never, 0, 0), 0);
+  phase(SEM, "sem_wait");
   signal(SIGUSR1, SIG_IGN);
   return 0;
 }
