@@ -281,6 +281,13 @@ bool cancel_only(WakeReason w, const IoOp* op) {
          getg()->intr_signal.load(std::memory_order_acquire) == 0;
 }
 
+// A wait ended for a signal that no handler on this G ran for (another G
+// took the instance it was woken for, or it was ignored): the call goes
+// on, as the kernel restarts it (signal_interrupt_lost).
+bool interrupt_lost(WakeReason w, uint32_t h0) {
+  return w == WakeReason::Intr && signal_interrupt_lost(getg(), h0);
+}
+
 void interrupted(OpDesc& d, const IoOp* op) {
   if (!op->cancellable || !cancel_pending(getg())) return;
   d.release();
@@ -318,6 +325,10 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
       case WakeReason::Intr:
       case WakeReason::Handled: {
         if (cancel_only(w, op)) continue;
+        if (interrupt_lost(w, h0)) {
+          interrupted(d, op);
+          continue;
+        }
         bool rs = restart_after(w);
         interrupted(d, op);
         h0 = getg()->nhandled;
@@ -418,6 +429,10 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
       case WakeReason::Intr:
       case WakeReason::Handled: {
         if (cancel_only(w, op)) continue;
+        if (interrupt_lost(w, h0)) {
+          interrupted(d, op);
+          continue;
+        }
         bool rs = restart_after(w);
         if (op->done) return (long)op->done;
         interrupted(d, op);
@@ -908,6 +923,7 @@ long connect_wait(PollDesc* pd, int pfd, FileRec* f, uint32_t snap, long timeout
         return timeout_result;  // as a blocking connect whose SO_SNDTIMEO expired
       case WakeReason::Intr:
       case WakeReason::Handled: {
+        if (interrupt_lost(w, h0)) break;  // waits on, as the kernel restarts it
         bool rs = restart_after(w);
         h0 = getg()->nhandled;
         if (restartable && rs) break;  // a restarted connect keeps waiting

@@ -35,6 +35,7 @@ bool valid_timespec(const struct timespec* ts) {
 inline int wake_count(uint32_t nr) { return (int)nr <= 0 ? 1 : (int)nr; }
 
 inline long wait(uint32_t* uaddr, uint32_t val, int64_t deadline, uint32_t bitset) {
+  uint32_t h0 = can_park() ? getg()->nhandled : 0;
   for (;;) {
     int r = sema_wait(uaddr, val, deadline, WaitReason::Futex, bitset);
     switch (r) {
@@ -49,6 +50,9 @@ inline long wait(uint32_t* uaddr, uint32_t val, int64_t deadline, uint32_t bitse
     }
     // EINTR. A goroutine: restart as the kernel would (untimed wait and a
     // handler with SA_RESTART); a foreign thread's kernel wait did already.
+    // Woken for a signal another G took (signal_interrupt_lost): as the
+    // kernel's restart when no handler ran on the thread.
+    if (can_park() && signal_interrupt_lost(getg(), h0)) continue;
     if (can_park() && signal_should_restart(getg()) && deadline == 0) continue;
     return -EINTR;
   }

@@ -122,6 +122,7 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
       if (deadline > 0) timer_del(&gp->timer);
     }
     for (int k = 0; k < nrec; k++) pd_unlink(&recs[k].w);
+    if (r == WakeReason::Intr && signal_interrupt_lost(gp, h0)) continue;  // (as fdio's interrupt_lost)
     if (r == WakeReason::Intr || r == WakeReason::Handled) {
       (void)signal_should_restart(gp);  // consumed: these calls never restart
       result = -EINTR;

@@ -2708,6 +2708,16 @@ uint32_t signal_thread_handled(bool* restart) {
 
 void signal_note_interrupt(G* gp, int sig) { gp->intr_signal.store(sig, std::memory_order_release); }
 
+bool signal_interrupt_lost(G* gp, uint32_t handled0) {
+  if (gp->nhandled != handled0 || gp->intr_signal.load(std::memory_order_acquire) == 0) return false;
+  uint64_t left = (gp->sigpending.load(std::memory_order_seq_cst) |
+                   gp->sigpending_proc.load(std::memory_order_seq_cst)) &
+                  ~__atomic_load_n(&gp->sigmask, __ATOMIC_ACQUIRE) & ~internal_mask();
+  if (left) return false;  // still to deliver here (a delivery put off): EINTR as before
+  gp->intr_signal.store(0, std::memory_order_release);
+  return true;
+}
+
 bool signal_should_restart(G* gp) {
   int sig = gp->intr_signal.exchange(0, std::memory_order_acq_rel);
   return sig > 0 && (signal_flags(sig) & SA_RESTART);

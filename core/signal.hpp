@@ -283,6 +283,18 @@ bool signal_leader_takes(const G* leader, int sig, const siginfo_t* si);
 // if the call should be restarted, i.e. the signal that interrupted it has
 // a handler installed with SA_RESTART. Consumes the interruption record.
 bool signal_should_restart(G* gp);
+// After a wait of gp (the caller) was ended by interrupt_wait for a signal
+// (WakeReason::Intr): true if that interruption came to nothing, i.e. no
+// program handler ran on gp since handled0 (G::nhandled when the wait
+// began) and gp has no signal left to deliver that it leaves open. Then the
+// instance it was woken for was taken by another G (a process signal
+// routed to gp whose held instance another thread's delivery took, as the
+// kernel lets any thread that leaves it open dequeue it), or it was
+// ignored: natively the woken thread finds nothing to handle and the
+// kernel restarts the call, which never fails with EINTR without a handler
+// having run on its thread. Consumes the interruption record when true.
+// Not for pthread_cancel's interruption (no signal recorded).
+bool signal_interrupt_lost(G* gp, uint32_t handled0);
 // How many program handlers ran on the caller so far: on a goroutine its
 // G::nhandled, on any other thread (foreign, or g0) a per-kernel-thread
 // count; *restart (if not null) receives whether the last one had

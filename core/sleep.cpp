@@ -22,19 +22,25 @@ int sleep_until(int64_t deadline, int64_t* left) {
   G* gp = getg();
   cancel_point();  // the sleeps are cancellation points
   uint32_t h0 = gp->nhandled;
-  if (deadline <= sys::nanotime()) return 0;
-  uint64_t seq = gwait_arm(gp, WaitKind::Sleep);
-  gwait_arm_timer(gp, seq, deadline);
   WakeReason r;
-  if (__builtin_expect(gp->nhandled != h0, 0)) {
+  for (;;) {
+    if (deadline <= sys::nanotime()) return 0;
+    uint64_t seq = gwait_arm(gp, WaitKind::Sleep);
+    gwait_arm_timer(gp, seq, deadline);
+    if (__builtin_expect(gp->nhandled != h0, 0)) {
+      timer_del(&gp->timer);
+      r = gwait_disarm(gp);
+      if (r == WakeReason::None) r = WakeReason::Handled;
+    } else {
+      r = gwait_park(gp, WaitReason::Sleep, nullptr);
+    }
+    if (r == WakeReason::Timeout) return 0;
     timer_del(&gp->timer);
-    r = gwait_disarm(gp);
-    if (r == WakeReason::None) r = WakeReason::Handled;
-  } else {
-    r = gwait_park(gp, WaitReason::Sleep, nullptr);
+    // Woken for a signal another G took (or one ignored), no handler run
+    // here: the sleep goes on, as the kernel restarts it.
+    if (r != WakeReason::Intr || !signal_interrupt_lost(gp, h0)) break;
+    cancel_point();
   }
-  if (r == WakeReason::Timeout) return 0;
-  timer_del(&gp->timer);
   // Only a signal ends a sleep early. Consume the interruption record; the
   // answer does not matter: Linux never restarts a sleep after a handler.
   (void)signal_should_restart(gp);

@@ -107,11 +107,16 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
     // With asynchronous cancellation on, every wait of a goroutine ends at
     // a cancellation, which is acted on below (only gp changes its type).
     bool ends = cancellable || (can_park() && cancel_async_type(getg()));
+    uint32_t h0 = can_park() ? getg()->nhandled : 0;
     for (;;) {
       int r = sema_wait(addr, val, deadline, why, bitset, endaddr, ends, nullptr, nullptr, lock);
       if (r != EINTR) return r;
       if (can_park()) act_on_async_cancel(getg());
       if (cancellable && can_park() && cancel_pending(getg())) return EINTR;
+      // Woken for a signal another G took, no handler run on this one
+      // (signal_interrupt_lost): it waits on, as natively (sem_wait never
+      // fails with EINTR without a handler).
+      if (can_park() && !(endaddr && *endaddr != addr) && signal_interrupt_lost(getg(), h0)) continue;
       // A goroutine's wait was interrupted by a signal handler: restart it
       // when the kernel would (no timeout, handler with SA_RESTART). A
       // foreign waiter's kernel wait already followed that rule.
@@ -129,6 +134,7 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
     if (h >= 0) {
       G* gp = getg();
       int64_t deadline = dl.abs ? deadline_from_abs(dl.clk, dl.abs) : 0;
+      uint32_t h0 = gp->nhandled;
       int r;
       for (;;) {
         r = sema_wait(addr, val, deadline, why, bitset, nullptr,
@@ -139,6 +145,7 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
           cancel_point();
         }
         if (cancellable && cancel_pending(gp)) break;
+        if (signal_interrupt_lost(gp, h0)) continue;  // (as above)
         if (!signal_should_restart(gp) || deadline) break;
       }
       watch_unregister(h);
