@@ -652,8 +652,9 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   // The handler may have interrupted gp's wait for one of the allocator's
   // locks (core/jemalloc_glue.cpp): suspended while it runs. gp stays on
   // its M meanwhile (no preemption in a handler); a handler left by
-  // longjmp leaves it suspended (the wait's frames are gone).
-  M* wm = gp ? gp->m : nullptr;
+  // longjmp leaves it suspended (the wait's frames are gone). Only on gp's
+  // own thread: another M's mark is that M's.
+  M* wm = gp && gp == tls_g ? gp->m : nullptr;
   void* alloc_wait = wm ? alloc_wait_suspend(wm) : nullptr;
   {
     [[maybe_unused]] ProgramCallScope program;  // a handler left by longjmp ends the section too
