@@ -345,7 +345,9 @@ struct M {
   LockRankHeld lockranks;          // runtime locks held (debug build's checker)
   // The allocator's lock (a pthread_mutex_t of core/jemalloc_glue.cpp)
   // this M sleeps on in the kernel, or null; sysmon's check_m asks who
-  // holds it (alloc_lock_holder). Written only by this M.
+  // holds it (alloc_lock_holder). Written only by this M's thread (a
+  // program handler that interrupts the wait suspends it: signal.cpp's
+  // run_program, alloc_wait_suspend).
   std::atomic<void*> alloc_lock_wait{nullptr};
   std::atomic<bool> preempt_sent{false};  // a preemption signal is in flight
   int64_t preempt_sent_at = 0;            // when (sysmon only)

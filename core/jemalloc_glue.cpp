@@ -252,4 +252,17 @@ G* alloc_lock_holder(void* mutex) {
   return g_from_vtid((int32_t)(tag - 1) + kVtidBase);
 }
 
+void* alloc_wait_suspend(M* mp) {
+  void* lk = mp->alloc_lock_wait.exchange(nullptr, std::memory_order_relaxed);
+  // A spare wake-up is harmless (a woken waiter looks at the word and
+  // sleeps again with kWaiters set); a lost one kept a waiter asleep on a
+  // free lock with its P (malloc_signal_park).
+  if (lk) goshim::sys::futex_wake(word(static_cast<pthread_mutex_t*>(lk)), 1);
+  return lk;
+}
+
+void alloc_wait_resume(M* mp, void* lock) {
+  if (lock) mp->alloc_lock_wait.store(lock, std::memory_order_relaxed);
+}
+
 }  // namespace goshim

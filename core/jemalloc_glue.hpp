@@ -15,6 +15,20 @@ namespace goshim {
 // next tick. Any thread.
 G* alloc_lock_holder(void* mutex);
 
+// A program signal handler is about to run on mp's kernel thread, which
+// may be inside an allocator lock's wait (M::alloc_lock_wait set). The
+// wait is suspended while the handler runs: mp's thread no longer sleeps
+// on that lock (a handler that blocks in a system call holds the P in a
+// sleep sysmon must judge as any other), and a wake-up the interrupted
+// wait may have consumed (the releaser woke this thread, the signal came
+// before it retook the lock) goes on to another waiter, which would sleep
+// on a free lock otherwise until the handler returns. Returns the lock
+// (or null) for alloc_wait_resume. Signal-safe.
+void* alloc_wait_suspend(M* mp);
+// After the handler: the interrupted wait goes on (the kernel restarts
+// its futex wait, or lock_slow loops). Signal-safe.
+void alloc_wait_resume(M* mp, void* lock);
+
 // How many of jemalloc's locks the calling thread holds (a goroutine's
 // count is its own: goshim's __thread variables are per G, and a G holding
 // one may go on on another M only after a signal handler parked it). Never

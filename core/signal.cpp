@@ -24,6 +24,7 @@
 #include "core/cancelproto.hpp"
 #include "core/config.hpp"
 #include "core/dump.hpp"
+#include "core/jemalloc_glue.hpp"
 #include "core/jmpbuf.hpp"
 #include "core/preempt.hpp"
 #include "core/proc.hpp"
@@ -648,6 +649,13 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     kt_nhandled++;
     kt_restart = flags & SA_RESTART;
   }
+  // The handler may have interrupted gp's wait for one of the allocator's
+  // locks (core/jemalloc_glue.cpp): suspended while it runs. gp stays on
+  // its M meanwhile (no preemption in a handler); a handler left by
+  // longjmp leaves it suspended (the wait's frames are gone). Only on gp's
+  // own thread: another M's mark is that M's.
+  M* wm = gp && gp == tls_g ? gp->m : nullptr;
+  void* alloc_wait = wm ? alloc_wait_suspend(wm) : nullptr;
   {
     [[maybe_unused]] ProgramCallScope program;  // a handler left by longjmp ends the section too
     if (flags & SA_SIGINFO)
@@ -655,6 +663,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     else
       ((void (*)(int))h)(sig);
   }
+  if (wm) alloc_wait_resume(wm, alloc_wait);
   if (gp) {
     gp->sigmask = saved;
     __atomic_store_n(&gp->delivering, delivering, __ATOMIC_RELAXED);

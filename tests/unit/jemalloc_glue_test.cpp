@@ -17,6 +17,10 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <stdio.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -188,4 +192,73 @@ Test(jemalloc_glue, condvar) {
     cr_assert_eq(pthread_join(t, &r), 0);
     cr_expect_eq((long)r, EBUSY);
   }
+}
+
+namespace {
+
+// A waiter asleep on the word of a lock that is free: the state a
+// releaser's wake-up leaves when the thread it woke takes a signal before
+// retaking the lock, and the signal's program handler blocks
+// (malloc_signal_park at the default). alloc_wait_suspend, which the
+// signal layer calls before such a handler, passes the wake-up on.
+pthread_mutex_t smu;
+std::atomic<int> waiter_state{0};  // 1: about to wait; 2: has the lock
+
+void* sleeper(void*) {
+  waiter_state.store(1);
+  goshim_je_mutex_lock(&smu);
+  waiter_state.store(2);
+  goshim_je_mutex_unlock(&smu);
+  return nullptr;
+}
+
+// Whether tid's kernel thread sleeps in a futex wait.
+bool in_futex_wait(pid_t tid) {
+  char path[64], buf[128] = {0};
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+  FILE* f = fopen(path, "r");
+  if (!f) return false;
+  bool r = fgets(buf, sizeof buf, f) && strncmp(buf, "202 ", 4) == 0;
+  fclose(f);
+  return r;
+}
+
+std::atomic<pid_t> sleeper_tid{0};
+
+void* sleeper_tid_rec(void* a) {
+  sleeper_tid.store((pid_t)syscall(SYS_gettid));
+  return sleeper(a);
+}
+
+}  // namespace
+
+Test(jemalloc_glue, suspended_wait_passes_its_wake_on) {
+  goshim_je_mutex_init(&smu, nullptr);
+  goshim_je_mutex_lock(&smu);  // held by this (foreign) thread
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, nullptr, sleeper_tid_rec, nullptr), 0);
+  while (sleeper_tid.load() == 0 || !in_futex_wait(sleeper_tid.load())) usleep(1000);
+  // The wake-up the unlock gives goes to "an M whose thread then took a
+  // signal": released with the waiters bit, no futex wake.
+  uint32_t* w = reinterpret_cast<uint32_t*>(&smu.__data.__lock);
+  cr_assert(__atomic_load_n(w, __ATOMIC_RELAXED) & 2, "the waiter did not set the waiters bit");
+  __atomic_store_n(w, 0, __ATOMIC_RELEASE);
+  usleep(20000);
+  cr_expect_eq(waiter_state.load(), 1, "the waiter woke without a wake-up");
+  static M m;  // the interrupted M: its wait is suspended for the handler
+  m.alloc_lock_wait.store(&smu);
+  void* lk = alloc_wait_suspend(&m);
+  cr_expect_eq(lk, (void*)&smu);
+  cr_expect_null(m.alloc_lock_wait.load(), "the M still shows the wait while the handler runs");
+  for (int i = 0; i < 5000 && waiter_state.load() != 2; i++) usleep(1000);
+  cr_expect_eq(waiter_state.load(), 2, "the other waiter still sleeps on the free lock");
+  alloc_wait_resume(&m, lk);
+  cr_expect_eq(m.alloc_lock_wait.load(), (void*)&smu, "the wait is not resumed after the handler");
+  if (waiter_state.load() != 2) syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  cr_assert_eq(pthread_join(t, nullptr), 0);
+  // An M outside any wait: nothing to suspend, nothing woken.
+  static M idle;
+  cr_expect_null(alloc_wait_suspend(&idle));
+  alloc_wait_resume(&idle, nullptr);
+  cr_expect_null(idle.alloc_lock_wait.load());
 }
