@@ -157,6 +157,7 @@ void fork_child_reset() {
     mp->oldp = nullptr;
     mp->locks.store(0, std::memory_order_relaxed);
     mp->preempt_sent.store(false, std::memory_order_relaxed);
+    for (auto& c : mp->magic_sent) c.store(0, std::memory_order_relaxed);  // sent to the parent's thread
     mp->tid = (pid_t)sys::gettid();
     // Kernel registrations of this thread belong to its g0 block, not to
     // the goroutine's (glibc's fork wrote the child's tid into the

@@ -380,7 +380,15 @@ struct M {
   // Signals this M is about to open in its kernel mask: sysmon counts them
   // as open here already (core/signal.cpp, "The kernel's order across takers").
   std::atomic<uint64_t> open_soon{0};
-  std::atomic<G*> sigfwd[65] = {};  // signals sent to this M for a given G (bit 0: a routed process signal)
+  // Signals sent to this M for a given G (bit 0: a routed process signal).
+  // The mark, not the siginfo, says what a forward is: the kernel may
+  // deliver a thread-directed signal without its siginfo (core/signal.cpp,
+  // "Forwards").
+  std::atomic<G*> sigfwd[65] = {};
+  // goshim's own deliveries of the preemption signal sent to this M and not
+  // yet arrived, counted by kind (core/preempt.cpp, "Kicks without their
+  // siginfo").
+  std::atomic<uint32_t> magic_sent[4] = {};
   // The signals with a sigfwd mark set: this M's kernel mask never blocks
   // them (core/signal.cpp, "Forwards"), so a forward is never left pending
   // on an M that no longer runs its G.

@@ -230,11 +230,65 @@ int own_magic(const siginfo_t* si) {
     return 0;
   return magic;
 }
-}  // namespace
 
-PreemptMove preempt_move_wanted(siginfo_t* si, void* uctx, G* gp) {
-  int magic = own_magic(si);
-  if (!magic) return PreemptMove::NotOurs;
+// Kicks without their siginfo. goshim tells its own deliveries of the
+// preemption signal from the program's by their siginfo (own_magic). The
+// kernel delivers a standard signal without it when it cannot queue one
+// (the user's RLIMIT_SIGPENDING count reached, or no memory): SI_USER from
+// pid 0, the sender unknown. Taken for the program's signal, such a kick
+// ran the program's SIGURG handler on whatever G the M ran, on several
+// threads at once (tests/preload/sigstack_handler_block hung so, its
+// handlers blocked in read() on the writer, on main, on the wrong worker).
+// So each sender counts its kind on the target M first (M::magic_sent),
+// and every delivery of goshim's takes exactly one count there: one with
+// its siginfo one of its kind (or, if an earlier one without took that,
+// of another kind), one without the first kind counted, whose action it
+// takes (a preemption request also delivers what is pending, as a kick).
+// Deliveries never outnumber sends (the kernel merges a standard signal's
+// sends into one), so one without siginfo always finds a count. (Taking
+// every kind's count at once, a send counted before the handler ran but
+// still on its way arrived without one, for the program: several times a
+// run with the queue full, tests/preload/signals_kill_exact.) A count a
+// merged send left behind only makes a later delivery without siginfo on
+// that M goshim's: never the program's signal run where it was not sent.
+constexpr int kMagics[4] = {kPreemptMagic, kKickMagic, kCancelMagic, kDumpMagic};
+constexpr uint32_t kPreemptBit = 1, kKickBit = 2, kCancelBit = 4, kDumpBit = 8;
+// Signal-safe. Takes one of counter c's counts: whether there was one.
+bool take_one(std::atomic<uint32_t>& c) {
+  uint32_t v = c.load(std::memory_order_seq_cst);
+  while (v && !c.compare_exchange_weak(v, v - 1, std::memory_order_seq_cst)) {
+  }
+  return v != 0;
+}
+int magic_index(int magic) {
+  for (int i = 0; i < 4; i++)
+    if (kMagics[i] == magic) return i;
+  return -1;
+}
+// Signal-safe. Before a send of magic to mp.
+void magic_note(M* mp, int magic) {
+  int i = magic_index(magic);
+  if (i >= 0) mp->magic_sent[i].fetch_add(1, std::memory_order_seq_cst);
+}
+// Signal-safe. The kind (k*Bit) a delivery of the preemption signal with
+// si is on mp (the receiving M, or null), 0 if it is not goshim's; take:
+// this is that delivery (it takes its count).
+uint32_t magic_kinds(const siginfo_t* si, M* mp, bool take) {
+  if (int magic = own_magic(si)) {
+    int i = magic_index(magic);
+    if (take && mp && !take_one(mp->magic_sent[i]))
+      for (int j = 0; j < 4 && !take_one(mp->magic_sent[j]); j++) {
+      }
+    return 1u << i;
+  }
+  if (!mp || !si || si->si_code != SI_USER || si->si_pid != 0) return 0;
+  for (int i = 0; i < 4; i++)
+    if (take ? take_one(mp->magic_sent[i]) : mp->magic_sent[i].load(std::memory_order_seq_cst) != 0)
+      return 1u << i;
+  return 0;
+}
+// The frame move one kind of goshim's delivery wants.
+PreemptMove move_for(int magic, G* gp, void* uctx) {
   ucontext_t* uc = (ucontext_t*)uctx;
   switch (magic) {
     case kPreemptMagic:
@@ -251,57 +305,64 @@ PreemptMove preempt_move_wanted(siginfo_t* si, void* uctx, G* gp) {
   }
 }
 
+}  // namespace
+
+PreemptMove preempt_move_wanted(siginfo_t* si, void* uctx, G* gp) {
+  uint32_t kinds = magic_kinds(si, gp ? gp->m : nullptr, false);
+  if (!kinds) return PreemptMove::NotOurs;
+  return move_for(kMagics[__builtin_ctz(kinds)], gp, uctx);
+}
+
 bool preempt_on_signal(siginfo_t* si, void* uctx, bool stuck) {
-  int magic = own_magic(si);
-  if (!magic) return false;
   G* gp = tls_g;
+  uint32_t kinds = magic_kinds(si, gp ? gp->m : nullptr, true);
+  if (!kinds) return false;
   // A preemption request that finds the M between Gs (on g0) is spent all
   // the same: the next one must be sent.
-  if (magic == kPreemptMagic && gp && gp->m)
+  if ((kinds & kPreemptBit) && gp && gp->m)
     gp->m->preempt_sent.store(false, std::memory_order_release);
   if (!gp || gp->is_g0()) return true;
-  switch (magic) {
-    case kPreemptMagic: {
-      // An asynchronous cancellation sent while this G waited for a P
-      // (pthread_cancel kicks only a running G): act on it now, if the
-      // G may be unwound from here.
-      if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) {
-        if (M* mp = gp->m) mp->preempt_sent.store(false, std::memory_order_release);
-        if (stuck) {  // not from the M's signal stack: at its next interposed call
-          gp->preempt.store(true, std::memory_order_release);
-          break;
-        }
-        cancel_point();  // unwinds: never returns
-        break;
+  if (kinds & kDumpBit) {
+    gp->insig++;  // libc calls made while unwinding go straight to libc
+    dump_capture_running(gp, uctx);
+    gp->insig--;
+  }
+  if (kinds & kPreemptBit) {
+    // An asynchronous cancellation sent while this G waited for a P
+    // (pthread_cancel kicks only a running G): act on it now, if the
+    // G may be unwound from here.
+    if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) {
+      if (M* mp = gp->m) mp->preempt_sent.store(false, std::memory_order_release);
+      if (stuck) {  // not from the M's signal stack: at its next interposed call
+        gp->preempt.store(true, std::memory_order_release);
+        return true;
       }
-      // Not switched out: signals pending on gp are delivered here, as a
-      // kick would (a kick sent while this request was pending in the
-      // kernel merged with it: the signal is a standard one).
-      if (!async_preempt(gp, (ucontext_t*)uctx, stuck) && !stuck && deliver_due(gp))
-        signal_deliver(gp);
-      break;
+      cancel_point();  // unwinds: never returns
+      return true;
     }
-    case kKickMagic:  // signals are pending on gp: deliver them where it runs
-      // (From the M's signal stack: at its next delivery point instead.)
-      if (!stuck && deliver_due(gp)) signal_deliver(gp);
-      break;
-    case kCancelMagic:  // asynchronous cancellation
-      // The kick may reach another G than the one it was sent for (the
-      // target moved): only an asynchronous cancellation of this G, and
-      // only where it may be unwound (async_cancel_safe); else it acts at
-      // its next safe point.
-      if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) {
-        if (stuck)
-          gp->preempt.store(true, std::memory_order_release);
-        else
-          cancel_point();
+    // Not switched out: signals pending on gp are delivered here, as a
+    // kick would (a kick sent while this request was pending in the
+    // kernel merged with it: the signal is a standard one).
+    if (!async_preempt(gp, (ucontext_t*)uctx, stuck) && !stuck && deliver_due(gp))
+      signal_deliver(gp);
+    return true;
+  }
+  if (kinds & kCancelBit) {  // asynchronous cancellation
+    // The kick may reach another G than the one it was sent for (the
+    // target moved): only an asynchronous cancellation of this G, and
+    // only where it may be unwound (async_cancel_safe); else it acts at
+    // its next safe point.
+    if (cancel_async_pending(gp) && async_cancel_safe(gp, uctx)) {
+      if (stuck) {
+        gp->preempt.store(true, std::memory_order_release);
+        return true;
       }
-      break;
-    case kDumpMagic:
-      gp->insig++;  // libc calls made while unwinding go straight to libc
-      dump_capture_running(gp, uctx);
-      gp->insig--;
-      break;
+      cancel_point();
+    }
+  }
+  if (kinds & kKickBit) {  // signals are pending on gp: deliver them where it runs
+    // (From the M's signal stack: at its next delivery point instead.)
+    if (!stuck && deliver_due(gp)) signal_deliver(gp);
   }
   return true;
 }
@@ -318,6 +379,7 @@ bool send_magic(G* target, int magic) {
   si.si_pid = (pid_t)sys::getpid();
   si.si_uid = getuid();
   si.si_value.sival_int = magic;
+  magic_note(mp, magic);
   return sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si) == 0;
 }
 }  // namespace
@@ -335,6 +397,7 @@ void preempt_kick(G* target, bool cancel) {
   si.si_pid = (pid_t)sys::getpid();
   si.si_uid = getuid();
   si.si_value.sival_int = cancel ? kCancelMagic : kKickMagic;
+  magic_note(mp, si.si_value.sival_int);
   sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
 }
 
@@ -364,6 +427,7 @@ void preemptone(P* pp) {
   si.si_pid = (pid_t)sys::getpid();
   si.si_uid = getuid();
   si.si_value.sival_int = kPreemptMagic;
+  magic_note(mp, kPreemptMagic);
   long r = sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
   if (r != 0) mp->preempt_sent.store(false, std::memory_order_release);
 }

@@ -375,6 +375,15 @@ inline uint64_t kmask(uint64_t m) { return m & ~internal_mask(); }
 // leaves it, then reads the bits at its next mask change (set_kmask).
 // The G itself may block the signal meanwhile on the same M: the forward
 // then waits in the kernel until the G opens it or leaves the M.
+// The kernel may deliver the tgkill without its siginfo: when it cannot
+// queue one (the user's RLIMIT_SIGPENDING count reached, or no memory) a
+// standard signal still arrives, as SI_USER from pid 0 (kernel/signal.c,
+// "silent loss of information"; a real-time one is refused, EAGAIN). The
+// mark says what it is then (lost_info), and the G it was for gets it with
+// the siginfo the kernel gave, as natively the thread a pthread_kill or
+// pthread_sigqueue reached would. Taken for a signal of its own (sent to
+// the process), it ran the program's handler on whatever G the M ran:
+// tests/preload/signals_kill_exact.
 // Signal-safe. The kernel mask for mp given the mask k it should have.
 inline uint64_t with_fwd(M* mp, uint64_t k) {
   return k & ~mp->fwd_bits.fetch_or(0, std::memory_order_seq_cst);
@@ -413,6 +422,11 @@ inline void set_kmask(M* mp, uint64_t k) {
 }
 // Signal-safe. The handler consumed mp's mark for sig: clears its bit (set
 // again if a new mark came meanwhile).
+// Signal-safe. si is a signal without its siginfo: what the kernel hands
+// over when it could not queue the sender's (SI_USER, pid 0). The sender
+// is unknown; a forward's mark or a kick's record on the M says whether
+// goshim sent it.
+inline bool lost_info(const siginfo_t* si) { return si && si->si_code == SI_USER && si->si_pid == 0; }
 inline void fwd_clear(M* mp, int sig) {
   uint64_t b = 1ull << (sig - 1);
   mp->fwd_bits.fetch_and(~b, std::memory_order_seq_cst);
@@ -1289,8 +1303,10 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
   // can be the forward: a process signal the kernel hands this thread
   // meanwhile must not consume the mark (the forward, arriving after it,
   // would then pass for the program's own tkill).
-  bool maybe_fwd = !si || ((si->si_code == SI_TKILL || si->si_code == SI_QUEUE) &&
-                           si->si_pid == (pid_t)sys::getpid());
+  // A signal the kernel delivers without its siginfo may be a forward too
+  // ("Forwards"): its mark says so.
+  bool maybe_fwd = !si || lost_info(si) ||
+                   ((si->si_code == SI_TKILL || si->si_code == SI_QUEUE) && si->si_pid == (pid_t)sys::getpid());
   uintptr_t fwd = mp && maybe_fwd
                       ? (uintptr_t)mp->sigfwd[sig].exchange(nullptr, std::memory_order_acq_rel)
                       : 0;
