@@ -1100,7 +1100,7 @@ static void reach_running(G* gp, int sig);
 
 namespace {
 
-void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck);
+void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck, bool mid);
 void signal_handler_moved(int sig, siginfo_t* si, void* uctx);
 
 // Handler frames a G may leave on one M and return through on another
@@ -1157,10 +1157,46 @@ void sigstack_move(int sig, siginfo_t* si, ucontext_t* uc, G* gp) {
   goshim_sigframe_enter(nsp, sig, nsi, nuc, signal_handler_moved);
 }
 
+// Whether the context uc was interrupted inside a context switch
+// (arch::pc_mid_switch), or at the first instruction of goshim's handler
+// for a signal that was (the kernel pushes the frames of all the signals
+// it delivers at once before that handler runs: the earlier one's context
+// is then the handler's third argument). Signal-safe.
+bool mid_switch(const ucontext_t* uc) {
+  for (int depth = 0; uc && depth < 8; depth++) {
+    uintptr_t pc = arch::uc_pc(uc);
+    if (arch::pc_mid_switch(pc)) return true;
+    if (pc != (uintptr_t)&signal_handler) return false;
+    uc = (const ucontext_t*)arch::uc_arg2(uc);
+  }
+  return false;
+}
+
 void signal_handler_entry(int sig, siginfo_t* si, void* uctx, bool moved) {
   G* gp = tls_g;
   bool stuck = false;
-  if (arch::kSigframeMove && gp && !gp->is_g0() && gp->m && uctx) {
+  // Taken inside a context switch (goshim_mcall, goshim_gogo,
+  // goshim_switch) between its move of the stack pointer and its move of
+  // the thread pointer: tls_g names a G whose stack is not the one in use
+  // (g0's, or the G switched to). A program handler run here for gp ran
+  // on g0's stack or on another G's (sigstack_handler_block: T3's
+  // SIGWINCH handler, no SA_ONSTACK, outside T3's stack 1 run in ~300).
+  // Taken as on g0 ("mid"): nothing runs or switches here, the frame is
+  // not moved, and a signal for gp stays pending on it, delivered where
+  // it next looks (it is leaving or entering this M: at its resumption).
+  bool mid = !moved && gp && !gp->is_g0() && gp->m && uctx && mid_switch((const ucontext_t*)uctx);
+  if (mid) {
+    stuck = true;
+    // Every signal stays blocked until this handler returns: one nested
+    // here would find a consistent pc (this handler's) and the same
+    // inconsistent tls_g, and run gp's handlers on this stack (a delivery
+    // kick that moves its frame "where it was interrupted" and delivers
+    // what is pending on gp). After rt_sigreturn it is taken at the
+    // switch's pc again, as here.
+    uint64_t all = ~0ull;
+    sys::rt_sigprocmask(SIG_BLOCK, &all, nullptr, 8);
+  }
+  if (arch::kSigframeMove && gp && !gp->is_g0() && gp->m && uctx && !mid) {
     M* mp = gp->m;
     if (signal_on_m_stack(mp, (uintptr_t)uctx)) {
       GOSHIM_DCHECK(!moved, "signal_handler: a moved frame on the M's signal stack");
@@ -1177,10 +1213,10 @@ void signal_handler_entry(int sig, siginfo_t* si, void* uctx, bool moved) {
                   "signal_handler: moved, but running on the M's signal stack");
   }
   bool count = gp && sig != config.preempt_signal && !synchronous(sig, si) &&
-               (gp->is_g0() || (gp->sigmask & bit(sig)) ||
+               (gp->is_g0() || mid || (gp->sigmask & bit(sig)) ||
                 (gp->sigwaiting.load(std::memory_order_relaxed) & bit(sig)));
   if (count) deferring.fetch_add(1, std::memory_order_seq_cst);
-  signal_handler_body(sig, si, uctx, stuck);
+  signal_handler_body(sig, si, uctx, stuck, mid);
   if (count) deferring.fetch_sub(1, std::memory_order_seq_cst);
   if (gp && !gp->is_g0() && !stuck) fix_uc_stack(gp, uctx);
 }
@@ -1274,7 +1310,7 @@ bool lower_queued(G* gp, int sig) {
   return lower_due(gp, sig);
 }
 
-void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
+void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck, bool mid) {
   int saved_errno = errno;
   if (sig == config.preempt_signal && preempt_on_signal(si, uctx, stuck)) {
     errno = saved_errno;
@@ -1291,6 +1327,9 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
     return;
   }
   G* gp = tls_g;
+  // Inside a context switch (signal_handler_entry): as on the M's g0.
+  G* self = gp;
+  if (mid) gp = &gp->m->g0;
   if (gp == nullptr) {
     run_program(sig, si, uctx, nullptr);  // a foreign kernel thread: its own signal
     errno = saved_errno;
@@ -1325,15 +1364,18 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck) {
       g_unrouted.store(true, std::memory_order_release);
       sysmon_wake();
       // want may run on another M by now, past its look at its pending
-      // signals there: forwarded again (reach_running).
-      if (!proc_fwd) reach_running(want, sig);
+      // signals there: forwarded again (reach_running). Not when want is
+      // the G switching on this M ("mid"): it looks at its pending
+      // signals as it resumes, and a forward to this thread would arrive
+      // again before the switch could take one step.
+      if (!proc_fwd && !(mid && want == self)) reach_running(want, sig);
       break;
     case SigHere::DieHere:
       die_default(sig);
       break;
     case SigHere::Defer:
       defer(sig, si);
-      hold_block(gp, sig, uctx);
+      if (!mid) hold_block(gp, sig, uctx);
       break;
     case SigHere::ProcFwdBlocked:
       if (gp->sigpending_proc.load(std::memory_order_acquire) & b)

@@ -20,6 +20,11 @@ void goshim_restore_rt();  // rt_sigreturn trampoline for raw rt_sigaction
 // Enters the C library's _setjmp(buf) as if its caller had called it,
 // after storing in *sp the stack pointer _setjmp records (core/jmpbuf.cpp).
 void goshim_jmpbuf_probe(void* buf, uintptr_t* sp);
+// Labels inside goshim_mcall, goshim_gogo and goshim_switch (switch.S)
+// around the instructions between their move of the stack pointer and
+// their move of the thread pointer (pc_mid_switch).
+extern const char goshim_mcall_mid[], goshim_mcall_mid_end[], goshim_gogo_mid_end[];
+extern const char goshim_switch_mid[], goshim_switch_mid_end[];
 }
 // Enters fn(sig, si, uc) as the kernel enters a signal handler: the stack
 // pointer at sp (a signal frame made by arch::sigframe_copy), x29 at fp
@@ -31,6 +36,17 @@ extern "C" [[noreturn]] void goshim_sigframe_enter_fp(uintptr_t sp, int sig, voi
                                                       uintptr_t fp);
 
 namespace goshim::arch {
+
+// Whether pc lies inside a context switch where the stack pointer and the
+// thread pointer belong to different contexts: goshim_mcall on g0's stack
+// with the G's TLS, goshim_gogo with the G's TLS still on g0's stack,
+// goshim_switch on the new G's stack with the old G's TLS. A signal taken
+// there finds tls_g naming a G whose stack is not the one in use.
+inline bool pc_mid_switch(uintptr_t pc) {
+  auto in = [pc](const void* lo, const void* hi) { return pc >= (uintptr_t)lo && pc < (uintptr_t)hi; };
+  return in(goshim_mcall_mid, goshim_mcall_mid_end) || in((const void*)goshim_gogo, goshim_gogo_mid_end) ||
+         in(goshim_switch_mid, goshim_switch_mid_end);
+}
 
 // TLS variant I (TLS.md, "aarch64"): the thread pointer points at a
 // 16-byte tcbhead {dtv, private}; struct pthread lies just below it and
@@ -105,6 +121,8 @@ inline uintptr_t frame_caller_sp(uintptr_t sp) { return sp + kFrameSize; }
 
 // Signal context (ucontext_t) accessors. Signal-safe.
 inline uintptr_t uc_pc(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.pc; }
+// The third integer argument register (a handler's ucontext at its entry).
+inline uintptr_t uc_arg2(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.regs[2]; }
 inline uintptr_t uc_sp(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.sp; }
 inline void uc_set_pc(ucontext_t* uc, uintptr_t pc) { uc->uc_mcontext.pc = pc; }
 inline void uc_set_sp(ucontext_t* uc, uintptr_t sp) { uc->uc_mcontext.sp = sp; }

@@ -81,8 +81,14 @@ goshim_mcall:
 	mov	x9, sp
 	str	x9, [x0]		/* gp->sched_sp = sp */
 	mov	sp, x2			/* the g0 stack */
+	.globl	goshim_mcall_mid
+	.hidden	goshim_mcall_mid
+goshim_mcall_mid:
 	.cfi_undefined x30		/* unwinders stop here on g0 */
 	msr	tpidr_el0, x3		/* thread pointer = g0's TLS block */
+	.globl	goshim_mcall_mid_end
+	.hidden	goshim_mcall_mid_end
+goshim_mcall_mid_end:
 	blr	x1			/* fn(gp): never returns */
 	brk	#0
 	.cfi_endproc
@@ -103,6 +109,9 @@ goshim_gogo:
 	.cfi_undefined x30
 	msr	tpidr_el0, x1		/* thread pointer = the G's TLS block */
 	mov	sp, x0			/* the G's stack */
+	.globl	goshim_gogo_mid_end
+	.hidden	goshim_gogo_mid_end
+goshim_gogo_mid_end:
 	RESTORE_FRAME
 	.cfi_endproc
 	.size	goshim_gogo,.-goshim_gogo
@@ -127,8 +136,14 @@ goshim_switch:
 	mov	x9, sp
 	str	x9, [x0]		/* from->sched_sp = sp */
 	mov	sp, x1			/* the new G's stack, at its saved frame */
+	.globl	goshim_switch_mid
+	.hidden	goshim_switch_mid
+goshim_switch_mid:
 	.cfi_undefined x30
 	msr	tpidr_el0, x2		/* thread pointer = the new G's TLS block */
+	.globl	goshim_switch_mid_end
+	.hidden	goshim_switch_mid_end
+goshim_switch_mid_end:
 	blr	x3			/* post(from), below the saved frame */
 	RESTORE_FRAME			/* then resume the frame at sp */
 	.cfi_endproc

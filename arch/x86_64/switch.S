@@ -57,6 +57,9 @@ goshim_mcall:
 	fnstcw	4(%rsp)			/* save x87 control word */
 	movq	%rsp, (%rdi)		/* gp->sched_sp = rsp */
 	movq	%rdx, %rsp		/* switch to the g0 stack */
+	.globl	goshim_mcall_mid
+	.hidden	goshim_mcall_mid
+goshim_mcall_mid:
 	.cfi_undefined rip		/* unwinders stop here on g0 */
 	cmpb	$0, goshim_arch_fsgsbase(%rip)
 	je	1f
@@ -70,7 +73,11 @@ goshim_mcall:
 	syscall
 	movq	%r8, %rdi
 	movq	%r9, %rsi
-2:	callq	*%rsi			/* fn(gp): never returns */
+2:
+	.globl	goshim_mcall_mid_end
+	.hidden	goshim_mcall_mid_end
+goshim_mcall_mid_end:
+	callq	*%rsi			/* fn(gp): never returns */
 	ud2
 	.cfi_endproc
 	.size	goshim_mcall,.-goshim_mcall
@@ -98,6 +105,9 @@ goshim_gogo:
 	syscall
 	movq	%r8, %rdi
 2:	movq	%rdi, %rsp		/* switch to the G's stack */
+	.globl	goshim_gogo_mid_end
+	.hidden	goshim_gogo_mid_end
+goshim_gogo_mid_end:
 	stmxcsr	-8(%rsp)		/* current MXCSR (red zone) */
 	movl	(%rsp), %eax
 	cmpl	-8(%rsp), %eax
@@ -154,6 +164,9 @@ goshim_switch:
 	fnstcw	4(%rsp)			/* save x87 control word */
 	movq	%rsp, (%rdi)		/* from->sched_sp = rsp */
 	movq	%rsi, %rsp		/* the new G's stack, at its saved frame (16-aligned) */
+	.globl	goshim_switch_mid
+	.hidden	goshim_switch_mid
+goshim_switch_mid:
 	.cfi_undefined rip
 	cmpb	$0, goshim_arch_fsgsbase(%rip)
 	je	1f
@@ -167,7 +180,11 @@ goshim_switch:
 	syscall
 	movq	%r8, %rdi
 	movq	%r9, %rcx
-2:	callq	*%rcx			/* post(from), below the saved frame */
+2:
+	.globl	goshim_switch_mid_end
+	.hidden	goshim_switch_mid_end
+goshim_switch_mid_end:
+	callq	*%rcx			/* post(from), below the saved frame */
 	stmxcsr	-8(%rsp)		/* then resume the frame at rsp, as goshim_gogo */
 	movl	(%rsp), %eax
 	cmpl	-8(%rsp), %eax
