@@ -420,13 +420,13 @@ inline void set_kmask(M* mp, uint64_t k) {
   }
   m_progress(mp);
 }
-// Signal-safe. The handler consumed mp's mark for sig: clears its bit (set
-// again if a new mark came meanwhile).
 // Signal-safe. si is a signal without its siginfo: what the kernel hands
 // over when it could not queue the sender's (SI_USER, pid 0). The sender
 // is unknown; a forward's mark or a kick's record on the M says whether
 // goshim sent it.
 inline bool lost_info(const siginfo_t* si) { return si && si->si_code == SI_USER && si->si_pid == 0; }
+// Signal-safe. The handler consumed mp's mark for sig: clears its bit (set
+// again if a new mark came meanwhile).
 inline void fwd_clear(M* mp, int sig) {
   uint64_t b = 1ull << (sig - 1);
   mp->fwd_bits.fetch_and(~b, std::memory_order_seq_cst);
@@ -808,6 +808,19 @@ namespace {
 bool holds_dequeued(char s) { return s == 'R' || s == 'D' || s == 't' || s == 'T' || s == 'W'; }
 }  // namespace
 
+// Signal-safe. Whether a wait for thread tid's handler of a signal it may
+// have dequeued ends now: never before deadline; past it at once, or, if
+// exact, once tid is seen (looked at every millisecond, *next_look) unable
+// to hold one.
+bool dequeue_wait_over(int64_t deadline, bool exact, pid_t tid, int64_t* next_look) {
+  int64_t now = sys::nanotime();
+  if (now < deadline) return false;
+  if (!exact) return true;
+  if (now < *next_look) return false;
+  *next_look = now + 1000 * 1000;
+  return !holds_dequeued(task_state(tid));
+}
+
 void wait_stale_ms(M* self, uint64_t set, bool exact = false) {
   int64_t deadline = 0;
   for (M* m = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); m; m = m->alllink) {
@@ -823,17 +836,9 @@ void wait_stale_ms(M* self, uint64_t set, bool exact = false) {
     uint32_t p0 = m->uprog.load(std::memory_order_seq_cst);
     int64_t next_look = 0;
     while (m->uprog.load(std::memory_order_seq_cst) - p0 < 2 &&
-           (~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set)) {
-      int64_t now = sys::nanotime();
-      if (now >= deadline) {
-        if (!exact) break;
-        if (now >= next_look) {
-          if (!holds_dequeued(task_state(m->tid))) break;
-          next_look = now + 1000 * 1000;
-        }
-      }
+           (~__atomic_load_n(&m->cur_sigmask, __ATOMIC_ACQUIRE) & set) &&
+           !dequeue_wait_over(deadline, exact, m->tid, &next_look))
       spin_yield();
-    }
   }
 }
 
@@ -927,22 +932,12 @@ void sysmon_sync(M* self, uint64_t set, bool exact) {
   if (set & sysmon_open.load(std::memory_order_seq_cst) & ~sysmon_hold.load(std::memory_order_seq_cst)) {
     uint64_t req = sysmon_barrier_req.fetch_add(1, std::memory_order_seq_cst) + 1;
     sysmon_wake();
-    int64_t deadline = 0, next_look = 0;
-    while (sysmon_barrier_ack.load(std::memory_order_seq_cst) < req) {
-      int64_t now = sys::nanotime();
-      if (deadline == 0) {
-        deadline = now + (exact ? 10 : 500) * 1000 * 1000;
-      } else if (now > deadline) {
-        // exact: as wait_stale_ms, until sysmon's thread is seen unable to
-        // hold a dequeued signal (its ack may wait for a nap's end).
-        if (!exact) break;
-        if (now >= next_look) {
-          if (!holds_dequeued(task_state(sysmon_tid()))) break;
-          next_look = now + 1000 * 1000;
-        }
-      }
+    // exact: as wait_stale_ms, until sysmon's thread is seen unable to
+    // hold a dequeued signal (its ack may wait for a nap's end).
+    int64_t deadline = sys::nanotime() + (exact ? 10 : 500) * 1000 * 1000, next_look = 0;
+    while (sysmon_barrier_ack.load(std::memory_order_seq_cst) < req &&
+           !dequeue_wait_over(deadline, exact, sysmon_tid(), &next_look))
       spin_yield();
-    }
   }
   wait_stale_ms(self, set, exact);  // and what the Ms on g0 took
 }
@@ -979,17 +974,8 @@ uint64_t sysmon_close_wait(M* self, uint64_t set, bool exact) {
   // sysmon took is held for this M only once its handler has run (stress-ng
   // sigpending: "got an unexpected SIGUSR1 signal" when the bound passed).
   int64_t deadline = sys::nanotime() + (exact ? 10 : 500) * 1000 * 1000, next_look = 0;
-  while (pending()) {
-    int64_t now = sys::nanotime();
-    if (now >= deadline) {
-      if (!exact) break;
-      if (now >= next_look) {
-        if (!holds_dequeued(task_state(sysmon_tid()))) break;
-        next_look = now + 1000 * 1000;
-      }
-    }
+  while (pending() && !dequeue_wait_over(deadline, exact, sysmon_tid(), &next_look))
     spin_yield();  // a real-time thread sleeps: sysmon is SCHED_OTHER on its CPU
-  }
   return set;
 }
 
