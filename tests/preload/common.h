@@ -9,7 +9,9 @@
 #ifndef TESTS_PRELOAD_COMMON_H
 #define TESTS_PRELOAD_COMMON_H
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +227,20 @@ static inline void wait_all_asleep(int pid) {
     sched_yield();
   }
 }
+
+#ifdef __USE_GNU /* (pthread_getattr_np: not in a program without _GNU_SOURCE) */
+/* The calling thread's stack as its attributes give it: [*lo, *hi). */
+static inline void self_stack(uintptr_t *lo, uintptr_t *hi) {
+  pthread_attr_t a;
+  void *addr = NULL;
+  size_t size = 0;
+  CHECK(pthread_getattr_np(pthread_self(), &a) == 0, "pthread_getattr_np");
+  CHECK(pthread_attr_getstack(&a, &addr, &size) == 0, "pthread_attr_getstack");
+  pthread_attr_destroy(&a);
+  *lo = (uintptr_t)addr;
+  *hi = (uintptr_t)addr + size;
+}
+#endif
 
 /* Waits (bounded: fails after 30 s) until *flag is nonzero. */
 static inline void wait_flag(const volatile int *flag) {

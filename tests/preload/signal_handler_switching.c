@@ -53,14 +53,7 @@ static void handler(int sig) {
 static void* worker(void* arg) {
   int i = (int)(intptr_t)arg;
   me = i;
-  pthread_attr_t a;
-  void* addr;
-  size_t size;
-  CHECK(pthread_getattr_np(pthread_self(), &a) == 0, "pthread_getattr_np");
-  CHECK(pthread_attr_getstack(&a, &addr, &size) == 0, "getstack");
-  pthread_attr_destroy(&a);
-  lo[i] = (uintptr_t)addr;
-  hi[i] = lo[i] + size;
+  self_stack(&lo[i], &hi[i]);
   __atomic_store_n(&ready[i], 1, __ATOMIC_RELEASE);
   while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) sched_yield();
   return NULL;

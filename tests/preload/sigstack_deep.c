@@ -69,14 +69,11 @@ static __attribute__((noinline)) uint64_t turn_loop(int i, uint64_t acc) {
 
 // The lowest usable address of the calling thread's stack.
 static uintptr_t stack_lo(void) {
-  pthread_attr_t a;
-  void* addr = NULL;
-  size_t size = 0;
-  CHECK(pthread_getattr_np(pthread_self(), &a) == 0, "pthread_getattr_np");
-  CHECK(pthread_attr_getstack(&a, &addr, &size) == 0, "pthread_attr_getstack");
-  pthread_attr_destroy(&a);
+  uintptr_t lo, hi;
+  self_stack(&lo, &hi);
+  size_t size = hi - lo;
   CHECK(size >= STACK - 4096 && size <= 4 * STACK, "stack size %zu", size);
-  return (uintptr_t)addr;
+  return lo;
 }
 
 // Calls fn(i) with the stack pointer about margin bytes above the end of

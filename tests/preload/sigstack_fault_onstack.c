@@ -48,14 +48,7 @@ static void on_segv(int sig, siginfo_t* si, void* uc) {
 
 static void* faulter(void* arg) {
   int id = (int)(intptr_t)arg;
-  pthread_attr_t a;
-  void* addr;
-  size_t size;
-  CHECK(pthread_getattr_np(pthread_self(), &a) == 0, "pthread_getattr_np");
-  CHECK(pthread_attr_getstack(&a, &addr, &size) == 0, "getstack");
-  pthread_attr_destroy(&a);
-  lo = (uintptr_t)addr;
-  hi = lo + size;
+  self_stack(&lo, &hi);
   page = mmap(NULL, pagesz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(page != MAP_FAILED, "mmap");
   volatile int stored = 0, jumped = 0;  // (changed between sigsetjmp and siglongjmp)

@@ -91,14 +91,7 @@ static void* worker(void* arg) {
     lo[i] = (uintptr_t)ss.ss_sp;
     hi[i] = lo[i] + ALT;
   } else {
-    pthread_attr_t a;
-    void* addr;
-    size_t size;
-    CHECK(pthread_getattr_np(pthread_self(), &a) == 0, "pthread_getattr_np");
-    CHECK(pthread_attr_getstack(&a, &addr, &size) == 0, "getstack");
-    pthread_attr_destroy(&a);
-    lo[i] = (uintptr_t)addr;
-    hi[i] = lo[i] + size;
+    self_stack(&lo[i], &hi[i]);
   }
   uint64_t spin = 0, acc = (uint64_t)i;
   for (int r = 1; r <= NROUND; r++) {
