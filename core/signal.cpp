@@ -1968,6 +1968,16 @@ void signal_sent_to_self(G* gp, int sig, uint32_t handled0) {
   uint64_t b = bit(sig);
   if ((gp->sigmask & b) || (internal_mask() & b)) return;
   if (__atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE) != handled0) return;  // a handler ran on gp
+  // The kernel starts its choice at the leader: while the main G would
+  // take sig, the kernel wakes the first thread for it, not the caller,
+  // and the call returns without a handler here (POSIX asks for one only
+  // when no other thread leaves sig open). goshim holds that instance for
+  // the main G (signal_here's Defer) until sysmon routes it there: taken
+  // here instead, it ran on the caller, and the main thread's wait went on
+  // for as long as the caller kept sending (tests/preload/eintr_handler_ran
+  // at one processor: 70-120 s, each kill's instance run on the sender).
+  G* lead = main_g();
+  if (gp != lead && leader_state_takes(lead, sig)) return;
   // Another kernel thread took it: once sysmon_sync returns its handler
   // has held it for goshim (or routed it to gp), where signal_deliver
   // takes it. Exact: that thread may wait for a CPU between the kernel's
