@@ -146,7 +146,10 @@ void signal_deliver(G* gp);
 // returns. The kernel gives it to gp's M on the way back from the call,
 // unless another kernel thread that leaves it open took it first (sysmon,
 // an idle M, the process's first thread); that one holds it for goshim,
-// and gp takes it here. On user G, outside a handler.
+// and gp takes it here. Not while the main G would take sig as the
+// kernel's thread group leader (signal_leader_takes): the kernel wakes
+// that thread, not the caller, and the instance goes to the main G. On
+// user G, outside a handler.
 void signal_sent_to_self(G* gp, int sig, uint32_t handled0);
 // Whether gp has signals to deliver (cheap; the shim checks it inline).
 inline bool signal_has_pending(G* gp) {
