@@ -23,10 +23,6 @@
 #include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
-#ifndef SYS_rt_tgsigqueueinfo
-#define SYS_rt_tgsigqueueinfo 297
-#endif
-
 namespace goshim {
 
 namespace {
@@ -380,15 +376,10 @@ namespace {
 bool send_magic_m(M* mp, int magic) {
   int sig = config.preempt_signal;
   if (!mp || mp->tid <= 0 || !sig) return false;
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = sig;
-  si.si_code = SI_QUEUE;
-  si.si_pid = (pid_t)sys::getpid();
-  si.si_uid = getuid();
-  si.si_value.sival_int = magic;
   magic_note(mp, magic);
-  if (sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si) == 0) return true;
+  union sigval v = {};
+  v.sival_int = magic;
+  if (signal_send_queued(mp->tid, sig, v) == 0) return true;
   magic_unnote(mp, magic);
   return false;
 }
