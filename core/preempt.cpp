@@ -23,10 +23,6 @@
 #include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
-#ifndef SYS_rt_tgsigqueueinfo
-#define SYS_rt_tgsigqueueinfo 297
-#endif
-
 namespace goshim {
 
 namespace {
@@ -270,6 +266,11 @@ void magic_note(M* mp, int magic) {
   int i = magic_index(magic);
   if (i >= 0) mp->magic_sent[i].fetch_add(1, std::memory_order_seq_cst);
 }
+// Signal-safe. After a send of magic to mp that the kernel refused.
+void magic_unnote(M* mp, int magic) {
+  int i = magic_index(magic);
+  if (i >= 0) take_one(mp->magic_sent[i]);
+}
 // Signal-safe. The kind (k*Bit) a delivery of the preemption signal with
 // si is on mp (the receiving M, or null), 0 if it is not goshim's; take:
 // this is that delivery (it takes its count).
@@ -368,37 +369,27 @@ bool preempt_on_signal(siginfo_t* si, void* uctx, bool stuck) {
 }
 
 namespace {
-bool send_magic(G* target, int magic) {
-  M* mp = target->m;
+// Signal-safe. Sends goshim's preemption signal carrying magic to mp's
+// kernel thread, counted on mp first (magic_note) so that a delivery the
+// kernel makes without siginfo still finds its kind; a send the kernel
+// refused takes its count back. Whether it was sent.
+bool send_magic_m(M* mp, int magic) {
   int sig = config.preempt_signal;
   if (!mp || mp->tid <= 0 || !sig) return false;
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = sig;
-  si.si_code = SI_QUEUE;
-  si.si_pid = (pid_t)sys::getpid();
-  si.si_uid = getuid();
-  si.si_value.sival_int = magic;
   magic_note(mp, magic);
-  return sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si) == 0;
+  union sigval v = {};
+  v.sival_int = magic;
+  if (signal_send_queued(mp->tid, sig, v) == 0) return true;
+  magic_unnote(mp, magic);
+  return false;
 }
+bool send_magic(G* target, int magic) { return send_magic_m(target->m, magic); }
 }  // namespace
 
 void preempt_dump_kick(G* target) { send_magic(target, kDumpMagic); }
 
 void preempt_kick(G* target, bool cancel) {
-  M* mp = target->m;
-  int sig = config.preempt_signal;
-  if (!mp || mp->tid <= 0 || !sig) return;
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = sig;
-  si.si_code = SI_QUEUE;
-  si.si_pid = (pid_t)sys::getpid();
-  si.si_uid = getuid();
-  si.si_value.sival_int = cancel ? kCancelMagic : kKickMagic;
-  magic_note(mp, si.si_value.sival_int);
-  sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
+  send_magic(target, cancel ? kCancelMagic : kKickMagic);
 }
 
 void preemptone(P* pp) {
@@ -412,24 +403,14 @@ void preemptone(P* pp) {
   // the signal would only end the handler's system call (poll, a sleep)
   // with EINTR. It yields at its next interposed call after the handler.
   if (__atomic_load_n(&gp->insig, __ATOMIC_RELAXED) > 0) return;
-  int sig = config.preempt_signal;
-  if (!sig || mp->tid == 0) return;
+  if (!config.preempt_signal || mp->tid <= 0) return;
   // One in flight at a time; one that has not arrived for 50 ms is lost.
   int64_t now = sys::nanotime();
   if (mp->preempt_sent.exchange(true, std::memory_order_acq_rel) &&
       now - mp->preempt_sent_at < 50 * 1000000)
     return;
   mp->preempt_sent_at = now;
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = sig;
-  si.si_code = SI_QUEUE;
-  si.si_pid = (pid_t)sys::getpid();
-  si.si_uid = getuid();
-  si.si_value.sival_int = kPreemptMagic;
-  magic_note(mp, kPreemptMagic);
-  long r = sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), mp->tid, sig, (long)&si);
-  if (r != 0) mp->preempt_sent.store(false, std::memory_order_release);
+  if (!send_magic_m(mp, kPreemptMagic)) mp->preempt_sent.store(false, std::memory_order_release);
 }
 
 void preempt_at_call(G* gp, const void* caller_pc) {

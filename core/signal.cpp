@@ -473,9 +473,6 @@ void from_bits(uint64_t v, sigset_t* s) {
   memcpy(s, &v, sizeof v);
 }
 
-long send_to_thread(pid_t tid, int sig, siginfo_t* si) {
-  return sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), tid, sig, (long)si);
-}
 
 void tkill_info(siginfo_t* si, int sig) {
   memset(si, 0, sizeof *si);
@@ -980,6 +977,17 @@ uint64_t sysmon_close_wait(M* self, uint64_t set, bool exact) {
 }
 
 }  // namespace
+
+long signal_send_queued(pid_t tid, int sig, union sigval value) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = getuid();
+  si.si_value = value;
+  return sys::raw4(SYS_rt_tgsigqueueinfo, sys::getpid(), tid, sig, (long)&si);
+}
 
 namespace {
 
@@ -2120,14 +2128,7 @@ static bool send_to_running(G* target, int sig, const union sigval* value, bool 
   }
   long r;
   if (value) {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = sig;
-    si.si_code = SI_QUEUE;
-    si.si_pid = (pid_t)sys::getpid();
-    si.si_uid = getuid();
-    si.si_value = *value;
-    r = send_to_thread(mp->tid, sig, &si);
+    r = signal_send_queued(mp->tid, sig, *value);
   } else {
     r = sys::tgkill(sys::getpid(), mp->tid, sig);
   }

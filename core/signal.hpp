@@ -41,6 +41,11 @@ namespace goshim {
 // Installs the routing machinery (runtime init).
 void signal_init();
 
+// Signal-safe. Sends sig to this process's kernel thread tid with value,
+// as sigqueue from this process would (SI_QUEUE, our pid and uid): the
+// one builder of such a siginfo. The raw system call's result.
+long signal_send_queued(pid_t tid, int sig, union sigval value);
+
 // sigaction for the program: records act, installs goshim's handler in the
 // kernel as needed, reports the program's previous disposition in old.
 // Returns 0 or -errno.

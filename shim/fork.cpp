@@ -15,11 +15,15 @@
 
 using namespace goshim;
 
-// goshim's threads in the child are started after the program's atfork
-// child handlers when the allocator is the program's (fork_wrapper_end).
-GOSHIM_EXPORT pid_t fork(void) {
+namespace {
+// Around glibc's fork or _Fork (their child-side duties differ: see
+// fork_child_reset_1to1). goshim's threads in the child are started after
+// the program's atfork child handlers when the allocator is the
+// program's (fork_wrapper_end).
+template <typename Call>
+pid_t forked(Call call) {
   fork_wrapper_begin();
-  pid_t pid = real::lazy::fork()();
+  pid_t pid = call();
   if (pid == 0 && mn_active()) {
     fork_child_reset();
     rt_after_fork();
@@ -29,16 +33,12 @@ GOSHIM_EXPORT pid_t fork(void) {
   fork_wrapper_end(pid == 0 && mn_active());
   return pid;
 }
+}  // namespace
+
+GOSHIM_EXPORT pid_t fork(void) {
+  return forked([] { return real::lazy::fork()(); });
+}
 
 GOSHIM_EXPORT pid_t _Fork(void) {
-  fork_wrapper_begin();
-  pid_t pid = real::lazy::_Fork()();
-  if (pid == 0 && mn_active()) {
-    fork_child_reset();
-    rt_after_fork();
-  } else if (pid == 0) {
-    fork_child_reset_1to1();  // glibc's handler did it (fork), or not (_Fork)
-  }
-  fork_wrapper_end(pid == 0 && mn_active());
-  return pid;
+  return forked([] { return real::lazy::_Fork()(); });
 }
