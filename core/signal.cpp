@@ -670,6 +670,9 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   // own thread: another M's mark is that M's.
   M* wm = gp && gp == tls_g ? gp->m : nullptr;
   void* alloc_wait = wm ? alloc_wait_suspend(wm) : nullptr;
+  // Or inside one of those locks' release (any thread): its waiter is woken
+  // now, not once the handler is over.
+  alloc_unlock_finish();
   {
     [[maybe_unused]] ProgramCallScope program;  // a handler left by longjmp ends the section too
     if (flags & SA_SIGINFO)
