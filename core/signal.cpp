@@ -2939,7 +2939,8 @@ long sigcancel_room() {
 }
 
 // Up to glibc 2.40: a target pthread_cancel signals is marked CANCELING
-// only until its signal arrives (sigcancel_handler) or was queued.
+// only until the kernel has queued the signal (glibc's handler marks it
+// CANCELED; goshim marks it once the queue has room, before it acts).
 void mark_canceled(int* ch) {
   int old = __atomic_load_n(ch, __ATOMIC_RELAXED);
   while (!(old & (kCanceled | kExiting)) &&
@@ -2969,7 +2970,9 @@ int unsignalled(G* target, bool marked) {
 // call is not interrupted), and a later pthread_cancel sends nothing.
 // goshim follows both; it needs the kernel signal only for a goroutine in
 // the kernel (a blocking call, a program handler's libc call) and wakes or
-// kicks the others itself, after the same check of the queue.
+// kicks the others itself, after the same check of the queue. Known
+// difference: up to 2.40 a goroutine parked in sendfile's wait (no
+// cancellation point, WaitReason IOWrite) counts as signalled.
 int cancel_send(G* target) {
   dump_unwinder_init();  // the target's handler may unwind (dump_program_frame_first)
   int* ch = cancelhandling(target);
