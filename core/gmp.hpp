@@ -289,7 +289,7 @@ struct G {
   // G only (its own handlers).
   bool delivering = false;
   bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
-  bool guarded_async = false;      // its asynchronous cancel type suspended there (blocking_guarded)
+  std::atomic<bool> guarded_async{false};  // its asynchronous cancel type suspended there (blocking_guarded)
   bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
   // Whether the program handler that ran last on this G (nhandled) had
   // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.

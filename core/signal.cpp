@@ -2833,12 +2833,16 @@ bool cancel_async_pending(G* gp) {
 bool cancel_async_suspend(G* gp) {
   if (cancel_proto() == CancelProto::Bridge || !(__atomic_load_n(cancelhandling(gp), __ATOMIC_RELAXED) & kCancelAsync))
     return false;
+  sc_store(gp->guarded_async, true);
   __atomic_fetch_and(cancelhandling(gp), ~kCancelAsync, __ATOMIC_SEQ_CST);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   return true;
 }
 
-void cancel_async_restore(G* gp) { __atomic_fetch_or(cancelhandling(gp), kCancelAsync, __ATOMIC_SEQ_CST); }
+void cancel_async_restore(G* gp) {
+  __atomic_fetch_or(cancelhandling(gp), kCancelAsync, __ATOMIC_SEQ_CST);
+  sc_store(gp->guarded_async, false);
+}
 
 void cancel_point() {
   G* gp = tls_g;
@@ -2915,9 +2919,11 @@ bool wait_is_cancellation_point(WaitReason r) {
 // makes (for a goroutine: in a blocking call, the TCB's bit, as glibc's
 // wrapper sets it there; parked in a goshim wait that is a cancellation
 // point, or in goshim's own cancellable kernel wait, natively inside such
-// a call).
+// a call; of the asynchronous type, suspended in a guarded blocking call).
 bool glibc_signals(const G* target, int old, GStatus st) {
-  if (cancel_proto() == CancelProto::Bridge || (old & kCancelAsync)) return true;
+  if (cancel_proto() == CancelProto::Bridge || (old & kCancelAsync) ||
+      target->guarded_async.load(std::memory_order_acquire))
+    return true;
   if (st == GStatus::Syscall) return target->kwait_cancellable;
   if (st == GStatus::Waiting) return wait_is_cancellation_point(target->waitreason);
   return false;

@@ -163,8 +163,8 @@ void blocking_guarded(bool on) {
   // whose handler never unwinds goshim's frames around the call: deferred
   // for the call, glibc's entry check sees it.
   if (on)
-    gp->guarded_async = cancel_async_suspend(gp);
-  else if (gp->guarded_async)
+    cancel_async_suspend(gp);
+  else if (gp->guarded_async.load(std::memory_order_relaxed))
     cancel_async_restore(gp);
 }
 }  // namespace goshim
@@ -172,6 +172,6 @@ void blocking_guarded(bool on) {
 extern "C" __attribute__((visibility("hidden"))) void goshim_exit_blocking_for_unwind() {
   goshim::G* gp = goshim::getg();
   gp->unwind_guarded = false;
-  gp->guarded_async = false;  // the thread ends: its type no longer matters
+  gp->guarded_async.store(false, std::memory_order_relaxed);  // the thread ends: its type no longer matters
   if (gp->status.load(std::memory_order_acquire) == goshim::GStatus::Syscall) goshim::exit_blocking();
 }

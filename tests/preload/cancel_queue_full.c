@@ -69,11 +69,18 @@ static struct flock lock_of(short type) {
   return fl;
 }
 
-static void* thread_main(void* arg) {
-  (void)arg;
+static void set_type(void) {
   int old;
   CHECK_EQ(pthread_setcanceltype(async_type ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED, &old), 0);
   __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+}
+
+static void* thread_main(void* arg) {
+  (void)arg;
+  // The condition variable's thread takes its mutex and pushes the
+  // cleanup that releases it first: an asynchronous cancellation between
+  // the lock and the push would end it holding the mutex.
+  if (kind != K_COND) set_type();
   switch (kind) {
     case K_READ: {
       char c;
@@ -83,6 +90,7 @@ static void* thread_main(void* arg) {
     case K_COND:
       pthread_mutex_lock(&mu);
       pthread_cleanup_push(unlock_mu, &mu);
+      set_type();
       while (!go) pthread_cond_wait(&cv, &mu);
       pthread_cleanup_pop(1);
       break;
