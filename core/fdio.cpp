@@ -129,7 +129,8 @@ void probe_writable(void* p, size_t n) {
 // pd_wait (netpoll.hpp) lives here so that the I/O loop inlines it.
 
 WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, WaitReason why,
-                   void* hbuf, size_t hlen, size_t* got, long* err, uint32_t handled0) {
+                   void* hbuf, size_t hlen, size_t* got, long* err, uint32_t handled0,
+                   bool cancel_point) {
   G* gp = getg();
   *err = 0;
   if (deadline && deadline <= sys::nanotime()) return WakeReason::Timeout;
@@ -140,7 +141,7 @@ WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, 
   w->buf = hbuf;
   w->len = hlen;
   w->got = 0;
-  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll);
+  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll, cancel_point);
   w->seq = seq;
   {
     PdGuard g(pd->lock);
@@ -315,7 +316,7 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
     if (timeo && !deadline) deadline = sys::nanotime() + timeo;
     size_t got;
     long err;
-    WakeReason w = pd_wait(pd, op->mode, snap, deadline, op->why, nullptr, 0, &got, &err, h0);
+    WakeReason w = pd_wait(pd, op->mode, snap, deadline, op->why, nullptr, 0, &got, &err, h0, op->cancellable);
     switch (w) {
       case WakeReason::Ready:
       case WakeReason::Handoff:
@@ -416,7 +417,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
     }
     size_t got = 0;
     long err = 0;
-    WakeReason w = pd_wait(pd, op->mode, snap, dl, op->why, hbuf, hlen, &got, &err, h0);
+    WakeReason w = pd_wait(pd, op->mode, snap, dl, op->why, hbuf, hlen, &got, &err, h0, op->cancellable);
     switch (w) {
       case WakeReason::Handoff:
         return (long)got;
@@ -917,7 +918,7 @@ long connect_wait(PollDesc* pd, int pfd, FileRec* f, uint32_t snap, long timeout
     size_t got;
     long err;
     WakeReason w = pd_wait(pd, kModeWrite, snap, deadline, WaitReason::Connect, nullptr, 0, &got,
-                           &err, h0);
+                           &err, h0, true);
     switch (w) {
       case WakeReason::Timeout:
         return timeout_result;  // as a blocking connect whose SO_SNDTIMEO expired

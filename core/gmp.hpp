@@ -183,7 +183,10 @@ struct G {
   uint64_t goid = 0;       // unique, never reused
   int32_t vtid = 0;        // virtual tid stored in the TCB
   uint32_t magic = 0;      // kGMagic while the slot holds a G
-  std::atomic<uint32_t> cancel{0};
+  // glibc >= 2.41: pthread_cancel could not queue its SIGCANCEL (EAGAIN,
+  // the user's RLIMIT_SIGPENDING): the cancellation it marked acts at the
+  // G's next cancellation point only, never asynchronously (cancel_send).
+  std::atomic<bool> cancel_unsignalled{false};
   int insig = 0;  // depth of program signal handlers running on this G
   Stack stack;
 
@@ -261,6 +264,7 @@ struct G {
   std::atomic<uint64_t> parkseq{0};  // increments on every timed park
   int park_result = 0;               // set by the waker before ready()
   std::atomic<WaitKind> wait_kind{WaitKind::None};
+  bool wait_cancel_point = false;  // its gwait wait is a cancellation point (gwait_arm)
   SemaWaiter sw;
   Timer timer;
 
@@ -285,6 +289,7 @@ struct G {
   // G only (its own handlers).
   bool delivering = false;
   bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
+  std::atomic<bool> guarded_async{false};  // its asynchronous cancel type suspended there (blocking_guarded)
   bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
   // Whether the program handler that ran last on this G (nhandled) had
   // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.

@@ -1,10 +1,12 @@
 // One-shot wake token (see gwait.hpp).
+#include "arch/arch.hpp"
 #include "core/contract.hpp"
 #include "core/gwait.hpp"
 
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/signal.hpp"
 #include "core/timer.hpp"
 
 namespace goshim {
@@ -33,6 +35,18 @@ bool gwait_park_unlockf(G* gp, void* mp) { return gwait_commit(gp, (M*)mp); }
 
 bool gwait_commit(G* gp, M* mp) {
   uint64_t t = gp->wtoken.load(std::memory_order_relaxed);
+  if (gp->wait_cancel_point) {
+    // pthread_cancel sets the canceled bit [S] before it looks at the
+    // status [L] to interrupt a Waiting G (cancel_send); gp's status is
+    // Waiting [S] here: with the barrier, either the canceler interrupts
+    // the wait or this sees the cancellation [L] (as sema's
+    // unlock_bucket_cancellable).
+    arch::full_barrier();
+    if (__builtin_expect(cancel_pending(gp), 0)) {
+      gwait_claim(gp, tok_seq(t), WakeReason::Intr, nullptr);
+      return false;  // resume at once: claimed (by this or another source)
+    }
+  }
   for (;;) {
     if (tok_state(t) != kArming) return false;  // claimed: resume at once
     uint64_t n = (t & ~kStateMask) | kParked;
@@ -45,7 +59,7 @@ bool gwait_commit(G* gp, M* mp) {
   }
 }
 
-uint64_t gwait_arm(G* gp, WaitKind kind) {
+uint64_t gwait_arm(G* gp, WaitKind kind, bool cancel_point) {
   GOSHIM_ON_USER_G();
   // Only the G itself advances parkseq (here and in sema_wait): no RMW.
   uint64_t seq = gp->parkseq.load(std::memory_order_relaxed) + 1;
@@ -53,6 +67,7 @@ uint64_t gwait_arm(G* gp, WaitKind kind) {
   uint64_t np = kind == WaitKind::Netpoll ? (uint64_t)kNetpollBit : 0u;
   // [S1] release: the records and timer set up after this carry seq.
   gp->wtoken.store(tok_make(seq, WakeReason::None, np, kArming), std::memory_order_release);
+  gp->wait_cancel_point = cancel_point;
   gp->wait_kind.store(kind, std::memory_order_release);
   return seq;
 }

@@ -48,7 +48,9 @@ enum class WakeReason : uint8_t {
 // On user G. Starts a wait and returns its seq. kind (Netpoll or Sleep)
 // goes to G::wait_kind so that interrupt_wait finds the wait; a Netpoll
 // wait counts as a netpoll waiter while parked (netpoll_any_waiters).
-uint64_t gwait_arm(G* gp, WaitKind kind);
+// cancel_point: the wait is a cancellation point; it does not park with a
+// cancellation pending (gwait_commit) but ends as interrupted (Intr).
+uint64_t gwait_arm(G* gp, WaitKind kind, bool cancel_point);
 
 // On user G. Abandons a wait that never parked. Returns None if nobody
 // claimed it, else the reason of the claim that came first (the caller
@@ -64,7 +66,8 @@ inline WakeReason gwait_park(G* gp, WaitReason why, const void* obj);
 // Park's unlockf (exposed for tests): on g0, or on the next G's stack in
 // park's direct switch, after gp's context is saved. Commits the park of an
 // arming wait: Arming -> Parked. Returns false if a source claimed the
-// wait first (the G then resumes at once).
+// wait first (the G then resumes at once), or if the wait is a
+// cancellation point and gp's cancellation is pending: claimed Intr then.
 // mp: the M doing the park (its waiter count); nullptr: the caller's.
 bool gwait_commit(G* gp, M* mp = nullptr);
 

@@ -132,6 +132,7 @@ inline uint32_t* cond_word(pthread_cond_t* c) {
 
 namespace goshim {
 __thread uint32_t tls_je_locks_held __attribute__((tls_model("initial-exec")));
+__thread pthread_mutex_t* tls_je_unlocking __attribute__((tls_model("initial-exec")));
 }  // namespace goshim
 
 namespace {
@@ -202,9 +203,17 @@ int goshim_je_mutex_trylock(pthread_mutex_t* m) {
 }
 
 int goshim_je_mutex_unlock(pthread_mutex_t* m) {
+  // From the exchange to the wake a program signal handler that runs on
+  // this thread (and may block) would keep a waiter asleep on the free
+  // lock, holding its P: the window is marked (alloc_unlock_finish). An
+  // unlock inside such a handler puts the outer mark back.
+  pthread_mutex_t* outer = goshim::tls_je_unlocking;
+  goshim::tls_je_unlocking = m;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   if (__atomic_exchange_n(word(m), 0, __ATOMIC_RELEASE) & kWaiters)
     goshim::sys::futex_wake(word(m), 1);
   std::atomic_signal_fence(std::memory_order_seq_cst);
+  goshim::tls_je_unlocking = outer;
   uncount_lock();
   return 0;
 }
@@ -259,6 +268,11 @@ void* alloc_wait_suspend(M* mp) {
   // free lock with its P (malloc_signal_park).
   if (lk) goshim::sys::futex_wake(word(static_cast<pthread_mutex_t*>(lk)), 1);
   return lk;
+}
+
+void alloc_unlock_finish() {
+  // Before or after the exchange: a spare wake-up is harmless (above).
+  if (pthread_mutex_t* m = tls_je_unlocking) goshim::sys::futex_wake(word(m), 1);
 }
 
 void alloc_wait_resume(M* mp, void* lock) {

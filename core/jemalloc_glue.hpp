@@ -1,6 +1,7 @@
 // What sysmon needs to know of the allocator's locks (core/jemalloc_glue.cpp).
 #pragma once
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "core/gmp.hpp"
@@ -25,6 +26,17 @@ G* alloc_lock_holder(void* mutex);
 // on a free lock otherwise until the handler returns. Returns the lock
 // (or null) for alloc_wait_resume. Signal-safe.
 void* alloc_wait_suspend(M* mp);
+// A program signal handler is about to run on the calling thread, which
+// may be inside an allocator lock's release, between the exchange that
+// frees the word and the futex wake for its waiters
+// (tls_je_unlocking): the wake is given now, not after a handler that may
+// block, while the waiter sleeps on the free lock holding its P. Any
+// thread; signal-safe.
+void alloc_unlock_finish();
+// The allocator lock the calling thread is releasing (goshim_je_mutex_unlock
+// marks the release for alloc_unlock_finish), or null.
+extern __thread pthread_mutex_t* tls_je_unlocking __attribute__((tls_model("initial-exec")));
+
 // After the handler: the interrupted wait goes on (the kernel restarts
 // its futex wait, or lock_slow loops). Signal-safe.
 void alloc_wait_resume(M* mp, void* lock);

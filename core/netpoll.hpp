@@ -187,8 +187,10 @@ void pd_unlink(PollWaiter* w);
 // handler that ran on the G since (a signal that came while it was not yet
 // parked) ends the wait with Handled instead of parking: for the program
 // the whole operation is one system call that the signal interrupted.
+// cancel_point: the operation is a cancellation point (gwait_arm).
 WakeReason pd_wait(PollDesc* pd, uint8_t mode, uint32_t snap, int64_t deadline, WaitReason why,
-                   void* hbuf, size_t hlen, size_t* got, long* err, uint32_t handled0);
+                   void* hbuf, size_t hlen, size_t* got, long* err, uint32_t handled0,
+                   bool cancel_point);
 
 // Any thread. Wakes every waiter of pd (both sides) so that it retries:
 // shutdown, and anything else that changes an fd's state without an edge.

@@ -98,7 +98,7 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
       result = 0;
       break;
     }
-    uint64_t seq = gwait_arm(gp, WaitKind::Netpoll);
+    uint64_t seq = gwait_arm(gp, WaitKind::Netpoll, true);
     bool changed = false;
     for (int k = 0; k < nrec && !changed; k++) {
       PollWaiter* w = &recs[k].w;

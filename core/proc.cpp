@@ -651,7 +651,8 @@ stack_set:
   gp->sigmask = a.has_sigmask ? a.sigmask : (cur ? cur->sigmask : 0);
   signal_g_start(gp);
   gp->sigpending.store(0, std::memory_order_relaxed);
-  gp->cancel.store(0, std::memory_order_relaxed);
+  gp->cancel_unsignalled.store(false, std::memory_order_relaxed);
+  gp->guarded_async.store(false, std::memory_order_relaxed);
   gp->preempt.store(false, std::memory_order_relaxed);
   gp->exit_called = false;
   gp->sigpending_proc.store(0, std::memory_order_relaxed);

@@ -667,6 +667,9 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
   // own thread: another M's mark is that M's.
   M* wm = gp && gp == tls_g ? gp->m : nullptr;
   void* alloc_wait = wm ? alloc_wait_suspend(wm) : nullptr;
+  // Or inside one of those locks' release (any thread): its waiter is woken
+  // now, not once the handler is over.
+  alloc_unlock_finish();
   {
     [[maybe_unused]] ProgramCallScope program;  // a handler left by longjmp ends the section too
     if (flags & SA_SIGINFO)
@@ -2834,7 +2837,22 @@ bool cancel_async_type(G* gp) {
 
 bool cancel_async_pending(G* gp) {
   int ch = __atomic_load_n(cancelhandling(gp), __ATOMIC_ACQUIRE);
-  return (ch & (kCancelDisabled | kCanceled | kExiting | kCancelAsync)) == (kCanceled | kCancelAsync);
+  return (ch & (kCancelDisabled | kCanceled | kExiting | kCancelAsync)) == (kCanceled | kCancelAsync) &&
+         !gp->cancel_unsignalled.load(std::memory_order_acquire);
+}
+
+bool cancel_async_suspend(G* gp) {
+  if (cancel_proto() == CancelProto::Bridge || !(__atomic_load_n(cancelhandling(gp), __ATOMIC_RELAXED) & kCancelAsync))
+    return false;
+  sc_store(gp->guarded_async, true);
+  __atomic_fetch_and(cancelhandling(gp), ~kCancelAsync, __ATOMIC_SEQ_CST);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  return true;
+}
+
+void cancel_async_restore(G* gp) {
+  __atomic_fetch_or(cancelhandling(gp), kCancelAsync, __ATOMIC_SEQ_CST);
+  sc_store(gp->guarded_async, false);
 }
 
 void cancel_point() {
@@ -2880,38 +2898,144 @@ CancelOff::CancelOff(bool deferred_only) {
   if (!(__atomic_fetch_or(w, kCancelDisabled, __ATOMIC_ACQ_REL) & kCancelDisabled)) ch = w;
 }
 
+namespace {
+
+// Whether goroutines parked for reason r are, natively, inside one of
+// glibc's cancellable calls (which glibc up to 2.40 runs in asynchronous
+// mode): the cancellation points among goshim's waits (LD_PRELOAD.md 4.21).
+bool wait_is_cancellation_point(WaitReason r) {
+  switch (r) {
+    case WaitReason::Join:
+    case WaitReason::Sleep:
+    case WaitReason::Cond:
+    case WaitReason::Semaphore:
+    case WaitReason::IORead:
+    case WaitReason::IOWrite:
+    case WaitReason::Poll:
+    case WaitReason::Select:
+    case WaitReason::EpollWait:
+    case WaitReason::Accept:
+    case WaitReason::Connect:
+    case WaitReason::SigWait:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether glibc's pthread_cancel sends SIGCANCEL to another thread whose
+// cancellation is enabled (old, its cancelhandling) and that is where
+// target is (st): from 2.41 always; up to 2.40 only to a thread in
+// asynchronous mode, the program's or that of a cancellable call glibc
+// makes (for a goroutine: in a blocking call, the TCB's bit, as glibc's
+// wrapper sets it there; parked in a goshim wait that is a cancellation
+// point, or in goshim's own cancellable kernel wait, natively inside such
+// a call; of the asynchronous type, suspended in a guarded blocking call).
+bool glibc_signals(const G* target, int old, GStatus st) {
+  if (cancel_proto() == CancelProto::Bridge || (old & kCancelAsync) ||
+      target->guarded_async.load(std::memory_order_acquire))
+    return true;
+  if (st == GStatus::Syscall) return target->kwait_cancellable;
+  if (st == GStatus::Waiting) return wait_is_cancellation_point(target->waitreason);
+  return false;
+}
+
+// Whether the kernel queues one more SIGCANCEL for this process now (the
+// user's pending signals against RLIMIT_SIGPENDING): 0 or -EAGAIN, as
+// glibc's tgkill would find it. goshim does not need the signal where it
+// wakes or kicks the goroutine itself, so the one sent to find out goes to
+// the calling thread, as SI_QUEUE, which sigcancel_handler ignores.
+long sigcancel_room() {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = kSigCancel;
+  si.si_code = SI_QUEUE;
+  si.si_pid = (pid_t)sys::getpid();
+  si.si_uid = getuid();
+  return send_to_thread((pid_t)sys::gettid(), kSigCancel, &si);
+}
+
+// Up to glibc 2.40: a target pthread_cancel signals is marked CANCELING
+// only until the kernel has queued the signal (glibc's handler marks it
+// CANCELED; goshim marks it once the queue has room, before it acts).
+void mark_canceled(int* ch) {
+  int old = __atomic_load_n(ch, __ATOMIC_RELAXED);
+  while (!(old & (kCanceled | kExiting)) &&
+         !__atomic_compare_exchange_n(ch, &old, old | kCanceled, true, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED)) {
+  }
+}
+
+// pthread_cancel's SIGCANCEL could not be queued: EAGAIN, as glibc. Up to
+// 2.40 nothing is pending then (CANCELING only); from 2.41 (marked) the
+// target goes on and acts at its next cancellation point.
+int unsignalled(G* target, bool marked) {
+  if (marked) target->cancel_unsignalled.store(true, std::memory_order_release);
+  return EAGAIN;
+}
+
+}  // namespace
+
+// glibc's contract (nptl/pthread_cancel.c, 2.36 and 2.41): the error of the
+// SIGCANCEL it sends (EAGAIN when the user's queue is full) is the result.
+// Up to 2.40 only a target in asynchronous mode is signalled, marked
+// CANCELING, and CANCELED by the signal's handler: a signal that cannot be
+// queued leaves nothing pending (a later pthread_cancel signals again).
+// From 2.41 every target with cancellation enabled is signalled and marked
+// CANCELED first: one that cannot be queued leaves the cancellation
+// pending, acted on at the target's next cancellation point (its blocking
+// call is not interrupted), and a later pthread_cancel sends nothing.
+// goshim follows both; it needs the kernel signal only for a goroutine in
+// the kernel (a blocking call, a program handler's libc call) and wakes or
+// kicks the others itself, after the same check of the queue. Known
+// difference: up to 2.40 a goroutine parked in sendfile's wait (no
+// cancellation point, WaitReason IOWrite) counts as signalled.
 int cancel_send(G* target) {
   dump_unwinder_init();  // the target's handler may unwind (dump_program_frame_first)
   int* ch = cancelhandling(target);
+  G* self = tls_g;
+  bool bridge = cancel_proto() == CancelProto::Bridge;
   int old = __atomic_load_n(ch, __ATOMIC_RELAXED);
+  bool signals;
   int nv;
   do {
-    nv = old | kCanceling | kCanceled;
-    if (nv == old) return 0;
+    if ((old | kCanceling | kCanceled) == old) return 0;
+    GStatus st = target->status.load(std::memory_order_acquire);
+    signals = target != self && !(old & (kCancelDisabled | kExiting)) && glibc_signals(target, old, st);
+    nv = old | kCanceling | (signals && !bridge ? 0 : kCanceled);
   } while (!__atomic_compare_exchange_n(ch, &old, nv, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
   if (old & (kCancelDisabled | kExiting)) return 0;  // acted upon when enabled
-  G* self = tls_g;
   if (target == self) {
     if (old & kCancelAsync) cancel_point();
     return 0;
   }
+  if (signals) {
+    if (sigcancel_room() == -EAGAIN) return unsignalled(target, bridge);
+    if (!bridge) mark_canceled(ch);
+  }
   // (Paired with run_program's fence: a G entering a program handler sees
-  // the cancellation in its cancellable libc call, or is seen here.)
+  // the cancellation in its cancellable libc call, or is seen here; and
+  // with blocking_guarded's and gwait_commit's.)
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   GStatus st = target->status.load(std::memory_order_acquire);
   M* mp = target->m;
-  if (st == GStatus::Syscall && mp) {
-    // In a blocking call: if it is one of glibc's cancellation points,
-    // glibc made it asynchronous around the system call.
-    sys::tgkill(sys::getpid(), mp->tid, kSigCancel);
-  } else if (st == GStatus::Running && mp && __atomic_load_n(&target->insig, __ATOMIC_RELAXED) > 0) {
-    // In a program signal handler: its calls go to libc's own (neither the
-    // fd layer nor the shim parks there), so it may sleep in one of glibc's
-    // cancellable system calls; glibc's protocol acts on SIGCANCEL there
-    // (sigcancel_handler), as natively. A G in a handler does not move
-    // to another M; the signal is harmless where it finds none.
-    sys::tgkill(sys::getpid(), mp->tid, kSigCancel);
-  } else if (st == GStatus::Running && (old & kCancelAsync) && mp) {
+  // In a blocking call: if it is one of glibc's cancellation points, glibc
+  // made it asynchronous around the system call (or, 2.41, acts on a pc in
+  // its bridge). In a program signal handler: its calls go to libc's own
+  // (neither the fd layer nor the shim parks there), so it may sleep in one
+  // of glibc's cancellable system calls; glibc's protocol acts on SIGCANCEL
+  // there (sigcancel_handler), as natively. A G in a handler does not move
+  // to another M; the signal is harmless where it finds none.
+  bool in_kernel = mp && (st == GStatus::Syscall ||
+                          (st == GStatus::Running && __atomic_load_n(&target->insig, __ATOMIC_RELAXED) > 0));
+  if (in_kernel) {
+    // The queue filled since sigcancel_room: the cancellation is marked,
+    // acted on at the next cancellation point.
+    if (sys::tgkill(sys::getpid(), mp->tid, kSigCancel) == -EAGAIN && signals)
+      return unsignalled(target, true);
+    return 0;
+  }
+  if (st == GStatus::Running && (old & kCancelAsync) && mp) {
     preempt_kick(target, true);  // asynchronous cancellation where it runs
   } else if (st == GStatus::Waiting) {
     interrupt_wait(target);  // goshim's waits are cancellation points

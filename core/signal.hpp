@@ -330,6 +330,14 @@ bool cancel_pending(G* gp);
 bool cancel_async_pending(G* gp);
 // Whether gp's cancel type is asynchronous (only gp changes it).
 bool cancel_async_type(G* gp);
+// On gp itself, inside a blocking section (blocking_guarded): up to glibc
+// 2.40, makes an asynchronous cancel type deferred for the libc call
+// (G::guarded_async set first: pthread_cancel still counts gp as
+// asynchronous) and returns true (then a full barrier: the call's entry
+// check of the cancellation pairs with cancel_send's look at the status);
+// restore puts it back.
+bool cancel_async_suspend(G* gp);
+void cancel_async_restore(G* gp);
 
 // Any thread: acts on the calling thread's pending deferred cancellation,
 // as a libc cancellation point does at entry: a goroutine's (cancel_point,

@@ -25,7 +25,7 @@ int sleep_until(int64_t deadline, int64_t* left) {
   WakeReason r;
   for (;;) {
     if (deadline <= sys::nanotime()) return 0;
-    uint64_t seq = gwait_arm(gp, WaitKind::Sleep);
+    uint64_t seq = gwait_arm(gp, WaitKind::Sleep, true);
     gwait_arm_timer(gp, seq, deadline);
     if (__builtin_expect(gp->nhandled != h0, 0)) {
       timer_del(&gp->timer);

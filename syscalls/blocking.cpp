@@ -21,6 +21,7 @@
 #include "core/netpoll.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/signal.hpp"
 #include "core/scstore.hpp"
 #include "core/sysmon.hpp"
 #include "core/trace.hpp"
@@ -152,11 +153,25 @@ void exit_blocking() {
 // leave it first, so that cleanup handlers and the G's exit run with a P.
 // (A cancellation delivered by signal may have left it already.)
 namespace goshim {
-void blocking_guarded(bool on) { getg()->unwind_guarded = on; }
+void blocking_guarded(bool on) {
+  G* gp = getg();
+  gp->unwind_guarded = on;
+  // glibc up to 2.40 looks at a pending cancellation at a cancellable
+  // call's entry only when it switches the thread to asynchronous mode; a
+  // thread asynchronous already relies on SIGCANCEL, which pthread_cancel
+  // does not send to a G not yet in its blocking section (cancel_send), and
+  // whose handler never unwinds goshim's frames around the call: deferred
+  // for the call, glibc's entry check sees it.
+  if (on)
+    cancel_async_suspend(gp);
+  else if (gp->guarded_async.load(std::memory_order_relaxed))
+    cancel_async_restore(gp);
+}
 }  // namespace goshim
 
 extern "C" __attribute__((visibility("hidden"))) void goshim_exit_blocking_for_unwind() {
   goshim::G* gp = goshim::getg();
   gp->unwind_guarded = false;
+  gp->guarded_async.store(false, std::memory_order_relaxed);  // the thread ends: its type no longer matters
   if (gp->status.load(std::memory_order_acquire) == goshim::GStatus::Syscall) goshim::exit_blocking();
 }

@@ -262,3 +262,45 @@ Test(jemalloc_glue, suspended_wait_passes_its_wake_on) {
   alloc_wait_resume(&idle, nullptr);
   cr_expect_null(idle.alloc_lock_wait.load());
 }
+
+// The releaser's side: a program signal handler that runs on a thread
+// between its unlock's exchange (the word is free) and its futex wake
+// would keep the waiter asleep on the free lock, holding its P, for as
+// long as the handler runs (it may block). The release is marked
+// (tls_je_unlocking) and alloc_unlock_finish, which the signal layer calls
+// before a program handler on any thread, gives the wake then.
+Test(jemalloc_glue, handler_in_unlock_gives_its_wake_first) {
+  goshim_je_mutex_init(&smu, nullptr);
+  waiter_state.store(0);
+  sleeper_tid.store(0);
+  goshim_je_mutex_lock(&smu);
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, nullptr, sleeper_tid_rec, nullptr), 0);
+  while (sleeper_tid.load() == 0 || !in_futex_wait(sleeper_tid.load())) usleep(1000);
+  uint32_t* w = reinterpret_cast<uint32_t*>(&smu.__data.__lock);
+  cr_assert(__atomic_load_n(w, __ATOMIC_RELAXED) & 2, "the waiter did not set the waiters bit");
+  // The unlock as a signal finds it after its exchange: marked, word free,
+  // no wake yet.
+  tls_je_unlocking = &smu;
+  __atomic_store_n(w, 0, __ATOMIC_RELEASE);
+  usleep(20000);
+  cr_expect_eq(waiter_state.load(), 1, "the waiter woke without a wake-up");
+  alloc_unlock_finish();  // the signal layer, before the program's handler
+  // The handler, which takes and releases another allocator lock, puts the
+  // outer mark back.
+  static pthread_mutex_t other;
+  goshim_je_mutex_init(&other, nullptr);
+  goshim_je_mutex_lock(&other);
+  goshim_je_mutex_unlock(&other);
+  cr_expect_eq(tls_je_unlocking, &smu, "a nested release lost the outer one's mark");
+  for (int i = 0; i < 5000 && waiter_state.load() != 2; i++) usleep(1000);
+  cr_expect_eq(waiter_state.load(), 2, "the waiter still sleeps on the free lock while the handler runs");
+  tls_je_unlocking = nullptr;  // the interrupted unlock goes on (its wake is a spare one)
+  if (waiter_state.load() != 2) syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  cr_assert_eq(pthread_join(t, nullptr), 0);
+  // A complete release leaves no mark; with none, nothing is woken.
+  goshim_je_mutex_lock(&smu);
+  goshim_je_mutex_unlock(&smu);
+  cr_expect_null(tls_je_unlocking);
+  alloc_unlock_finish();
+}

@@ -47,7 +47,7 @@ G* fake_g() {
 uint64_t arm(G* gp, WaitKind kind) {
   G* was = tls_g;
   tls_g = gp;
-  uint64_t seq = gwait_arm(gp, kind);
+  uint64_t seq = gwait_arm(gp, kind, false);
   tls_g = was;
   return seq;
 }

@@ -108,7 +108,7 @@ void run(M* mp, G* gp, bool inherit) {
     s->iter++;
     // Arm on the G itself, publish the wait (as its records and timer).
     tls_g = gp;
-    uint64_t seq = gwait_arm(gp, WaitKind::Sleep);
+    uint64_t seq = gwait_arm(gp, WaitKind::Sleep, false);
     tls_g = &mp->g0;
     // A claim of the previous wait arriving now must not touch this one.
     if (seq > 1 && gwait_claim(gp, seq - 1, WakeReason::Ready, nullptr)) fail("stale claim won", s);

@@ -94,7 +94,7 @@ void park_reader(G* gp, PollDesc* pd, M* mp) {
   gp->m = mp;
   gp->status.store(GStatus::Running);
   tls_g = gp;
-  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll);
+  uint64_t seq = gwait_arm(gp, WaitKind::Netpoll, false);
   tls_g = &mp->g0;
   PollWaiter* w = &gp->pw;
   w->gp = gp;
