@@ -2946,13 +2946,8 @@ bool glibc_signals(const G* target, int old, GStatus st) {
 // wakes or kicks the goroutine itself, so the one sent to find out goes to
 // the calling thread, as SI_QUEUE, which sigcancel_handler ignores.
 long sigcancel_room() {
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = kSigCancel;
-  si.si_code = SI_QUEUE;
-  si.si_pid = (pid_t)sys::getpid();
-  si.si_uid = getuid();
-  return send_to_thread((pid_t)sys::gettid(), kSigCancel, &si);
+  union sigval none = {};
+  return signal_send_queued((pid_t)sys::gettid(), kSigCancel, none);
 }
 
 // Up to glibc 2.40: a target pthread_cancel signals is marked CANCELING
