@@ -187,6 +187,11 @@ struct G {
   // the user's RLIMIT_SIGPENDING): the cancellation it marked acts at the
   // G's next cancellation point only, never asynchronously (cancel_send).
   std::atomic<bool> cancel_unsignalled{false};
+  // pthread_cancel has set cancellation bits in this G's TCB since its
+  // create (core/signal.cpp cancel_send): the next create on this G clears
+  // them if they came after the exit's block reset (a zombie canceled),
+  // so that a clean block's create need not read the TCB (tls::block_init).
+  std::atomic<bool> cancel_marked{false};
   int insig = 0;  // depth of program signal handlers running on this G
   Stack stack;
 

@@ -2993,6 +2993,9 @@ int cancel_send(G* target) {
   int old = __atomic_load_n(ch, __ATOMIC_RELAXED);
   bool signals;
   int nv;
+  // Before the bits: a zombie's block was reset at its exit, and the next
+  // create on this G clears what a cancel set after that (tls::block_init).
+  target->cancel_marked.store(true, std::memory_order_relaxed);
   do {
     if ((old | kCanceling | kCanceled) == old) return 0;
     GStatus st = target->status.load(std::memory_order_acquire);

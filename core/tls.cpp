@@ -670,8 +670,12 @@ bool block_clean_at_exit(uintptr_t tp, G* gp, uintptr_t stack_lo, size_t stack_s
   bool keys = block_reinit_static(tp);
   // The fields every thread of this block holds alike, written now, on
   // lines this CPU has just cleared, rather than read and written cold at
-  // the next create. tid stays 0, as in an exited glibc thread.
+  // the next create. The tid too: every thread of a slot has its G's vtid
+  // (natively an exited thread's is 0, but nothing reads a goroutine's: the
+  // calls that take a pthread_t are goshim's, and the block is on none of
+  // glibc's lists), so a clean block's create touches no line of it.
   set_fixed<true>(tp, gp);
+  at<pid_t>(tp, L.tid) = gp->vtid;
   if (keys) at<uintptr_t>(tp, L.specific) = tp + L.specific_1stblock;
   if (stack_lo) set_stack(tp, stack_lo, stack_size);
   return true;
@@ -718,13 +722,16 @@ static void set_fixed(uintptr_t tp, G* gp) {
 }
 
 bool block_init(uintptr_t tp, G* gp, bool fresh, bool clean, bool* clean_kept) {
+  // pthread_cancel marked the G since its last create: bits it set on the
+  // zombie after its block was reset are cleared below (the other paths
+  // clear the whole TCB).
+  bool marked = gp->cancel_marked.load(std::memory_order_relaxed);
+  if (marked) gp->cancel_marked.store(false, std::memory_order_relaxed);
   if (clean && !fresh && !dynamic_tls.load(std::memory_order_acquire)) {
-    // block_clean_at_exit left it as below but for these (tid and
-    // report_events are 0 there).
-    if (__atomic_load_n(&at<int>(tp, L.cancelhandling), __ATOMIC_RELAXED))
-      // pthread_cancel may have marked the zombie after its block was reset
-      __atomic_store_n(&at<int>(tp, L.cancelhandling), 0, __ATOMIC_RELAXED);
-    at<pid_t>(tp, L.tid) = gp->vtid;
+    // block_clean_at_exit left it as below (tid included) but for
+    // report_events (0 there): no line of the block is read or written
+    // here unless a cancel marked the zombie.
+    if (marked) __atomic_store_n(&at<int>(tp, L.cancelhandling), 0, __ATOMIC_RELAXED);
     if (uint8_t re = at<uint8_t>(t0, L.report_events)) at<uint8_t>(tp, L.report_events) = re;
     if (clean_kept) *clean_kept = true;
     return true;

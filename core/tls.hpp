@@ -118,7 +118,8 @@ inline uintptr_t tp_of_pthread(uintptr_t pd) { return pd - L.pd; }
 // Returns false if glibc cannot allocate the DTV (the caller reports
 // EAGAIN). On user G or g0, no runtime locks held (may malloc).
 // clean: a recycled block that block_clean_at_exit brought back already
-// (only the per-thread fields are written then).
+// (nothing of the block is read or written then but report_events when
+// the initial thread's is set, and cancelhandling when gp->cancel_marked).
 // *clean_kept (if given) tells whether block_init kept such a block as it
 // was (not when a module with dynamic TLS was loaded since: glibc's path
 // then, which clears everything, the stack fields too).
@@ -131,9 +132,10 @@ bool block_init(uintptr_t tp, G* gp, bool fresh = true, bool clean = false,
 // per-thread fields. Returns false (nothing done) once a module with
 // dynamic TLS is loaded (glibc's path then). No locks, no malloc.
 // Also writes the fields block_init writes alike for every thread of the
-// block (its G gp's), so that block_init(clean) has only tid and
-// report_events to write; and the stack (lo, size) unless lo is 0, which
-// the next thread must then set (set_stack).
+// block (its G gp's, the tid included: a slot's threads all have its G's
+// vtid), so that block_init(clean) has only report_events to write; and
+// the stack (lo, size) unless lo is 0, which the next thread must then set
+// (set_stack).
 bool block_clean_at_exit(uintptr_t tp, G* gp, uintptr_t stack_lo = 0, size_t stack_size = 0);
 
 // Records the stack in the TCB (pthread_getattr_np, alloca cutoff, unwinder).
