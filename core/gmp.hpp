@@ -236,10 +236,6 @@ struct G {
   std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
   std::atomic<bool> preempt{false};
   WaitReason waitreason = WaitReason::None;
-  // Its slot stack's top holds the initial frame of its next create, built
-  // at its exit with the floating-point state of this epoch (core/proc.cpp
-  // frame_fp); 0: none.
-  uint8_t frame_epoch = 0;
   // A guard of its own inside its slot's stack (core/proc.cpp
   // slot_inner_guard): below a stack of this many pages at the slot's top,
   // kept while the G waits on the free lists; 0: none.

@@ -322,49 +322,6 @@ void reap(G* gp) {
   gfput(pp, gp);
 }
 
-void g_entry(void* arg);
-
-// Initial frames built at exit. A G whose slot stack stays with it gets
-// the frame of its next create (arch::frame_init: g_entry, the G, the
-// floating-point control state a new thread inherits from its creator)
-// written at its exit, on g0, while the stack's top line is still in this
-// CPU's cache; its next create then writes nothing on its stack (create+
-// join in waves: one cold line less a thread). The state is the last
-// creator's: frame_fp holds it in its low 48 bits (arch::fpctl_bits) and,
-// from bit 48, an epoch that a create with another state advances; a G's
-// frame_epoch says which epoch its frame was built in, and a create uses
-// that frame only if the epoch is still the current one (so the frame has
-// the creator's state). Epoch 0: no create yet; kFrameEpochOff: the state
-// changed too often for an 8-bit epoch, no more prebuilt frames (a frame
-// tagged with a wrapped epoch could hold another state).
-std::atomic<uint64_t> frame_fp{0};
-constexpr uint64_t kFrameFpMask = (1ull << 48) - 1;
-constexpr uint32_t kFrameEpochOff = 255;
-
-inline uint32_t frame_epoch_of(uint64_t w) { return (uint32_t)(w >> 48); }
-
-// The creator's state (fb): the current epoch, advanced if fb differs from
-// the last creator's; 0 or kFrameEpochOff if prebuilt frames cannot serve.
-uint32_t frame_fp_note(uint64_t fb) {
-  uint64_t w = frame_fp.load(std::memory_order_acquire);
-  for (;;) {
-    uint32_t e = frame_epoch_of(w);
-    if (e >= kFrameEpochOff) return kFrameEpochOff;
-    if (e != 0 && (w & kFrameFpMask) == fb) return e;
-    uint64_t nw = fb | ((uint64_t)(e + 1) << 48);
-    if (frame_fp.compare_exchange_weak(w, nw, std::memory_order_acq_rel)) return e + 1;
-  }
-}
-
-// At gp's exit: its next create's frame at the top of its slot stack (hi).
-void frame_prebuild(G* gp, uintptr_t hi) {
-  uint64_t w = frame_fp.load(std::memory_order_acquire);
-  uint32_t e = frame_epoch_of(w);
-  if (e == 0 || e >= kFrameEpochOff) return;
-  gp->sched_sp = arch::frame_init(hi, g_entry, gp, arch::fpctl_of_bits(w & kFrameFpMask));
-  gp->frame_epoch = (uint8_t)e;
-}
-
 // On g0: the G has run its destructors; release its resources and wake a
 // joiner.
 void goexit_g0(void* arg) {
@@ -392,8 +349,6 @@ void goexit_g0(void* arg) {
     bool slot = slot_stack && gp->stack.lo == ss.lo && gp->stack.hi == ss.hi;
     gp->block_clean = tls::block_clean_at_exit(gp->tp, gp, slot ? ss.lo : 0, ss.hi - ss.lo);
     gp->block_slot_stack = slot;
-    gp->frame_epoch = 0;
-    if (slot && gp->block_clean) frame_prebuild(gp, ss.hi);
   }
   gp->status.store(GStatus::Dead, std::memory_order_release);
   if (!gp->is_main() && !(gp->flags & kGFlagUserStack) && gp->stack.map_lo)
@@ -596,10 +551,8 @@ void gfree_scavenge(int64_t now) {
     sched.gflock.unlock();
     if (n == 0) return;
     // Off the lists: nobody else can take these while their pages go. The
-    // stack's top partial page also holds the TLS block: it stays. (An
-    // initial frame built at exit may reach below it: built again.)
+    // stack's top partial page also holds the TLS block: it stays.
     for (int i = 0; i < n; i++) {
-      batch[i]->frame_epoch = 0;
       Stack st = slot_stack_of(batch[i]->tp);
       uintptr_t lo = (st.lo + pg - 1) & ~(uintptr_t)(pg - 1);
       uintptr_t hi = st.hi & ~(uintptr_t)(pg - 1);
@@ -638,7 +591,6 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
   gp->block_clean = false;
   gp->block_slot_stack = false;
   bool clean_kept = false;
-  uint32_t frame_kept = 0;  // the epoch of the initial frame on its stack, if any
   if (!tls::block_init(gp->tp, gp, fresh || !gp->started_tls, clean, &clean_kept)) {
     gp->started_tls = false;  // its TCB is zero again: start afresh next time
     gfput(pp, gp);
@@ -663,10 +615,7 @@ int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t*
     if (slot_stack && page_guard && rsize == slot_stack &&
         (gp->slot_guard_pages == 0 || slot_inner_guard(gp, 0))) {
       gp->stack = slot_stack_of(gp->tp);
-      if (slot_stack_kept && clean_kept) {
-        frame_kept = gp->frame_epoch;  // the frame goexit_g0 built (frame_prebuild)
-        goto stack_set;                // block_clean_at_exit set the stack
-      }
+      if (slot_stack_kept && clean_kept) goto stack_set;  // block_clean_at_exit did
     } else if (slot_stack && page_guard && rsize + slot_guard_bytes() <= slot_stack &&
                slot_inner_guard(gp, rsize / pg)) {
       gp->stack = slot_stack_of(gp->tp);
@@ -713,13 +662,7 @@ stack_set:
   gp->insig = 0;
   gp->delivering = false;
   gp->waitreason = WaitReason::None;
-  {
-    arch::FpCtl fp = arch::get_fpctl();
-    uint32_t e = frame_fp_note(arch::fpctl_bits(fp));
-    if (frame_kept == 0 || frame_kept != e)  // else gp->sched_sp is that frame's
-      gp->sched_sp = arch::frame_init(gp->stack.hi, g_entry, gp, fp);
-    gp->frame_epoch = 0;
-  }
+  gp->sched_sp = arch::frame_init(gp->stack.hi, g_entry, gp, arch::get_fpctl());
 
   *out = (pthread_t)tls::pthread_of(gp->tp);  // before the G can run, as glibc does
 

@@ -59,11 +59,6 @@ inline constexpr int kFrameSize = 0xb0;  // saved frame incl. x29/x30
 struct FpCtl {
   uint64_t fpcr;
 };
-// FpCtl in the low 48 bits of a word, and back (core/proc.cpp keeps the
-// state of prebuilt initial frames in one atomic word): FPCR's defined
-// bits are all below bit 32.
-inline uint64_t fpctl_bits(FpCtl f) { return f.fpcr & 0xffffffffffffull; }
-inline FpCtl fpctl_of_bits(uint64_t b) { return FpCtl{b}; }
 inline FpCtl get_fpctl() {
   uint64_t v;
   __asm__ volatile("mrs %0, fpcr" : "=r"(v));

@@ -62,10 +62,6 @@ struct FpCtl {
   uint32_t mxcsr;
   uint16_t fpcw;
 };
-// FpCtl in the low 48 bits of a word, and back (core/proc.cpp keeps the
-// state of prebuilt initial frames in one atomic word).
-inline uint64_t fpctl_bits(FpCtl f) { return (uint64_t)f.mxcsr | ((uint64_t)f.fpcw << 32); }
-inline FpCtl fpctl_of_bits(uint64_t b) { return FpCtl{(uint32_t)b, (uint16_t)(b >> 32)}; }
 
 // The current thread pointer (the TCB's self pointer at %fs:0). Signal-safe.
 inline uintptr_t get_tp() {
