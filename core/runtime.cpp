@@ -119,9 +119,9 @@ void* mstart(void* arg) {
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
   // The thread started with every signal blocked (signal_create_begin);
-  // now that tls_g says g0, it takes its creator's mask (signal_new_m_mask),
-  // not the process's initial one: signals the program has blocked since
-  // must not land on this M.
+  // now that tls_g says g0, it takes its creator's mask with what sysmon
+  // takes blocked (signal_new_m_mask), not the process's initial one:
+  // signals the program has blocked since must not land on this M.
   signal_m_stack_install(mp);  // before any signal can land here
   uint64_t k = signal_new_m_mask(mp->start_sigmask);
   sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);

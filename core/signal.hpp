@@ -107,7 +107,10 @@ inline bool signal_on_m_stack(const M* mp, uintptr_t addr) {
 
 // The kernel mask a new M starts with, given the mask it inherited from
 // the thread that created it (the G that started it, or sysmon): that mask
-// with goshim's internal signals open. Like a new thread's, it keeps
+// with goshim's internal signals open, and, as an idle M's
+// (signal_m_sleep_mask), every signal sysmon takes blocked until the M
+// runs a goroutine: a second taker beside sysmon breaks the kernel's order
+// of a real-time signal's instances. Like a new thread's, it keeps
 // blocked what the program blocks: an M that took a signal every G blocks
 // would hold it where the program's signalfd or sigwaitinfo cannot see it.
 uint64_t signal_new_m_mask(uint64_t inherited);
