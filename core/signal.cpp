@@ -577,7 +577,12 @@ int install_wrapper(int sig) {
   // %rsp in the process heap, its signals all SA_ONSTACK) must never get a
   // frame pushed there, as natively no signal ever lands there.
   if (sig == config.preempt_signal) k.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-  from_bits(prog_mask[sig].load(std::memory_order_relaxed), &k.sa_mask);
+  // Every signal blocked while goshim's handler decides where it runs: a
+  // delivery inside a context switch must be known as one before anything
+  // else is delivered (signal_handler_entry). The entry then sets the mask
+  // the kernel would have set for the program's sa_mask (entry_unblock).
+  // Not sigfillset: glibc's leaves out its own signals 32 and 33.
+  from_bits(~0ull, &k.sa_mask);
   int r = real::sigaction(sig, &k, nullptr);
   if (r == 0) set_wrapped(sig, true);
   return r;
@@ -616,6 +621,13 @@ void ensure_wrapped(int sig, bool for_wait = false) {
   if (installed) bump_masks();  // sysmon now takes it (signal_route)
 }
 
+// What the program's handler for sig blocks while it runs, besides the
+// mask it interrupted: its sa_mask and, without SA_NODEFER, sig itself.
+uint64_t prog_blocks(int sig) {
+  return prog_mask[sig].load(std::memory_order_relaxed) |
+         ((prog_flags[sig].load(std::memory_order_relaxed) & SA_NODEFER) ? 0 : bit(sig));
+}
+
 // Runs the program's disposition for sig on the current thread (a G, or a
 // foreign thread when gp is null).
 void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
@@ -650,8 +662,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     // the handler's cancellable libc call sees the cancellation at entry.
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     saved = gp->sigmask;
-    gp->sigmask |= prog_mask[sig].load(std::memory_order_relaxed) |
-                   ((flags & SA_NODEFER) ? 0 : bit(sig));
+    gp->sigmask |= prog_blocks(sig);
     // The handler runs: insig now keeps nested deliveries out (and a
     // handler that leaves by siglongjmp leaves no mark behind).
     delivering = __atomic_load_n(&gp->delivering, __ATOMIC_RELAXED);
@@ -1155,18 +1166,28 @@ void sigstack_move(int sig, siginfo_t* si, ucontext_t* uc, G* gp) {
 }
 
 // Whether the context uc was interrupted inside a context switch
-// (arch::pc_mid_switch), or at the first instruction of goshim's handler
-// for a signal that was (the kernel pushes the frames of all the signals
-// it delivers at once before that handler runs: the earlier one's context
-// is then the handler's third argument). Signal-safe.
-bool mid_switch(const ucontext_t* uc) {
-  for (int depth = 0; uc && depth < 8; depth++) {
-    uintptr_t pc = arch::uc_pc(uc);
-    if (arch::pc_mid_switch(pc)) return true;
-    if (pc != (uintptr_t)&signal_handler) return false;
-    uc = (const ucontext_t*)arch::uc_arg2(uc);
-  }
-  return false;
+// (arch::pc_mid_switch). goshim's handlers are installed with every signal
+// blocked (install_wrapper, signal_init's SIGCANCEL): the kernel delivers
+// nothing else before such a handler has looked, neither nested in its
+// first instructions nor pushed with it at once, so the context it was
+// given is the one to look at. Signal-safe.
+bool mid_switch(const ucontext_t* uc) { return uc && arch::pc_mid_switch(arch::uc_pc(uc)); }
+
+// Signal-safe. In goshim's handler for sig, entered by the kernel with
+// every signal blocked, once it knows the delivery did not land inside a
+// context switch: the mask the kernel sets for a handler installed with
+// the program's sa_mask and flags (the interrupted mask, prog_blocks; the
+// preemption signal always blocked in its own handler), so that what runs
+// here (the program's handler, a delivery, a switch out) finds the mask
+// it found before every signal was blocked at entry. From here, signals
+// nest as they would in the program's handler.
+void entry_unblock(int sig, const void* uctx) {
+  if (!uctx) return;
+  uint64_t k;
+  memcpy(&k, &((const ucontext_t*)uctx)->uc_sigmask, sizeof k);
+  k |= sig == config.preempt_signal ? bit(sig) | prog_mask[sig].load(std::memory_order_relaxed)
+                                     : prog_blocks(sig);
+  sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
 }
 
 void signal_handler_entry(int sig, siginfo_t* si, void* uctx, bool moved) {
@@ -1181,18 +1202,19 @@ void signal_handler_entry(int sig, siginfo_t* si, void* uctx, bool moved) {
   // Taken as on g0 ("mid"): nothing runs or switches here, the frame is
   // not moved, and a signal for gp stays pending on it, delivered where
   // it next looks (it is leaving or entering this M: at its resumption).
+  // Every signal stays blocked until this handler returns (the kernel
+  // blocked them all for it, install_wrapper): one nested here would find
+  // a consistent pc (this handler's) and the same inconsistent tls_g, and
+  // run gp's handlers on this stack (a delivery kick that moves its frame
+  // "where it was interrupted" and delivers what is pending on gp). After
+  // rt_sigreturn it is taken at the switch's pc again, as here. Blocked by
+  // the kernel, not by a call made here: a signal nested between this
+  // handler's first instruction and such a call was not recognised.
   bool mid = !moved && gp && !gp->is_g0() && gp->m && uctx && mid_switch((const ucontext_t*)uctx);
-  if (mid) {
+  if (mid)
     stuck = true;
-    // Every signal stays blocked until this handler returns: one nested
-    // here would find a consistent pc (this handler's) and the same
-    // inconsistent tls_g, and run gp's handlers on this stack (a delivery
-    // kick that moves its frame "where it was interrupted" and delivers
-    // what is pending on gp). After rt_sigreturn it is taken at the
-    // switch's pc again, as here.
-    uint64_t all = ~0ull;
-    sys::rt_sigprocmask(SIG_BLOCK, &all, nullptr, 8);
-  }
+  else if (!moved)
+    entry_unblock(sig, uctx);
   if (arch::kSigframeMove && gp && !gp->is_g0() && gp->m && uctx && !mid) {
     M* mp = gp->m;
     if (signal_on_m_stack(mp, (uintptr_t)uctx)) {
@@ -1479,6 +1501,17 @@ void signal_handler_body(int sig, siginfo_t* si, void* uctx, bool stuck, bool mi
 void sigcancel_handler(int sig, siginfo_t* si, void* uctx) {
   if (sig != kSigCancel || !si || si->si_pid != (pid_t)sys::getpid() || si->si_code != SI_TKILL)
     return;
+  // Inside a context switch tls_g names a G whose stack is not in use:
+  // its pc is goshim's, so nothing below acts on it (a cancellation is
+  // never acted on in goshim's code), and every signal stays blocked (the
+  // kernel blocked them all for this handler), as in signal_handler_entry.
+  // Otherwise the mask the kernel set before (SIGCANCEL itself).
+  if (uctx && !mid_switch((const ucontext_t*)uctx)) {
+    uint64_t k;
+    memcpy(&k, &((const ucontext_t*)uctx)->uc_sigmask, sizeof k);
+    k |= bit(kSigCancel);
+    sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
+  }
   G* gp = tls_g;
   if (!gp || gp->is_g0()) return;
   // Nested in goshim's handler on the M's own signal stack: never unwound
@@ -1628,7 +1661,7 @@ void signal_init() {
     unsigned long flags;
     void (*restorer)();
     uint64_t mask;
-  } ka = {sigcancel_handler, SA_SIGINFO | SA_RESTART | kSaRestorer, goshim_restore_rt, 0};
+  } ka = {sigcancel_handler, SA_SIGINFO | SA_RESTART | kSaRestorer, goshim_restore_rt, ~0ull};  // all blocked: mid_switch
   sys::raw4(SYS_rt_sigaction, kSigCancel, (long)&ka, 0, 8);
 }
 
@@ -2091,8 +2124,7 @@ void signal_deliver(G* gp) {
     // sa_mask and the signal itself blocked (on the M too).
     ucontext_t uc;
     getcontext(&uc);
-    uint64_t during = kmask(gp->sigmask | prog_mask[sig].load(std::memory_order_relaxed) |
-                            ((prog_flags[sig].load() & SA_NODEFER) ? 0 : b));
+    uint64_t during = kmask(gp->sigmask | prog_blocks(sig));
     set_kmask(gp->m, during);
     if ((prog_flags[sig].load() & SA_RESETHAND) && prog_handler[sig].load() > kHandlerIgn) {
       struct sigaction dfl;

@@ -121,8 +121,6 @@ inline uintptr_t frame_caller_sp(uintptr_t sp) { return sp + kFrameSize; }
 
 // Signal context (ucontext_t) accessors. Signal-safe.
 inline uintptr_t uc_pc(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.pc; }
-// The third integer argument register (a handler's ucontext at its entry).
-inline uintptr_t uc_arg2(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.regs[2]; }
 inline uintptr_t uc_sp(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.sp; }
 inline void uc_set_pc(ucontext_t* uc, uintptr_t pc) { uc->uc_mcontext.pc = pc; }
 inline void uc_set_sp(ucontext_t* uc, uintptr_t sp) { uc->uc_mcontext.sp = sp; }

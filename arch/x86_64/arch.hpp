@@ -135,8 +135,6 @@ inline uintptr_t frame_caller_sp(uintptr_t sp) { return sp + 0x40; }
 
 // Signal context (ucontext_t) accessors. Signal-safe.
 inline uintptr_t uc_pc(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP]; }
-// The third integer argument register (a handler's ucontext at its entry).
-inline uintptr_t uc_arg2(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RDX]; }
 inline uintptr_t uc_sp(const ucontext_t* uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]; }
 inline void uc_set_pc(ucontext_t* uc, uintptr_t pc) { uc->uc_mcontext.gregs[REG_RIP] = (greg_t)pc; }
 inline void uc_set_sp(ucontext_t* uc, uintptr_t sp) { uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp; }
