@@ -53,7 +53,10 @@ inline long wait(uint32_t* uaddr, uint32_t val, int64_t deadline, uint32_t bitse
     // Woken for a signal another G took (signal_interrupt_lost): as the
     // kernel's restart when no handler ran on the thread.
     if (can_park() && signal_interrupt_lost(getg(), h0)) continue;
-    if (can_park() && signal_should_restart(getg()) && deadline == 0) continue;
+    if (can_park() && signal_restart_since(getg(), h0) && deadline == 0) {
+      h0 = getg()->nhandled;  // the restarted wait counts its own handlers
+      continue;
+    }
     return -EINTR;
   }
 }

@@ -299,6 +299,10 @@ struct G {
   // Whether the program handler that ran last on this G (nhandled) had
   // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.
   bool handled_restart = false;
+  // nhandled after the last program handler without SA_RESTART that ran on
+  // this G: a wait restarts only if none ran since it began
+  // (signal_restart_since).
+  uint32_t last_norestart = 0;
 
   // GOSHIM_TRACE (trace.cpp): start of its current slice and block.
   int64_t trace_start = 0;

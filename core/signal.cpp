@@ -653,6 +653,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
                   "run_program: a program handler on the M's signal stack");
     gp->nhandled++;
     gp->handled_restart = flags & SA_RESTART;  // for a goshim wait it ran into (fd layer)
+    if (!(flags & SA_RESTART)) gp->last_norestart = gp->nhandled;
     depth = gp->insig;
     // Where this handler's frames begin (signal_longjmp): a jump to a
     // frame above them leaves it.
@@ -2820,9 +2821,21 @@ bool signal_interrupt_lost(G* gp, uint32_t handled0) {
   uint64_t left = (gp->sigpending.load(std::memory_order_seq_cst) |
                    gp->sigpending_proc.load(std::memory_order_seq_cst)) &
                   ~__atomic_load_n(&gp->sigmask, __ATOMIC_ACQUIRE) & ~internal_mask();
-  if (left) return false;  // still to deliver here (a delivery put off): EINTR as before
+  if (left) {
+    // Still to deliver here (a delivery put off): the wait's end is decided
+    // by the first of them, as the kernel's restart is by the handler it
+    // runs on the way out (lowest number first), not by the lost one.
+    gp->intr_signal.store(__builtin_ctzll(left) + 1, std::memory_order_release);
+    return false;
+  }
   gp->intr_signal.store(0, std::memory_order_release);
   return true;
+}
+
+bool signal_restart_since(G* gp, uint32_t handled0) {
+  int sig = gp->intr_signal.exchange(0, std::memory_order_acq_rel);
+  if (gp->nhandled != handled0) return (int32_t)(gp->last_norestart - handled0) <= 0;
+  return sig > 0 && (signal_flags(sig) & SA_RESTART);
 }
 
 bool signal_should_restart(G* gp) {

@@ -294,6 +294,12 @@ bool signal_leader_takes(const G* leader, int sig, const siginfo_t* si);
 // if the call should be restarted, i.e. the signal that interrupted it has
 // a handler installed with SA_RESTART. Consumes the interruption record.
 bool signal_should_restart(G* gp);
+// The same for a wait that began when G::nhandled was handled0, as the
+// kernel decides: if program handlers ran on gp since, the call restarts
+// only if each had SA_RESTART (the kernel goes by the first one it runs on
+// the way out; goshim cannot tell which came first, and ends the call if
+// any would have); if none ran, by the signal it was woken for.
+bool signal_restart_since(G* gp, uint32_t handled0);
 // After a wait of gp (the caller) was ended by interrupt_wait for a signal
 // (WakeReason::Intr): true if that interruption came to nothing, i.e. no
 // program handler ran on gp since handled0 (G::nhandled when the wait

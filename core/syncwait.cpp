@@ -121,9 +121,10 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
       // when the kernel would (no timeout, handler with SA_RESTART). A
       // foreign waiter's kernel wait already followed that rule.
       G* gp = getg();
-      bool restart = can_park() && signal_should_restart(gp);
+      bool restart = can_park() && signal_restart_since(gp, h0);
       if (!restart || deadline) return EINTR;
       if (endaddr && *endaddr != addr) return EINTR;  // requeued: the caller must look
+      h0 = gp->nhandled;  // the restarted wait counts its own handlers
     }
   }
   if (endaddr) *endaddr = addr;
@@ -146,7 +147,8 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
         }
         if (cancellable && cancel_pending(gp)) break;
         if (signal_interrupt_lost(gp, h0)) continue;  // (as above)
-        if (!signal_should_restart(gp) || deadline) break;
+        if (!signal_restart_since(gp, h0) || deadline) break;
+        h0 = gp->nhandled;  // (as above)
       }
       watch_unregister(h);
       return r;

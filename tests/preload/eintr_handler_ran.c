@@ -13,6 +13,14 @@
  * failed with "read, kill: 9 handlers on main", 2 runs in 200 at
  * GOSHIM_MAXPROCS=2 under load).
  *
+ * The last two phases also restart the wait now and then: the sender
+ * sends SIGUSR2 (handler with SA_RESTART) to the main thread itself, so
+ * an untimed futex wait and sem_wait go on after that handler; an EINTR
+ * after such a restart still needs a SIGUSR1 handler on the main thread
+ * during the restarted wait (goshim's futex and sem waits judged a later
+ * lost interrupt by the handler count taken before the first wait, so an
+ * SA_RESTART handler made it look like one had run).
+ *
  * Deterministic natively: each phase ends after a fixed number of EINTRs,
  * the signal is sent until then, and every EINTR is checked against the
  * main thread's handler count. */
@@ -20,9 +28,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <linux/futex.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "common.h"
@@ -31,7 +41,7 @@
 #define BUSY 3
 
 static pthread_t main_thread;
-static atomic_int on_main, on_other, stop;
+static atomic_int on_main, on_other, stop, restarts, restart_kicks;
 
 static void on_usr1(int sig) {
   (void)sig;
@@ -41,6 +51,11 @@ static void on_usr1(int sig) {
     atomic_fetch_add(&on_other, 1);
 }
 
+static void on_usr2(int sig) {
+  (void)sig;
+  atomic_fetch_add(&restarts, 1);
+}
+
 static void *busy(void *arg) {
   while (!atomic_load(&stop)) sched_yield();
   return arg;
@@ -48,15 +63,19 @@ static void *busy(void *arg) {
 
 static void *sender(void *arg) {
   struct timespec t = {0, 200000};
-  while (!atomic_load(&stop)) {
-    CHECK_EQ(kill(getpid(), SIGUSR1), 0);
+  for (unsigned i = 0; !atomic_load(&stop); i++) {
+    if (atomic_load(&restart_kicks) && i % 4 == 0)
+      CHECK_EQ(pthread_kill(main_thread, SIGUSR2), 0);
+    else
+      CHECK_EQ(kill(getpid(), SIGUSR1), 0);
     nanosleep(&t, NULL);
   }
   return arg;
 }
 
-enum { READ, SLEEP, POLL, SEM };
+enum { READ, SLEEP, POLL, SEM, FUTEX };
 static sem_t never;
+static int never_word;
 
 static void phase(int kind, const char *name) {
   int p[2];
@@ -78,8 +97,10 @@ static void phase(int kind, const char *name) {
     } else if (kind == POLL) {
       struct pollfd pf = {p[0], POLLIN, 0};
       r = poll(&pf, 1, 100000);
-    } else {
+    } else if (kind == SEM) {
       r = sem_wait(&never);
+    } else {
+      r = syscall(SYS_futex, &never_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
     }
     CHECK_EQ(r, -1);  /* nothing else ends these waits */
     CHECK_EQ(errno, EINTR);
@@ -110,6 +131,14 @@ int main(void) {
   phase(POLL, "poll");
   CHECK_EQ(sem_init(&never, 0, 0), 0);
   phase(SEM, "sem_wait");
+  sa.sa_handler = on_usr2;
+  sa.sa_flags = SA_RESTART;  /* a handler on main that restarts its wait */
+  CHECK_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+  atomic_store(&restart_kicks, 1);
+  phase(FUTEX, "futex, restarted");
+  phase(SEM, "sem_wait, restarted");
+  CHECK(atomic_load(&restarts) > 0, "no SIGUSR2 handler ran on the main thread");
   signal(SIGUSR1, SIG_IGN);
+  signal(SIGUSR2, SIG_IGN);
   return 0;
 }
