@@ -61,7 +61,9 @@ static void handler(int sig) {
 enum { MASKED, NODEFER, INTERRUPTED };
 static const char* const kind_name[] = {"masked", "nodefer", "interrupted"};
 
-static void round_of(const char* who, int k) {
+// SIGUSR1's handler for round kind k: sa_mask SIGTERM (but for
+// INTERRUPTED), SA_NODEFER for NODEFER.
+static void install_kind(int k) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
@@ -69,6 +71,10 @@ static void round_of(const char* who, int k) {
   if (k != INTERRUPTED) sigaddset(&sa.sa_mask, SIGTERM);
   sa.sa_flags = k == NODEFER ? SA_NODEFER : 0;
   CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
+}
+
+static void round_of(const char* who, int k) {
+  install_kind(k);
   sigset_t winch, old;
   sigemptyset(&winch);
   sigaddset(&winch, SIGWINCH);
@@ -120,13 +126,7 @@ static void rounds_to(pthread_t t) {
   unsigned long long winch = 1ull << (SIGWINCH - 1);
   for (int i = 0; i < ROUNDS; i++)
     for (int k = MASKED; k <= INTERRUPTED; k++) {
-      struct sigaction sa;
-      memset(&sa, 0, sizeof sa);
-      sa.sa_handler = handler;
-      sigemptyset(&sa.sa_mask);
-      if (k != INTERRUPTED) sigaddset(&sa.sa_mask, SIGTERM);
-      sa.sa_flags = k == NODEFER ? SA_NODEFER : 0;
-      CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
+      install_kind(k);
       __atomic_store_n(&ran, 0, __ATOMIC_RELAXED);
       CHECK(pthread_kill(t, SIGUSR1) == 0, "pthread_kill");
       while (!__atomic_load_n(&ran, __ATOMIC_ACQUIRE)) sched_yield();
