@@ -27,6 +27,7 @@
 #include "core/jemalloc_glue.hpp"
 #include "core/jmpbuf.hpp"
 #include "core/preempt.hpp"
+#include "core/privfd.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
@@ -174,12 +175,16 @@ HeldQueue<2> held_std[kSigRtMin];  // 1..31
 // Every queued instance goshim holds, as the kernel's sigqueue entries:
 // real-time process signals (owner kProcOwner) and thread-directed signals
 // queued on a G (owner the G, with its goid: a node left by an earlier
-// thread on a reused G descriptor is garbage). One pool for the process,
-// as the kernel counts queued signals against RLIMIT_SIGPENDING: a
-// real-time instance beyond it is refused (EAGAIN for pthread_sigqueue and
-// pthread_kill, dropped for a process signal), a standard signal's is not
-// (the kernel overrides the limit for those). The nodes are reserved at
-// init (MAP_NORESERVE; pages never used are never touched).
+// thread on a reused G descriptor is garbage). One pool for the process.
+// Natively each of them would be an entry in the kernel's queue, counted
+// against RLIMIT_SIGPENDING with the user's others: a new one that goshim
+// queues itself (a thread-directed send to a G) is checked against the
+// limit as the kernel would check it (sigpending_room_for, below); one the
+// kernel already accepted (a process signal goshim took from it) is kept.
+// The nodes are reserved at init (MAP_NORESERVE; pages never used are
+// never touched), as many as the hard limit allows the soft one to reach
+// (at least 1024, at most 2^20); past that a new instance is refused, an
+// accepted one dropped.
 //
 // Signal-safe and lock-free: producers are senders on any thread,
 // including signal handlers; consumers are Gs, senders forwarding to a
@@ -199,7 +204,6 @@ struct SigNode {
 constexpr uintptr_t kProcOwner = 1;
 SigNode* pool;
 uint32_t pool_cap;    // nodes reserved
-uint64_t pool_limit;  // RLIMIT_SIGPENDING when the runtime started
 std::atomic<uint32_t> pool_hwm{0};   // nodes [0, hwm) may be in use
 std::atomic<uint32_t> pool_used{0};  // nodes in use
 std::atomic<uint32_t> sig_ticket{0};
@@ -208,9 +212,8 @@ void pool_init() {
   struct {
     uint64_t cur, max;
   } rl = {0, 0};
-  if (sys::raw4(SYS_prlimit64, 0, RLIMIT_SIGPENDING, 0, (long)&rl) != 0) rl.cur = 1024;
-  pool_limit = rl.cur;
-  uint64_t cap = rl.cur < 1024 ? 1024 : rl.cur;
+  if (sys::raw4(SYS_prlimit64, 0, RLIMIT_SIGPENDING, 0, (long)&rl) != 0) rl.cur = rl.max = 1024;
+  uint64_t cap = rl.max < 1024 ? 1024 : rl.max;
   if (cap > (1u << 20)) cap = 1u << 20;
   void* m = sys::mmap(nullptr, cap * sizeof(SigNode), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -229,14 +232,25 @@ void node_free(SigNode& n) {
   pool_used.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-// Signal-safe. Queues an instance; false if refused (limit reached).
+bool sigpending_room_for(uint64_t extra);
+
+// Signal-safe. Queues an instance; false if refused: the pool is full, or
+// (limited: a new instance, not one the kernel accepted already) the
+// user's count as the kernel would have it reached RLIMIT_SIGPENDING.
 // front: ahead of every instance queued (a put-back of the oldest one).
-bool pool_push(uintptr_t owner, uint64_t goid, int sig, const siginfo_t* si, bool front = false) {
+bool pool_push(uintptr_t owner, uint64_t goid, int sig, const siginfo_t* si, bool front = false,
+               bool limited = false) {
   if (!pool) return false;
   uint32_t u = pool_used.load(std::memory_order_relaxed);
   do {
-    if (u >= pool_cap || (sig >= kSigRtMin && u >= pool_limit)) return false;
+    if (u >= pool_cap) return false;
   } while (!pool_used.compare_exchange_weak(u, u + 1, std::memory_order_acq_rel));
+  // The node is reserved first, then the count (which includes it) is
+  // checked: two senders racing for the last place do not both get it.
+  if (limited && !sigpending_room_for(0)) {
+    pool_used.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
   for (;;) {
     uint32_t h = pool_hwm.load(std::memory_order_acquire);
     for (uint32_t i = 0; i < h; i++) {
@@ -318,6 +332,10 @@ void pool_reset() {
   pool_used.store(0, std::memory_order_relaxed);
 }
 
+// Standard process signals held (held_std's instances): natively each is
+// an entry of the kernel's queue, counted with the user's others.
+std::atomic<uint32_t> held_std_n{0};
+
 // As the kernel: a standard signal is pending once for the process (a
 // second one sent while the first is pending is dropped, the first
 // siginfo kept); every real-time one queues (the pool above).
@@ -325,14 +343,105 @@ void pool_reset() {
 bool held_push(int sig, const siginfo_t* si) {
   if (sig < kSigRtMin) {
     if (!held_std[sig].empty()) return false;  // coalesces
-    return held_std[sig].push(si);
+    if (!held_std[sig].push(si)) return false;
+    held_std_n.fetch_add(1, std::memory_order_acq_rel);
+    return true;
   }
   return pool_push(kProcOwner, 0, sig, si);
 }
 
 // Signal-safe. Takes the oldest held instance of sig.
 bool held_pop(int sig, siginfo_t* out) {
-  return sig < kSigRtMin ? held_std[sig].pop(out) : pool_take(kProcOwner, 0, sig, out);
+  if (sig >= kSigRtMin) return pool_take(kProcOwner, 0, sig, out);
+  if (!held_std[sig].pop(out)) return false;
+  held_std_n.fetch_sub(1, std::memory_order_acq_rel);
+  return true;
+}
+
+// ---- RLIMIT_SIGPENDING, as the kernel counts it ----
+//
+// The kernel (kernel/signal.c sig_get_ucounts / __sigqueue_alloc, 6.x)
+// counts every queued entry against the receiving task's real user
+// (ucounts, inc_rlimit_get_ucounts: all of that user's processes) and
+// refuses a new one when the count would pass the receiving process's
+// current soft limit: for goshim's instances the receiver is this process.
+// Refused means EAGAIN for a real-time signal not sent by kill (SI_USER),
+// and pending without its siginfo otherwise (a standard signal, or kill).
+// An instance goshim holds was taken out of the kernel's count (or never
+// entered it), so the kernel's count alone lets in more than natively:
+// the rule kept is kernel count + held by goshim <= current soft limit.
+//
+// The kernel's count is SigQ's first number in /proc/self/status (a read
+// of about 10-25 us, on the privfd thread); the limit is re-read each time
+// (prlimit64: a change by setrlimit or prlimit, from this or another
+// process, counts at once). The count read is reused while it cannot have
+// grown enough to matter: every new entry of the user increments one
+// shared counter (an atomic read-modify-write on one cache line, in a
+// system call), so it grows by at most kSigqGrowthPerUs a microsecond
+// whatever the machine; with the default limit (tens of thousands) one
+// read serves for hundreds of microseconds of sends, near the limit every
+// check reads it. goshim's own signals (the preemption signal, forwards,
+// SIGCANCEL/SIGSETXID) never pass here: they go to the kernel as tgkill
+// and are the kernel's business.
+constexpr uint64_t kSigqGrowthPerUs = 100;
+// The last count read and when (nanotime before the read), under a
+// sequence word (odd while written; a writer that finds it odd does not
+// write, a reader that does reads again from /proc).
+std::atomic<uint32_t> sigq_seq{0};
+std::atomic<uint64_t> sigq_count{0};
+std::atomic<int64_t> sigq_at{0};
+
+// Signal-safe. The calling process's soft RLIMIT_SIGPENDING now.
+uint64_t sigpending_limit() {
+  struct {
+    uint64_t cur, max;
+  } rl = {~0ull, ~0ull};
+  if (sys::raw4(SYS_prlimit64, 0, RLIMIT_SIGPENDING, 0, (long)&rl) != 0) return ~0ull;
+  return rl.cur;
+}
+
+// Signal-safe. The kernel's count of queued signals of this process's
+// user (SigQ), or -1 if unreadable.
+int64_t read_sigq() {
+  char buf[4096];
+  if (privfd_read("/proc/self/status", buf, sizeof buf) <= 0) return -1;
+  const char* p = strstr(buf, "SigQ:");
+  if (!p) return -1;
+  p += 5;
+  while (*p == ' ' || *p == '\t') p++;
+  if (*p < '0' || *p > '9') return -1;
+  int64_t v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+  return v;
+}
+
+// Signal-safe. Whether the instances goshim holds (pool and standard),
+// plus extra more, fit with the kernel's count of the user's queued
+// signals under the current soft limit.
+bool sigpending_room_for(uint64_t extra) {
+  uint64_t held = pool_used.load(std::memory_order_acquire) + held_std_n.load(std::memory_order_acquire) + extra;
+  uint64_t lim = sigpending_limit();
+  if (lim == ~0ull) return true;  // RLIM_INFINITY
+  if (held > lim) return false;
+  int64_t now = sys::nanotime();
+  uint32_t q = sigq_seq.load(std::memory_order_acquire);
+  if (!(q & 1)) {
+    uint64_t k = sigq_count.load(std::memory_order_acquire);
+    int64_t at = sigq_at.load(std::memory_order_acquire);
+    if (at && sigq_seq.load(std::memory_order_acquire) == q && now >= at) {
+      uint64_t grown = ((uint64_t)(now - at) / 1000 + 1) * kSigqGrowthPerUs;
+      if (k + grown + held <= lim) return true;
+    }
+  }
+  int64_t k = read_sigq();
+  if (k < 0) return true;  // unknown: the pool's own bound only
+  q = sigq_seq.load(std::memory_order_acquire);
+  if (!(q & 1) && sigq_seq.compare_exchange_strong(q, q + 1, std::memory_order_acq_rel)) {
+    sigq_count.store((uint64_t)k, std::memory_order_release);
+    sigq_at.store(now, std::memory_order_release);
+    sigq_seq.store(q + 2, std::memory_order_release);
+  }
+  return (uint64_t)k + held <= lim;
 }
 
 bool held_empty(int sig) {
@@ -709,12 +818,14 @@ void wake_waiter_later() {
 
 // Thread-directed signals queued on a G: every real-time instance and a
 // standard signal's pthread_sigqueue value, in the pool with their siginfo.
+// A new instance: false when the kernel would refuse to queue it
+// (RLIMIT_SIGPENDING, sigpending_room_for).
 bool gq_push(G* gp, int sig, int code, const union sigval* value) {
   siginfo_t si;
   tkill_info(&si, sig);
   si.si_code = code;
   if (code == SI_QUEUE && value) si.si_value = *value;
-  return pool_push((uintptr_t)gp, gp->goid, sig, &si);
+  return pool_push((uintptr_t)gp, gp->goid, sig, &si, false, true);
 }
 
 // Signal-safe. Puts back an instance taken from gp's queue ahead of the
@@ -992,6 +1103,11 @@ uint64_t sysmon_close_wait(M* self, uint64_t set, bool exact) {
 }
 
 }  // namespace
+
+bool signal_queue_room() {
+  if (!(pool_used.load(std::memory_order_acquire) | held_std_n.load(std::memory_order_acquire))) return true;
+  return sigpending_room_for(1);
+}
 
 long signal_send_queued(pid_t tid, int sig, union sigval value) {
   siginfo_t si;
@@ -2241,13 +2357,18 @@ int signal_send(G* target, int sig, const union sigval* value) {
   if (sig == kSigCancel || sig == kSigSetxid) return EINVAL;
   uint64_t b = bit(sig);
   if (sig >= kSigRtMin) {
-    // Real-time: every instance queues (EAGAIN when the G's queue is full,
-    // as the kernel's at RLIMIT_SIGPENDING).
+    // Real-time: every instance queues; EAGAIN where the kernel's queue
+    // would refuse it (RLIMIT_SIGPENDING: tgkill and rt_tgsigqueueinfo
+    // both, their si_code being negative).
     if (!gq_push(target, sig, value ? SI_QUEUE : SI_TKILL, value)) return EAGAIN;
   } else if (value) {
-    // Standard: one pending instance; a second one is dropped.
+    // Standard: one pending instance; a second one is dropped. Never
+    // EAGAIN: past the limit the kernel makes it pending without its
+    // siginfo ("silent loss of information"); here it is pending without
+    // a queued instance, taken as pthread_kill's (SI_TKILL, not SI_USER
+    // from pid 0 as natively).
     if (target->sigpending.load(std::memory_order_acquire) & b) return 0;
-    if (!gq_push(target, sig, SI_QUEUE, value)) return EAGAIN;
+    gq_push(target, sig, SI_QUEUE, value);
   }
   G* self = tls_g;
   // Pending first, then the waited set (Dekker with wait_for and suspend
@@ -2562,7 +2683,10 @@ void signal_after_fork(G* gp, M* mp) {
   sysmon_leaves_gen.store(0, std::memory_order_relaxed);
   for (auto& t : std_taking) t.store(0, std::memory_order_relaxed);
   for (auto& q : held_std) q.reset();
+  held_std_n.store(0, std::memory_order_relaxed);
   pool_reset();
+  sigq_seq.store(0, std::memory_order_relaxed);  // a write the fork cut short
+  sigq_at.store(0, std::memory_order_relaxed);
   g_unrouted.store(false, std::memory_order_relaxed);
   if (gp) {
     gp->sigpending.store(0, std::memory_order_relaxed);
@@ -2999,6 +3123,11 @@ bool glibc_signals(const G* target, int old, GStatus st) {
 // wakes or kicks the goroutine itself, so the one sent to find out goes to
 // the calling thread, as SI_QUEUE, which sigcancel_handler ignores.
 long sigcancel_room() {
+  // The instances goshim holds count too (sigpending_room_for); the
+  // kernel's check of the probe counts the rest.
+  if ((pool_used.load(std::memory_order_acquire) | held_std_n.load(std::memory_order_acquire)) &&
+      !sigpending_room_for(1))
+    return -EAGAIN;
   union sigval none = {};
   return signal_send_queued((pid_t)sys::gettid(), kSigCancel, none);
 }

@@ -46,6 +46,15 @@ void signal_init();
 // one builder of such a siginfo. The raw system call's result.
 long signal_send_queued(pid_t tid, int sig, union sigval value);
 
+// Signal-safe. Whether the kernel, counting the instances goshim holds
+// as natively it would, has room for one more queued signal of this
+// process (RLIMIT_SIGPENDING against the user's count). A real-time
+// signal the program queues to its own process through the kernel
+// (sigqueue, pthread_sigqueue to a foreign thread) gets EAGAIN without
+// it, as natively; true at once while goshim holds none (the kernel's own
+// check is then exact).
+bool signal_queue_room();
+
 // sigaction for the program: records act, installs goshim's handler in the
 // kernel as needed, reports the program's previous disposition in old.
 // Returns 0 or -errno.

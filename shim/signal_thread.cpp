@@ -161,8 +161,17 @@ GOSHIM_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
   return real::sigprocmask(how, set, old);
 }
 
+// A real-time signal this process queues to itself through the kernel
+// (not to a goroutine: signal_send checks those): the kernel counts the
+// user's queued signals, less the instances goshim took out of its queue
+// and holds; natively those would count (signal_queue_room). kill() is
+// not checked: the kernel never refuses it (SI_USER), it drops the
+// siginfo instead.
+static bool self_queue_full(int sig) { return sig >= 32 && sig <= 64 && mn_active() && !signal_queue_room(); }
+
 GOSHIM_EXPORT int pthread_kill(pthread_t t, int sig) {
   if (!ours(t)) {
+    if (self_queue_full(sig)) return EAGAIN;
     shim::ensure_real();
     return real::pthread_kill(t, sig);
   }
@@ -173,6 +182,7 @@ GOSHIM_EXPORT int pthread_kill(pthread_t t, int sig) {
 
 GOSHIM_EXPORT int pthread_sigqueue(pthread_t t, int sig, const union sigval value) {
   if (!ours(t)) {
+    if (self_queue_full(sig)) return EAGAIN;
     shim::ensure_real();
     return real::pthread_sigqueue(t, sig, value);
   }
@@ -189,6 +199,10 @@ GOSHIM_EXPORT int raise(int sig) {
       return -1;
     }
     return 0;
+  }
+  if (self_queue_full(sig)) {
+    errno = EAGAIN;
+    return -1;
   }
   shim::ensure_real();
   return real::raise(sig);
@@ -229,6 +243,7 @@ GOSHIM_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
   si.si_pid = (pid_t)sys::getpid();
   si.si_uid = (uid_t)sys::raw0(SYS_getuid);
   si.si_value = value;
+  if (pid == si.si_pid && self_queue_full(sig)) return sent(-EAGAIN);
   G* gp = shim::user_g();
   if (!gp || sig <= 0 || pid != si.si_pid) return sent(sys::raw3(SYS_rt_sigqueueinfo, pid, sig, (long)&si));
   uint32_t h0 = __atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE);
