@@ -221,6 +221,18 @@ GOSHIM_EXPORT int kill(pid_t pid, int sig) {
   return sent(r);
 }
 
+// killpg: glibc's (sysdeps/posix/killpg.c) calls its internal __kill, which
+// an interposer does not see; so a killpg of the own group returned before
+// the handler ran on the caller. glibc's contract, through the kill above:
+// a negative group is EINVAL, else kill(-pgrp, sig) (0: the caller's group).
+GOSHIM_EXPORT int killpg(pid_t pgrp, int sig) {
+  if (pgrp < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return kill(-pgrp, sig);
+}
+
 GOSHIM_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
   siginfo_t si;
   memset(&si, 0, sizeof si);
