@@ -413,6 +413,36 @@ GOSHIM_EXPORT int __xpg_sigpause(int sig) { return __sigpause(sig, 1); }
 
 GOSHIM_EXPORT int gsignal(int sig) { return raise(sig); }
 
+// abort: glibc's (stdlib/abort.c) unblocks SIGABRT with its internal
+// sigprocmask, raises it with its internal raise (a tgkill of the M) and
+// resets it with its internal sigaction, none of which an interposer sees:
+// a goroutine that blocked SIGABRT and handles it died without its handler
+// running (goshim held the signal for the G, whose mask still blocked it).
+// Rebuilt here, as glibc 2.36 writes it, on the interposed calls (which
+// pass other callers to glibc). glibc's recursive lock and stage counter
+// only order concurrent and nested calls, which end the same way: a
+// handler that returns is followed by the default action; one that jumps
+// out leaves abort. Not covered: glibc's own calls of abort (assert,
+// malloc and fortify failures) stay glibc's.
+GOSHIM_EXPORT void abort(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGABRT);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  raise(SIGABRT);  // a handler runs here, and may leave
+  struct sigaction act;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = SIG_DFL;
+  sigfillset(&act.sa_mask);
+  sigaction(SIGABRT, &act, nullptr);
+  raise(SIGABRT);
+#if defined(__x86_64__)
+  __asm__ volatile("hlt");  // glibc's ABORT_INSTRUCTION
+#endif
+  _exit(127);
+  for (;;) __builtin_trap();
+}
+
 // The old sigstack: no size, so everything below ss_sp is the stack.
 GOSHIM_EXPORT int sigstack(struct sigstack* ss, struct sigstack* oss) {
   stack_t sas, osas;
