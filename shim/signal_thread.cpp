@@ -262,8 +262,9 @@ GOSHIM_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
 // pidfd's type give (a thread pidfd, PIDFD_THREAD = O_EXCL, or
 // PIDFD_SIGNAL_THREAD address one kernel thread: not the goroutine).
 namespace {
-constexpr unsigned kPidfdSignalThread = 1u << 0, kPidfdSignalThreadGroup = 1u << 1,
-                   kPidfdSignalProcessGroup = 1u << 2;
+// <linux/pidfd.h>'s flags (Linux 6.9); PIDFD_SIGNAL_THREAD_GROUP (1 << 1)
+// is the process, as flags 0 on a process pidfd.
+constexpr unsigned kPidfdSignalThread = 1u << 0, kPidfdSignalProcessGroup = 1u << 2;
 
 // The value after "key:\t" in text (base 8 or 10), or -1.
 long fdinfo_field(const char* text, const char* key, int base) {
