@@ -251,6 +251,16 @@ int goshim_je_thread_join(pthread_t th, void** ret) {
   return goshim::real::pthread_join(th, ret);
 }
 
+// jemalloc's abort (a failed safety check, a boot failure) stays glibc's,
+// as before goshim exported abort: goshim's (shim/signal_thread.cpp) runs
+// through the runtime's signal paths, not to be entered with allocator
+// locks held.
+void goshim_je_abort(void) {
+  goshim::real::resolve();
+  if (goshim::real::abort) goshim::real::abort();
+  for (;;) __builtin_trap();
+}
+
 }  // extern "C"
 
 namespace goshim {

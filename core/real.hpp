@@ -125,6 +125,7 @@ namespace goshim::real {
   X(pthread_sigmask, int (*)(int, const sigset_t*, sigset_t*), Next, nullptr, 0)                   \
   X(sigprocmask, int (*)(int, const sigset_t*, sigset_t*), Next, nullptr, 0)                       \
   X(raise, int (*)(int), Next, nullptr, 0)                                                         \
+  X(abort, void (*)(void), Next, nullptr, 0)                                                       \
   X(sigpending, int (*)(sigset_t*), Next, nullptr, 0)                                              \
   X(sigaltstack, int (*)(const stack_t*, stack_t*), Next, nullptr, 0)                              \
   X(longjmp, void (*)(struct __jmp_buf_tag*, int), Next, nullptr, 0)                              \

@@ -3,6 +3,7 @@
 // (there is no kernel thread to apply them to) after glibc's validation; for
 // a foreign kernel thread they go to glibc.
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -167,14 +168,25 @@ GOSHIM_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set
     return real::pthread_setaffinity_np(t, size, set);
   }
   if (!g_from_pthread(t)) return ESRCH;
-  // The kernel's validation: at least one allowed CPU in the set.
-  cpu_set_t allowed;
-  long r = sys::sched_getaffinity(0, sizeof allowed, &allowed);
-  if (r < 0) return (int)-r;
-  bool any = false;
-  for (size_t i = 0; i < size && i < sizeof allowed; i++)
-    if (((const unsigned char*)set)[i] & ((const unsigned char*)&allowed)[i]) any = true;
-  return any ? 0 : EINVAL;  // accepted; goroutines run on any M
+  // Nothing is applied (goroutines run on any M), but the answer is the
+  // kernel's, as glibc gets it for the thread: sched_setaffinity cuts the
+  // set to the kernel's mask size (a shorter one is zero-extended), and
+  // refuses with EINVAL a set naming no active CPU the cpuset allows,
+  // whatever the thread's current mask (EFAULT for a bad pointer). So the
+  // set is applied to the calling M's kernel thread and its mask put back:
+  // by tid, and with no preemption in between (acquirem), so that it is
+  // the same kernel thread whose mask was read. (Reading the M's mask into
+  // an uninitialised set and testing 128 bytes of it against the program's
+  // set accepted a nonexistent CPU when stack garbage lay past the
+  // kernel's bytes, and refused a CPU outside the current mask.)
+  unsigned long old[1024 / sizeof(unsigned long)];  // up to 8192 CPUs
+  M* mp = acquirem();
+  long tid = sys::gettid();
+  long n = sys::sched_getaffinity(tid, sizeof old, old);
+  long r = n > 0 ? sys::raw3(SYS_sched_setaffinity, tid, (long)size, (long)set) : n;
+  if (n > 0 && r == 0) sys::raw3(SYS_sched_setaffinity, tid, n, (long)old);
+  releasem(mp);
+  return r < 0 ? (int)-r : 0;
 }
 
 GOSHIM_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t* set) {
@@ -183,7 +195,9 @@ GOSHIM_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t* se
     return real::pthread_getaffinity_np(t, size, set);
   }
   if (!g_from_pthread(t)) return ESRCH;
-  long r = sys::sched_getaffinity(0, size, set);
+  // As glibc's: the size is cut to INT_MAX, and the bytes past the
+  // kernel's mask are zeroed. The mask is the calling M's (7.6).
+  long r = sys::sched_getaffinity(0, size < INT_MAX ? size : INT_MAX, set);
   if (r < 0) return (int)-r;
   if ((size_t)r < size) memset((char*)set + r, 0, size - r);
   return 0;

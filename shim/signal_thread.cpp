@@ -3,14 +3,18 @@
 // goroutine each acts on the G (core/signal); on a foreign thread, before
 // init and in 1:1 mode, glibc's own functions do.
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 
+#include "core/privfd.hpp"
 #include "core/proc.hpp"
+#include "core/rawlog.hpp"
 #include "core/runtime.hpp"
 #include "core/sema.hpp"
 #include "core/signal.hpp"
@@ -235,6 +239,18 @@ GOSHIM_EXPORT int kill(pid_t pid, int sig) {
   return sent(r);
 }
 
+// killpg: glibc's (sysdeps/posix/killpg.c) calls its internal __kill, which
+// an interposer does not see; so a killpg of the own group returned before
+// the handler ran on the caller. glibc's contract, through the kill above:
+// a negative group is EINVAL, else kill(-pgrp, sig) (0: the caller's group).
+GOSHIM_EXPORT int killpg(pid_t pgrp, int sig) {
+  if (pgrp < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return kill(-pgrp, sig);
+}
+
 GOSHIM_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
   siginfo_t si;
   memset(&si, 0, sizeof si);
@@ -248,6 +264,62 @@ GOSHIM_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
   if (!gp || sig <= 0 || pid != si.si_pid) return sent(sys::raw3(SYS_rt_sigqueueinfo, pid, sig, (long)&si));
   uint32_t h0 = __atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE);
   long r = sys::raw3(SYS_rt_sigqueueinfo, pid, sig, (long)&si);
+  if (r == 0) signal_sent_to_self(gp, sig, h0);
+  return sent(r);
+}
+
+// pidfd_send_signal (glibc 2.36's is the bare system call): a signal sent
+// through a pidfd of the caller's own process is, for the kernel, kill()
+// of it, and natively reaches the calling thread before the call returns
+// when it is the only one that leaves it open. So as kill above: the
+// pidfd's process (fdinfo's Pid, read through the caller's kernel thread's
+// fd table on goshim's privfd thread) and the scope the flags and the
+// pidfd's type give (a thread pidfd, PIDFD_THREAD = O_EXCL, or
+// PIDFD_SIGNAL_THREAD address one kernel thread: not the goroutine).
+namespace {
+// <linux/pidfd.h>'s flags (Linux 6.9); PIDFD_SIGNAL_THREAD_GROUP (1 << 1)
+// is the process, as flags 0 on a process pidfd.
+constexpr unsigned kPidfdSignalThread = 1u << 0, kPidfdSignalProcessGroup = 1u << 2;
+
+// The value after "key:\t" in text (base 8 or 10), or -1.
+long fdinfo_field(const char* text, const char* key, int base) {
+  size_t n = strlen(key);
+  for (const char* p = text; *p;) {
+    if (strncmp(p, key, n) == 0 && p[n] == ':') {
+      const char* q = p + n + 1;
+      while (*q == ' ' || *q == '\t') q++;
+      if (*q < '0' || *q > '9') return -1;
+      long v = 0;
+      while (*q >= '0' && *q < '0' + base) v = v * base + (*q++ - '0');
+      return v;
+    }
+    const char* nl = strchr(p, '\n');
+    if (!nl) break;
+    p = nl + 1;
+  }
+  return -1;
+}
+
+bool pidfd_reaches_self(int pidfd, unsigned flags) {
+  if (pidfd < 0 || (flags & kPidfdSignalThread)) return false;
+  char path[64], buf[512];
+  rawfmt(path, sizeof path, "/proc/self/task/%d/fdinfo/%d", (int)sys::gettid(), pidfd);
+  if (privfd_read(path, buf, sizeof buf) <= 0) return false;
+  long pid = fdinfo_field(buf, "Pid", 10), fflags = fdinfo_field(buf, "flags", 8);
+  if (pid <= 0) return false;  // not a pidfd (a /proc/PID directory: passed through)
+  if (flags & kPidfdSignalProcessGroup)
+    return sys::raw1(SYS_getpgid, pid) == sys::raw1(SYS_getpgid, 0);
+  if (flags == 0 && fflags >= 0 && (fflags & O_EXCL)) return false;  // a thread pidfd
+  return pid == (long)sys::getpid();
+}
+}  // namespace
+
+GOSHIM_EXPORT int pidfd_send_signal(int pidfd, int sig, siginfo_t* info, unsigned int flags) {
+  G* gp = shim::user_g();
+  if (!gp || sig <= 0 || !pidfd_reaches_self(pidfd, flags))
+    return sent(sys::raw4(SYS_pidfd_send_signal, pidfd, sig, (long)info, flags));
+  uint32_t h0 = __atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE);
+  long r = sys::raw4(SYS_pidfd_send_signal, pidfd, sig, (long)info, flags);
   if (r == 0) signal_sent_to_self(gp, sig, h0);
   return sent(r);
 }
@@ -415,6 +487,36 @@ GOSHIM_EXPORT int bsd_sigpause(int mask) { return __sigpause(mask, 0); }
 GOSHIM_EXPORT int __xpg_sigpause(int sig) { return __sigpause(sig, 1); }
 
 GOSHIM_EXPORT int gsignal(int sig) { return raise(sig); }
+
+// abort: glibc's (stdlib/abort.c) unblocks SIGABRT with its internal
+// sigprocmask, raises it with its internal raise (a tgkill of the M) and
+// resets it with its internal sigaction, none of which an interposer sees:
+// a goroutine that blocked SIGABRT and handles it died without its handler
+// running (goshim held the signal for the G, whose mask still blocked it).
+// Rebuilt here, as glibc 2.36 writes it, on the interposed calls (which
+// pass other callers to glibc). glibc's recursive lock and stage counter
+// only order concurrent and nested calls, which end the same way: a
+// handler that returns is followed by the default action; one that jumps
+// out leaves abort. Not covered: glibc's own calls of abort (assert,
+// malloc and fortify failures) stay glibc's.
+GOSHIM_EXPORT void abort(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGABRT);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  raise(SIGABRT);  // a handler runs here, and may leave
+  struct sigaction act;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = SIG_DFL;
+  sigfillset(&act.sa_mask);
+  sigaction(SIGABRT, &act, nullptr);
+  raise(SIGABRT);
+#if defined(__x86_64__)
+  __asm__ volatile("hlt");  // glibc's ABORT_INSTRUCTION
+#endif
+  _exit(127);
+  for (;;) __builtin_trap();
+}
 
 // The old sigstack: no size, so everything below ss_sp is the stack.
 GOSHIM_EXPORT int sigstack(struct sigstack* ss, struct sigstack* oss) {
