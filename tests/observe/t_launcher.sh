@@ -27,6 +27,12 @@ contains "$T/err" "unknown option '--bogus'" "unknown option message"
 expect_status 2 "$G" --procs zero -- "$P" 0
 contains "$T/err" "--procs wants a number" "bad --procs message"
 expect_status 2 "$G" --procs 0 -- "$P" 0
+# --procs and --schedtrace take what GOSHIM_MAXPROCS and schedtrace= take
+# (core/numparse.hpp, tests/unit/numparse_test.cpp): no wrap, no space.
+expect_status 2 "$G" --procs 4294967297 -- "$P" 0
+expect_status 2 "$G" --procs " 2" -- "$P" 0
+expect_status 2 "$G" --schedtrace 4000000 -- "$P" 0
+contains "$T/err" "--schedtrace wants milliseconds in 1\.\.3600000" "bad --schedtrace message"
 expect_status 2 "$G" --stack 12q -- "$P" 0
 contains "$T/err" "--stack wants a size" "bad --stack message"
 expect_status 2 "$G" --mode 2:3 -- "$P" 0
