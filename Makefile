@@ -233,7 +233,7 @@ $(LIB): $(LIB_OBJ) shim/exports.map $(JEMALLOC_STAMP)
 	    $(LIB_CXX) $(wildcard core/*.hpp shim/*.hpp syscalls/*.hpp arch/$(ARCH)/*.hpp) | grep -v '^core/scstore.hpp'; then \
 	  echo "libgoshim.so: a seq_cst store not written as sc_store (core/scstore.hpp)" >&2; rm -f $@; exit 1; fi
 
-$(LAUNCHER): launcher/goshim.cpp core/size.hpp
+$(LAUNCHER): launcher/goshim.cpp core/size.hpp core/numparse.hpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O2 -g -Wall -Wextra -I. -o $@ $<
 

@@ -57,9 +57,6 @@
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
-// glibc 2.32 and later (weak: Debian 11 has 2.31, where this probe never runs).
-extern "C" __attribute__((weak)) char __libc_single_threaded;
-
 struct dwarf_eh_bases {
   void* tbase;
   void* dbase;
@@ -165,7 +162,7 @@ bool cancel_proto_init(char* why, size_t n) {
   // Cancellation must be enabled for glibc to use its cancellable path.
   int saved_ch = *chp;
   if (saved_ch & 1) __atomic_and_fetch(chp, ~1, __ATOMIC_RELAXED);
-  char* st = &__libc_single_threaded;
+  char* st = real::lazy::__libc_single_threaded();  // glibc 2.32+
   char saved_st = st ? *st : 0;
   if (st) *st = 0;
   uintptr_t pc[2] = {0, 0};

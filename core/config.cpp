@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/gmp.hpp"
+#include "core/numparse.hpp"
 #include "core/privfd.hpp"
 #include "core/rawlog.hpp"
 #include "core/size.hpp"
@@ -18,15 +19,6 @@ namespace goshim {
 Config config;
 
 namespace {
-
-bool parse_int(const char* s, long lo, long hi, long* out) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  long v = strtol(s, &end, 10);
-  if (*end != 0 || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
 
 // Reads a small text file into buf; returns its length or -1.
 long read_file(const char* path, char* buf, size_t size) {
@@ -181,8 +173,9 @@ void parse_debug(const char* s) {
     long v = 0;
     bool ok = true;
     if (strcmp(tok, "schedtrace") == 0) {
-      ok = parse_int(val, 1, 3600000, &v);
-      if (ok) config.schedtrace_ms = (int)v;
+      int ms;
+      ok = parse_schedtrace_ms(val, &ms);
+      if (ok) config.schedtrace_ms = ms;
     } else if (strcmp(tok, "scheddetail") == 0) {
       ok = parse_int(val, 0, 1, &v);
       if (ok) config.scheddetail = v;
@@ -193,10 +186,10 @@ void parse_debug(const char* s) {
       ok = strcmp(val, "fatal") == 0 ? (v = 2, true) : parse_int(val, 0, 2, &v);
       if (ok) config.deadlock = (int)v;
     } else if (strcmp(tok, "pinned") == 0) {
-      ok = parse_int(val, 1, 3600000, &v);
+      ok = parse_int(val, 1, kMaxDebugMs, &v);
       if (ok) config.pinned_ms = (int)v;
     } else if (strcmp(tok, "quiesce") == 0) {
-      ok = parse_int(val, 0, 3600000, &v);
+      ok = parse_int(val, 0, kMaxDebugMs, &v);
       if (ok) config.quiesce_ms = (int)v;
     } else if (strcmp(tok, "dumpsignal") == 0) {
       int sig = parse_signal(val);
@@ -225,9 +218,9 @@ void config_init() {
   const char* s;
   config.maxprocs = default_procs();
   if ((s = getenv("GOSHIM_MAXPROCS")) && *s) {
-    long v;
-    if (parse_int(s, 1, kMaxProcs, &v))
-      config.maxprocs = (int)v;
+    int v;
+    if (parse_procs(s, &v))
+      config.maxprocs = v;
     else
       rawlog("goshim: GOSHIM_MAXPROCS=%s is not a number in 1..%d; using %d\n", s, kMaxProcs,
              config.maxprocs);

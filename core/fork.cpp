@@ -16,6 +16,7 @@
 #include "core/privfd.hpp"
 #include "core/proc.hpp"
 #include "core/rawlog.hpp"
+#include "core/real.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
 #include "core/sharedwatch.hpp"
@@ -25,9 +26,6 @@
 #include "core/sysmon.hpp"
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
-
-// glibc 2.32 and later; weak, so the library also loads on older glibc.
-extern "C" __attribute__((weak)) char __libc_single_threaded;
 
 namespace goshim {
 
@@ -209,7 +207,7 @@ void fork_child_reset() {
   }
   signal_after_fork(gp, mp);
 
-  if (&__libc_single_threaded) __libc_single_threaded = 0;
+  if (char* st = real::lazy::__libc_single_threaded()) *st = 0;
   for (int i = 0; i < nhooks; i++) hooks[i]();
   memclass_init();
   privfd_after_fork();

@@ -19,6 +19,7 @@
 #include <atomic>
 
 #include "core/lock.hpp"
+#include "core/numparse.hpp"
 #include "core/timer.hpp"
 
 namespace goshim {
@@ -534,7 +535,7 @@ struct GQueue {
   }
 };
 
-inline constexpr int kMaxProcs = 1024;
+// kMaxProcs: core/numparse.hpp (the launcher checks --procs against it).
 
 struct Sched {
   Mutex lock{LockRank::Sched};

@@ -73,6 +73,7 @@ uint64_t gwait_arm(G* gp, WaitKind kind, bool cancel_point) {
 }
 
 WakeReason gwait_disarm(G* gp) {
+  GOSHIM_ON_USER_G();
   gp->wait_kind.store(WaitKind::None, std::memory_order_relaxed);
   uint64_t t = gp->wtoken.load(std::memory_order_acquire);
   for (;;) {

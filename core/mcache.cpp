@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "core/contract.hpp"
 #include "core/jemalloc_glue.hpp"
 #include "core/scstore.hpp"
 #include "syscalls/sys.hpp"
@@ -89,6 +90,9 @@ std::atomic<int64_t> purge_window{-2};  // dirty_decay_ms + 2 s in ns; -1: never
 }  // namespace
 
 int64_t mcache_idle_purge(bool active) {
+  GOSHIM_ON_G0();
+  GOSHIM_WITHOUT_P();
+  GOSHIM_NO_LOCKS("mcache_idle_purge");
   if (!mallctl) return 0;
   int64_t win = purge_window.load(std::memory_order_relaxed);
   if (win == -2) {

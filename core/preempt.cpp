@@ -414,6 +414,7 @@ void preemptone(P* pp) {
 }
 
 void preempt_at_call(G* gp, const void* caller_pc) {
+  GOSHIM_ON_USER_G();
   // Only from the program's own code: a call made from inside libc (say,
   // write() called by printf while it holds stdout's lock) must not park.
   if (pc_unsafe((uintptr_t)caller_pc)) return;

@@ -688,6 +688,7 @@ stack_set:
 // ---- exit ----------------------------------------------------------------------
 
 void thread_exit_landed(bool unwound) {
+  GOSHIM_ON_USER_G();
   G* gp = getg();
   // Unwound by glibc's own cancellation (not our pthread_exit): canceled.
   if (unwound && !gp->exit_called && cancel_pending_or_exiting_canceled(gp))

@@ -314,6 +314,13 @@ namespace goshim::real {
   X(free, void (*)(void*), Any, nullptr, 0)                                                        \
   X(__rseq_offset, const ptrdiff_t*, Any, nullptr, 235)                                            \
   X(__rseq_size, const unsigned*, Any, nullptr, 235)                                               \
+  /* 1 while the process has one thread; goshim clears it (core/runtime.cpp,                       \
+     fork.cpp, cancelproto.cpp): goroutines share memory */                                        \
+  X(__libc_single_threaded, char*, Any, nullptr, 232)                                              \
+  /* glibc's own name for clock_gettime (syscalls/sys.cpp: the runtime's clock):                   \
+     libc's function, never an interposer of the public name (goshim's own                         \
+     shim/cpuclock.cpp, or a later preload) */                                                     \
+  X(__clock_gettime, int (*)(clockid_t, struct timespec*), Any, "GLIBC_PRIVATE", 0)                \
   X(_Unwind_Find_FDE, const void* (*)(void*, void*), Any, nullptr, 0)
 
 enum class Scope : uint8_t { Next, Any, AnyTls };

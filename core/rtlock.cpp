@@ -78,6 +78,7 @@ void rt_spin_yield() {
 }
 
 int rt_set_self(int policy, int prio) {
+  GOSHIM_ON_USER_G();
   G* gp = getg();
   int pol = policy & ~SCHED_RESET_ON_FORK;
   if (rt_policy(pol)) {
@@ -110,6 +111,7 @@ int rt_set_self(int policy, int prio) {
 }
 
 void rt_bind_kernel_thread(G* gp) {
+  GOSHIM_ON_USER_G();
   gp->tid_bound = true;
   if (!gp->rt_locked) bind(gp);
 }
@@ -170,6 +172,8 @@ void rt_after_fork() {
 }
 
 void rt_exit_m() {
+  GOSHIM_ON_G0();
+  GOSHIM_WITHOUT_P();
   restore_other();
   sched.lock.lock();
   P* pp = pidleget();
@@ -213,6 +217,7 @@ void rt_request(G* gp) {
 }
 
 void rt_pending_apply(G* gp) {
+  GOSHIM_ON_USER_G();
   if (!gp->rt_pending.exchange(false, std::memory_order_acq_rel)) return;
   if (gp->rt_locked || !rt_policy(gp->sched_policy)) return;
   // The requester already returned 0 (it checked the privilege as it

@@ -41,9 +41,6 @@
 #include "core/trace.hpp"
 #include "syscalls/sys.hpp"
 
-// glibc 2.32 and later; weak, so the library also loads on older glibc.
-extern "C" __attribute__((weak)) char __libc_single_threaded;
-
 namespace goshim {
 
 std::atomic<bool> runtime_up{false};
@@ -646,7 +643,7 @@ static bool runtime_init_mn() {
   acquirep(allp(0));
 
   // goroutines share memory from now on
-  if (&__libc_single_threaded) __libc_single_threaded = 0;
+  if (char* st = real::lazy::__libc_single_threaded()) *st = 0;  // glibc 2.32+
   sched.ngoroutines.store(1, std::memory_order_relaxed);
   sched.ngpeak.store(1, std::memory_order_relaxed);
   runtime_up.store(true, std::memory_order_release);

@@ -107,6 +107,7 @@ void mput(M* mp) {
 // ---- retired Ps ----------------------------------------------------------------
 
 void retire_p(P* pp) {
+  GOSHIM_WITHOUT_P();
   GOSHIM_CHECK(pp->m == nullptr, "retire_p: P still attached");
   GQueue q;
   bool inherit;

@@ -1926,6 +1926,7 @@ void signal_apply(M* mp, G* gp) {
 }
 
 void signal_apply_resume(M* mp, G* gp) {
+  GOSHIM_ON_G0();
   uintptr_t lo = (uintptr_t)gp->altstack.ss_sp;
   if (__builtin_expect(!(gp->altstack.ss_flags & SS_DISABLE), 0) && gp->sched_sp > lo &&
       gp->sched_sp <= lo + gp->altstack.ss_size) {

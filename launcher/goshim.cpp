@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/numparse.hpp"
 #include "core/size.hpp"
 
 #ifndef GOSHIM_VERSION
@@ -50,13 +51,6 @@ const char* kUsage =
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\nTry 'goshim --help'.\n");
   exit(2);
-}
-
-bool is_uint(const char* s) {
-  if (!*s) return false;
-  for (; *s; s++)
-    if (*s < '0' || *s > '9') return false;
-  return true;
 }
 
 bool exists(const char* p) {
@@ -192,7 +186,12 @@ int main(int argc, char** argv) {
       return 0;
     } else if (strcmp(a, "--procs") == 0) {
       const char* v = need(a);
-      if (!is_uint(v) || atoi(v) < 1 || atoi(v) > 1024) die("--procs wants a number in 1..1024, not '%s'", v);
+      int n;
+      if (!goshim::parse_procs(v, &n)) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "--procs wants a number in 1..%d, not '%%s'", goshim::kMaxProcs);
+        die(msg, v);
+      }
       setenv("GOSHIM_MAXPROCS", v, 1);
     } else if (strcmp(a, "--stack") == 0) {
       const char* v = need(a);
@@ -202,7 +201,12 @@ int main(int argc, char** argv) {
       setenv("GOSHIM_STACK", v, 1);
     } else if (strcmp(a, "--schedtrace") == 0) {
       const char* v = need(a);
-      if (!is_uint(v) || atoi(v) < 1) die("--schedtrace wants milliseconds, not '%s'", v);
+      int ms;
+      if (!goshim::parse_schedtrace_ms(v, &ms)) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "--schedtrace wants milliseconds in 1..%ld, not '%%s'", goshim::kMaxDebugMs);
+        die(msg, v);
+      }
       char kv[64];
       snprintf(kv, sizeof kv, "schedtrace=%s", v);
       append_debug(kv);

@@ -10,10 +10,9 @@
 #include "core/cputime.hpp"
 #include "core/proc.hpp"
 #include "shim/shim.hpp"
+#include "syscalls/sys.hpp"
 
 using namespace goshim;
-
-extern "C" int __clock_gettime(clockid_t, struct timespec*);
 
 namespace {
 
@@ -39,10 +38,10 @@ G* clock_g(clockid_t clk, bool* bad) {
 }  // namespace
 
 GOSHIM_EXPORT int clock_gettime(clockid_t clk, struct timespec* ts) {
-  if (__builtin_expect(clk >= 0 && clk != CLOCK_THREAD_CPUTIME_ID, 1)) return __clock_gettime(clk, ts);
+  if (__builtin_expect(clk >= 0 && clk != CLOCK_THREAD_CPUTIME_ID, 1)) return (int)sys::clock_gettime(clk, ts);
   bool bad;
   G* gp = clock_g(clk, &bad);
-  if (!gp && !bad) return __clock_gettime(clk, ts);
+  if (!gp && !bad) return (int)sys::clock_gettime(clk, ts);
   int64_t ns = bad ? -1 : g_cputime(gp, shim::user_g());
   if (ns < 0) {
     errno = EINVAL;  // the kernel's answer for a thread that is gone

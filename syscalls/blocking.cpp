@@ -32,6 +32,7 @@ namespace goshim {
 [[noreturn]] void execute_g(G* gp, bool inherit_time);  // park.cpp
 
 void enter_blocking(BlockKind kind, const char* what) {
+  GOSHIM_ON_USER_G();
   G* gp = getg();
   M* mp = gp->m;
   P* pp = mp->p;

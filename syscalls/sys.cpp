@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "core/real.hpp"
+
 namespace goshim::sys {
 
 long futex_wait(const void* addr, uint32_t val, const struct timespec* rel) {
@@ -123,25 +125,36 @@ long prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, uns
 // instead of a syscall). glibc's clock_gettime touches no TLS and takes no
 // lock. goshim interposes clock_gettime (per-goroutine CPU clocks, shim/
 // cpuclock.cpp), and -Bsymbolic-functions would bind ::clock_gettime here
-// to that interposer: glibc's own name for it, __clock_gettime, is used.
-extern "C" int __clock_gettime(clockid_t, struct timespec*);
-long clock_gettime(int clk, struct timespec* ts) { return __clock_gettime(clk, ts); }
+// to that interposer: glibc's own name for it, __clock_gettime, is used,
+// found at run time (core/real.hpp's table; the one place it is named).
+// Without it (a libc that does not define it) the system call, without
+// the vDSO.
+long clock_gettime(int clk, struct timespec* ts) {
+  auto fn = real::lazy::__clock_gettime();
+  if (__builtin_expect(fn != nullptr, 1)) return fn(clk, ts);
+  long r = raw2(SYS_clock_gettime, clk, (long)ts);
+  if (r < 0) {
+    errno = (int)-r;
+    return -1;
+  }
+  return 0;
+}
 
 int64_t nanotime() {
   struct timespec ts;
-  __clock_gettime(CLOCK_MONOTONIC, &ts);
+  sys::clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int64_t coarsetime() {
   struct timespec ts;
-  __clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  sys::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int64_t walltime() {
   struct timespec ts;
-  __clock_gettime(CLOCK_REALTIME, &ts);
+  sys::clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 

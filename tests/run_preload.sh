@@ -20,7 +20,9 @@
 # Under goshim the runner also sets MAX_KERNEL_THREADS=procs+4, which the
 # programs check while their threads are alive (common.h).
 # A program that cannot test what it claims here (not root, no pty, ...)
-# prints why and exits 77: the run counts as SKIP, never as a pass.
+# prints why on stderr and exits 77: the run counts as SKIP, never as a
+# pass. A goshim run that exits 77 after the native run of the same case
+# passed is a FAIL: the system allows the test, goshim refused it.
 #
 # The expected mode comes first from tests/goshim_mode.sh: M:N, or 1:1 when
 # goshim refuses M:N on this system (glibc older than 2.34) and says so in
@@ -160,6 +162,15 @@ run_one() {
   local dt
   dt=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2fs", b-a}')
   local ok=0 why=""
+  if [ "$rc" = 77 ] && [ "$expect" != exit:77 ] && [ "$mode" != native ] && [ "$native_ok" = 1 ]; then
+    # The native run tested the claim on this system: "cannot test" under
+    # goshim is goshim refusing what the system allows, not a skip.
+    printf 'FAIL %-28s %-6s %s: exited 77 (cannot test) under goshim; the native run tested it\n' "$name" "$mode" "$dt"
+    sed 's/^/    | /' "$se" | tail -n 15
+    fail=$((fail + 1))
+    failed+=("$name/$mode(skip)")
+    return 1
+  fi
   if [ "$rc" = 77 ] && [ "$expect" != exit:77 ]; then
     printf 'SKIP %-28s %-6s %s: %s\n' "$name" "$mode" "$dt" "$(tail -n 1 "$se")"
     skip=$((skip + 1))

@@ -1,7 +1,10 @@
 /* Threads left waiting in four ways, for the goroutine dump test: on a
  * mutex main holds, on a condition variable, in read() on a socket nobody
- * writes to, and in sleep(). Prints "ready" once all four are waiting and
- * then waits for a signal; SIGTERM ends it. Built with -g so the dump can
+ * writes to, and in sleep(). Prints "ready" once it has started all four
+ * and then waits for a signal; SIGTERM ends it. Under goshim the threads
+ * are parked Gs with no state of their own in /proc: t_dump.sh learns that
+ * they (and main, in sigwait) wait from the dump itself, and asks for
+ * another dump until one shows them all. Built with -g so the dump can
  * name the functions below. */
 #include <pthread.h>
 #include <signal.h>
@@ -49,7 +52,6 @@ int main(void) {
   pthread_create(&t[1], NULL, blocked_on_cond, NULL);
   pthread_create(&t[2], NULL, blocked_in_read, NULL);
   pthread_create(&t[3], NULL, blocked_in_sleep, NULL);
-  usleep(300 * 1000); /* let all four reach their waits */
   printf("reading fd %d\n", sv[1]);
   printf("ready\n");
   fflush(stdout);

@@ -27,6 +27,12 @@ contains "$T/err" "unknown option '--bogus'" "unknown option message"
 expect_status 2 "$G" --procs zero -- "$P" 0
 contains "$T/err" "--procs wants a number" "bad --procs message"
 expect_status 2 "$G" --procs 0 -- "$P" 0
+# --procs and --schedtrace take what GOSHIM_MAXPROCS and schedtrace= take
+# (core/numparse.hpp, tests/unit/numparse_test.cpp): no wrap, no space.
+expect_status 2 "$G" --procs 4294967297 -- "$P" 0
+expect_status 2 "$G" --procs " 2" -- "$P" 0
+expect_status 2 "$G" --schedtrace 4000000 -- "$P" 0
+contains "$T/err" "--schedtrace wants milliseconds in 1\.\.3600000" "bad --schedtrace message"
 expect_status 2 "$G" --stack 12q -- "$P" 0
 contains "$T/err" "--stack wants a size" "bad --stack message"
 expect_status 2 "$G" --mode 2:3 -- "$P" 0
@@ -50,7 +56,12 @@ expect_status $((128 + 15)) "$G" -- "$P" kill 15
 # Flags reach the program's environment and the runtime.
 "$G" --procs 3 -- "$P" env GOSHIM_MAXPROCS >"$T/out" 2>&1
 contains "$T/out" '^3$' "--procs sets GOSHIM_MAXPROCS"
-"$G" --procs 1 --schedtrace 20 -- "$P" sleep 200 >"$T/out" 2>"$T/err" || fail "--schedtrace run failed"
+# (the program sleeps until this script has seen a line: no time bound)
+"$G" --procs 1 --schedtrace 20 -- "$P" sleep 600000 >"$T/out" 2>"$T/err" &
+pid=$!
+wait_for "$T/err" '^SCHED [0-9]+ms: gomaxprocs=1 ' 60 || fail "--procs 1 --schedtrace 20: no SCHED line in 60 s"
+kill -TERM $pid
+wait $pid
 contains "$T/err" '^SCHED [0-9]+ms: gomaxprocs=1 ' "--procs 1 --schedtrace 20"
 "$G" --stack 256k -- "$P" stack >"$T/out" 2>&1
 contains "$T/out" '^262144$' "--stack 256k is the default thread stack size"

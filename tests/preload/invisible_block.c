@@ -14,7 +14,9 @@
 #include "common.h"
 
 static int pfd[2];
-static volatile int reader_blocked;
+/* Kernel thread ids published just before each blocking call (common.h's
+   handshake): the acting thread waits until that kernel thread sleeps. */
+static volatile int reader_tid, printer_tid;
 
 /* A three-argument system call without libc. */
 static long raw3(long nr, long a, long b, long c) {
@@ -42,20 +44,24 @@ static long raw_read(int fd, void *buf, unsigned long len) {
 
 static void *raw_reader(void *arg) {
   char c = 0;
-  reader_blocked = 1;
+  __atomic_store_n(&reader_tid, self_tid(), __ATOMIC_RELEASE);
   long n = raw_read(pfd[0], &c, 1);
   CHECK(n == 1 && c == 'x', "raw read returned %ld", n);
   return NULL;
 }
 
 static void *raw_writer(void *arg) {
-  while (!reader_blocked) sched_yield();
-  for (int i = 0; i < 100; i++) sched_yield();
+  while (!__atomic_load_n(&reader_tid, __ATOMIC_ACQUIRE)) sched_yield();
+  /* Natively the reader can sleep only inside its raw read: the write
+     then finds it blocked. Under goshim the id is the kernel thread that
+     made the call, blocked in it where goshim cannot see. */
+  wait_tid_asleep(reader_tid, NULL);
   CHECK_EQ(write(pfd[1], "x", 1), 1);
   return NULL;
 }
 
-static volatile int locked, printed, release;
+static volatile int locked, release;
+static int printed;
 
 static void *holder(void *arg) {
   flockfile(stdout);
@@ -68,14 +74,18 @@ static void *holder(void *arg) {
 
 static void *printer(void *arg) {
   while (!locked) sched_yield();
+  __atomic_store_n(&printer_tid, self_tid(), __ATOMIC_RELEASE);
   printf("printer done\n"); /* blocks in glibc until the holder unlocks */
-  printed = 1;
+  __atomic_store_n(&printed, 1, __ATOMIC_RELEASE);
   return NULL;
 }
 
 static void *releaser(void *arg) {
-  while (!locked) sched_yield();
-  for (int i = 0; i < 1000; i++) sched_yield();
+  while (!__atomic_load_n(&printer_tid, __ATOMIC_ACQUIRE)) sched_yield();
+  /* The printer sleeps in glibc's stdout lock (a futex goshim does not
+     see) before the holder lets go of it. */
+  wait_tid_asleep(printer_tid, &printed);
+  CHECK(!__atomic_load_n(&printed, __ATOMIC_ACQUIRE), "printf did not wait for stdout's lock");
   release = 1;
   return NULL;
 }

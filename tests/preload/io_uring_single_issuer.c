@@ -198,7 +198,7 @@ int main(void) {
   int e = ring_setup(&probe, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN);
   if (e != 0) {
     rmdir(dir);
-    printf("SKIP: io_uring with SINGLE_ISSUER|DEFER_TASKRUN unavailable: %s\n", strerror(-e));
+    fprintf(stderr, "SKIP: io_uring with SINGLE_ISSUER|DEFER_TASKRUN unavailable: %s\n", strerror(-e));
     return 77;
   }
   close(probe.fd);

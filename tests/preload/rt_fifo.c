@@ -450,7 +450,7 @@ int main(int argc, char **argv) {
   pthread_t t;
   int r = pthread_create(&t, &a, noop, NULL);
   if (r == EPERM) {
-    printf("SKIP: real-time scheduling not permitted\n");
+    fprintf(stderr, "SKIP: real-time scheduling not permitted\n");
     return 77;
   }
   CHECK_EQ(r, 0);

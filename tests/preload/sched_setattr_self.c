@@ -101,7 +101,7 @@ static void *changer(void *arg) {
 
 int main(void) {
   if (geteuid() != 0) {
-    printf("SKIP: needs root (real-time and deadline policies)\n");
+    fprintf(stderr, "SKIP: needs root (real-time and deadline policies)\n");
     return 77;
   }
   /* Can the kernel give this process SCHED_DEADLINE at all (a container,
@@ -117,7 +117,7 @@ int main(void) {
     probe_errno = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
   if (probe != 0) {
-    printf("SKIP: SCHED_DEADLINE refused here (errno %d)\n", probe_errno);
+    fprintf(stderr, "SKIP: SCHED_DEADLINE refused here (errno %d)\n", probe_errno);
     return 77;
   }
   pthread_t o[3], c;

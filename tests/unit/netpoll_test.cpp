@@ -26,7 +26,8 @@ T* new_aligned() {
 }
 
 // The M the fake Gs "run" on, so that the contracts the debug build checks
-// hold: gwait_arm runs on the G itself, gwait_commit on its M's g0.
+// hold: gwait_arm and gwait_disarm run on the G itself, gwait_commit on its
+// M's g0.
 M* fake_m() {
   static M* mp = [] {
     M* m = new_aligned<M>();
@@ -50,6 +51,14 @@ uint64_t arm(G* gp, WaitKind kind) {
   uint64_t seq = gwait_arm(gp, kind, false);
   tls_g = was;
   return seq;
+}
+
+WakeReason disarm(G* gp) {
+  G* was = tls_g;
+  tls_g = gp;
+  WakeReason r = gwait_disarm(gp);
+  tls_g = was;
+  return r;
 }
 
 bool commit(G* gp) {
@@ -103,7 +112,7 @@ Test(netpoll, token_claim_while_arming) {
   cr_assert(q.empty(), "a G claimed while arming resumes by itself");
   cr_assert(!gwait_claim(gp, seq, WakeReason::Ready, &q), "a second claim loses");
   cr_assert(!commit(gp), "the park must not commit after a claim");
-  cr_assert_eq(gwait_disarm(gp), WakeReason::Intr, "the claim's reason survives");
+  cr_assert_eq(disarm(gp), WakeReason::Intr, "the claim's reason survives");
   cr_assert_eq(gp->wait_kind.load(), WaitKind::None);
 }
 
@@ -123,7 +132,7 @@ Test(netpoll, token_claim_parked_and_stale) {
 Test(netpoll, token_disarm_unclaimed) {
   G* gp = fake_g();
   uint64_t seq = arm(gp, WaitKind::Netpoll);
-  cr_assert_eq(gwait_disarm(gp), WakeReason::None);
+  cr_assert_eq(disarm(gp), WakeReason::None);
   GQueue q;
   cr_assert(!gwait_claim(gp, seq, WakeReason::Ready, &q), "an idle token cannot be claimed");
   uint64_t seq2 = arm(gp, WaitKind::Netpoll);
