@@ -214,8 +214,10 @@ struct FdInterest {
 // real poll/select/epoll_wait with a zero timeout) returns non-zero, the
 // deadline passes (monotonic ns, 0: none, -1: do not wait) or a signal
 // interrupts the wait. Returns check's value, 0 on timeout (after a last
-// check), or -EINTR.
+// check), or -EINTR; then *restart (if not null) receives whether the call
+// restarts under SA_RESTART (signal_restart_since over this wait: poll,
+// select and epoll_wait never do, splice and tee may).
 long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check)(void* ctx),
-                      void* ctx, WaitReason why);
+                      void* ctx, WaitReason why, bool* restart = nullptr);
 
 }  // namespace goshim

@@ -36,7 +36,7 @@ struct Rec {
 }  // namespace
 
 long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check)(void* ctx),
-                      void* ctx, WaitReason why) {
+                      void* ctx, WaitReason why, bool* restart) {
   G* gp = getg();
   share_slice_check();
   Rec stack_recs[2 * kStackFds];
@@ -124,7 +124,6 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
     for (int k = 0; k < nrec; k++) pd_unlink(&recs[k].w);
     if (r == WakeReason::Intr && signal_interrupt_lost(gp, h0)) continue;  // (as fdio's interrupt_lost)
     if (r == WakeReason::Intr || r == WakeReason::Handled) {
-      (void)signal_should_restart(gp);  // consumed: these calls never restart
       result = -EINTR;
       break;
     }
@@ -132,6 +131,12 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
       result = check(ctx);
       break;
     }
+  }
+  if (result == -EINTR) {
+    // Consumes the interruption record (also after the check's EINTR,
+    // which follows a handler on this G).
+    bool rs = signal_restart_since(gp, h0);
+    if (restart) *restart = rs;
   }
   for (int i = 0; i < n; i++)
     if (pds[i]) pd_put(pds[i]);

@@ -43,12 +43,14 @@
 namespace goshim {
 
 // Program handlers run on a kernel thread that is not a goroutine's M
-// (a foreign thread), and whether the last one had SA_RESTART: the fd
-// layer's emulated blocking waits (poll, which never restarts) decide
-// between EINTR and a restart from them, as the kernel decides for a
-// blocking read. Per kernel thread; a foreign thread never runs a G.
+// (a foreign thread), and kt_nhandled after the last one without
+// SA_RESTART (as G::nhandled and G::last_norestart): the fd layer's
+// emulated blocking waits (poll, which never restarts) decide between
+// EINTR and a restart from them, as the kernel decides for a blocking
+// read (signal_thread_restart_since). Per kernel thread; a foreign thread
+// never runs a G.
 __thread uint32_t kt_nhandled __attribute__((tls_model("initial-exec"))) = 0;
-__thread bool kt_restart __attribute__((tls_model("initial-exec"))) = false;
+__thread uint32_t kt_last_norestart __attribute__((tls_model("initial-exec"))) = 0;
 
 void sysmon_wake();  // sysmon.cpp
 
@@ -652,8 +654,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     GOSHIM_DCHECK(!gp->m || !signal_on_m_stack(gp->m, arch::get_sp()),
                   "run_program: a program handler on the M's signal stack");
     gp->nhandled++;
-    gp->handled_restart = flags & SA_RESTART;  // for a goshim wait it ran into (fd layer)
-    if (!(flags & SA_RESTART)) gp->last_norestart = gp->nhandled;
+    if (!(flags & SA_RESTART)) gp->last_norestart = gp->nhandled;  // (signal_restart_since)
     depth = gp->insig;
     // Where this handler's frames begin (signal_longjmp): a jump to a
     // frame above them leaves it.
@@ -670,7 +671,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     __atomic_store_n(&gp->delivering, false, __ATOMIC_RELAXED);
   } else {
     kt_nhandled++;
-    kt_restart = flags & SA_RESTART;
+    if (!(flags & SA_RESTART)) kt_last_norestart = kt_nhandled;
   }
   // The handler may have interrupted gp's wait for one of the allocator's
   // locks (core/jemalloc_glue.cpp): suspended while it runs. gp stays on
@@ -2804,14 +2805,24 @@ void signal_route() {
   }
 }
 
-uint32_t signal_thread_handled(bool* restart) {
+namespace {
+// Whether no program handler without SA_RESTART ran since the count was
+// handled0, given the count after the last one that did (0: none yet).
+bool none_norestart_since(uint32_t last_norestart, uint32_t handled0) {
+  return (int32_t)(last_norestart - handled0) <= 0;
+}
+}  // namespace
+
+uint32_t signal_thread_handled() {
   G* gp = tls_g;
-  if (gp && !gp->is_g0()) {
-    if (restart) *restart = gp->handled_restart;
-    return gp->nhandled;
-  }
-  if (restart) *restart = kt_restart;
+  if (gp && !gp->is_g0()) return gp->nhandled;
   return kt_nhandled;
+}
+
+bool signal_thread_restart_since(uint32_t handled0) {
+  G* gp = tls_g;
+  if (gp && !gp->is_g0()) return none_norestart_since(gp->last_norestart, handled0);
+  return none_norestart_since(kt_last_norestart, handled0);
 }
 
 void signal_note_interrupt(G* gp, int sig) { gp->intr_signal.store(sig, std::memory_order_release); }
@@ -2834,12 +2845,7 @@ bool signal_interrupt_lost(G* gp, uint32_t handled0) {
 
 bool signal_restart_since(G* gp, uint32_t handled0) {
   int sig = gp->intr_signal.exchange(0, std::memory_order_acq_rel);
-  if (gp->nhandled != handled0) return (int32_t)(gp->last_norestart - handled0) <= 0;
-  return sig > 0 && (signal_flags(sig) & SA_RESTART);
-}
-
-bool signal_should_restart(G* gp) {
-  int sig = gp->intr_signal.exchange(0, std::memory_order_acq_rel);
+  if (gp->nhandled != handled0) return none_norestart_since(gp->last_norestart, handled0);
   return sig > 0 && (signal_flags(sig) & SA_RESTART);
 }
 
