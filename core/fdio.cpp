@@ -1185,7 +1185,7 @@ long twofd(TwoFd* t) {
       if (r > 0) bump_peer(fout);
       if (r != -EAGAIN) break;
       bool rs = false;
-      long w = netpoll_wait_fds(v, 2, 0, twofd_check, t, WaitReason::IOWrite, &rs);
+      long w = netpoll_wait_fds(v, 2, 0, twofd_check, t, WaitReason::IOWrite, nullptr, &rs);
       if (w == -EINTR) {
         // A restarted wait (SA_RESTART) is a new netpoll_wait_fds: it
         // counts its own handlers.

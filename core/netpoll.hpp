@@ -21,6 +21,7 @@
 //   default: ignore) and appends the Gs to run to q.
 #pragma once
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "core/gmp.hpp"
@@ -216,8 +217,12 @@ struct FdInterest {
 // interrupts the wait. Returns check's value, 0 on timeout (after a last
 // check), or -EINTR; then *restart (if not null) receives whether the call
 // restarts under SA_RESTART (signal_restart_since over this wait: poll,
-// select and epoll_wait never do, splice and tee may).
+// select and epoll_wait never do, splice and tee may). sigmask (ppoll,
+// pselect, epoll_pwait): the G's signal mask from the first check that
+// finds nothing ready to the end, as the kernel's; a handler that runs as
+// it is set ends the call with EINTR (deadline -1 too: a zero timeout).
 long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check)(void* ctx),
-                      void* ctx, WaitReason why, bool* restart = nullptr);
+                      void* ctx, WaitReason why, const sigset_t* sigmask = nullptr,
+                      bool* restart = nullptr);
 
 }  // namespace goshim
