@@ -261,15 +261,6 @@ struct OpDesc {
   OpDesc& operator=(const OpDesc&) = delete;
 };
 
-// A wait ended by a signal (Intr: the signal layer interrupted the parked
-// G; Handled: a handler ran on it before it parked). Whether the call
-// restarts under SA_RESTART; consumes the interruption record.
-bool restart_after(WakeReason w) {
-  G* gp = getg();
-  bool rs = signal_should_restart(gp);
-  return w == WakeReason::Handled ? gp->handled_restart : rs;
-}
-
 // A wait was interrupted. pthread_cancel interrupts waits too, and these
 // calls are cancellation points: act on a pending cancellation here (glibc
 // unwinds the stack without running this layer's destructors, so drop the
@@ -330,7 +321,10 @@ long foreign_wait_then_block(OpDesc& d, FileRec* f, IoOp* op) {
           interrupted(d, op);
           continue;
         }
-        bool rs = restart_after(w);
+        // (Intr: the signal layer interrupted the parked G; Handled: a
+        // handler ran on it before it parked.) A restarted wait counts
+        // its own handlers.
+        bool rs = signal_restart_since(getg(), h0);
         interrupted(d, op);
         h0 = getg()->nhandled;
         if (restartable && rs) continue;
@@ -434,7 +428,7 @@ long fdio_pd(OpDesc& d, const FileView& v, IoOp* op) {
           interrupted(d, op);
           continue;
         }
-        bool rs = restart_after(w);
+        bool rs = signal_restart_since(getg(), h0);  // (as foreign_wait_then_block)
         if (op->done) return (long)op->done;
         interrupted(d, op);
         h0 = getg()->nhandled;
@@ -523,7 +517,7 @@ long fdio_kt(int fd, IoOp* op) {
       break;
     }
     struct pollfd p = {n, (short)(op->mode == kModeRead ? POLLIN : POLLOUT), 0};
-    uint32_t h0 = signal_thread_handled(nullptr);
+    uint32_t h0 = signal_thread_handled();
     // libc's poll: where a kernel thread (or a goroutine in a signal
     // handler) canceled in this call is unwound, as in the read it stands
     // for; drop the reference then, or close would keep the file open for
@@ -540,8 +534,7 @@ long fdio_kt(int fd, IoOp* op) {
       break;
     }
     if (pr < 0 && errno == EINTR) {
-      bool rs;
-      if (signal_thread_handled(&rs) != h0 && !(rs && restartable)) {
+      if (signal_thread_handled() != h0 && !(restartable && signal_thread_restart_since(h0))) {
         out = op->done ? (long)op->done : -EINTR;
         break;
       }
@@ -925,7 +918,7 @@ long connect_wait(PollDesc* pd, int pfd, FileRec* f, uint32_t snap, long timeout
       case WakeReason::Intr:
       case WakeReason::Handled: {
         if (interrupt_lost(w, h0)) break;  // waits on, as the kernel restarts it
-        bool rs = restart_after(w);
+        bool rs = signal_restart_since(getg(), h0);
         h0 = getg()->nhandled;
         if (restartable && rs) break;  // a restarted connect keeps waiting
         return -EINTR;                 // the connection goes on in the background
@@ -1153,12 +1146,11 @@ long twofd(TwoFd* t) {
       long r = twofd_attempt(t);
       if (r != -EAGAIN) return r;
       struct pollfd p[2] = {{t->in, POLLIN, 0}, {t->out, POLLOUT, 0}};
-      uint32_t h0 = signal_thread_handled(nullptr);
+      uint32_t h0 = signal_thread_handled();
       // Either end: re-check soon. A handler without SA_RESTART ends the
       // call with EINTR, as in the kernel's pipe wait.
       if (real::poll(p, 2, 10) < 0 && errno == EINTR) {
-        bool rs;
-        if (signal_thread_handled(&rs) != h0 && !rs) return -EINTR;
+        if (signal_thread_handled() != h0 && !signal_thread_restart_since(h0)) return -EINTR;
       }
     }
   }
@@ -1192,9 +1184,11 @@ long twofd(TwoFd* t) {
       r = twofd_attempt(t);
       if (r > 0) bump_peer(fout);
       if (r != -EAGAIN) break;
-      long w = netpoll_wait_fds(v, 2, 0, twofd_check, t, WaitReason::IOWrite);
+      bool rs = false;
+      long w = netpoll_wait_fds(v, 2, 0, twofd_check, t, WaitReason::IOWrite, nullptr, &rs);
       if (w == -EINTR) {
-        bool rs = signal_should_restart(getg());
+        // A restarted wait (SA_RESTART) is a new netpoll_wait_fds: it
+        // counts its own handlers.
         if (!rs) {
           r = -EINTR;
           break;

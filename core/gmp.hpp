@@ -297,9 +297,6 @@ struct G {
   bool unwind_guarded = false;     // in blocking_cancellable (syscalls/blocking.hpp)
   std::atomic<bool> guarded_async{false};  // its asynchronous cancel type suspended there (blocking_guarded)
   bool kwait_cancellable = false;  // in a kernel wait that is a cancellation point (syncwait)
-  // Whether the program handler that ran last on this G (nhandled) had
-  // SA_RESTART: a wait that a handler ran into restarts or fails with EINTR.
-  bool handled_restart = false;
   // nhandled after the last program handler without SA_RESTART that ran on
   // this G: a wait restarts only if none ran since it began
   // (signal_restart_since).

@@ -42,7 +42,7 @@ enum class WakeReason : uint8_t {
   Intr = 3,     // a signal (interrupt_wait)
   Handoff = 4,  // a same-process writer delivered data (PollWaiter::got)
   Handled = 5,  // a program signal handler ran on the G during the operation,
-                // before it could park (G::handled_restart: SA_RESTART)
+                // before it could park (signal_restart_since decides)
 };
 
 // On user G. Starts a wait and returns its seq. kind (Netpoll or Sleep)

@@ -21,6 +21,7 @@
 //   default: ignore) and appends the Gs to run to q.
 #pragma once
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "core/gmp.hpp"
@@ -214,8 +215,14 @@ struct FdInterest {
 // real poll/select/epoll_wait with a zero timeout) returns non-zero, the
 // deadline passes (monotonic ns, 0: none, -1: do not wait) or a signal
 // interrupts the wait. Returns check's value, 0 on timeout (after a last
-// check), or -EINTR.
+// check), or -EINTR; then *restart (if not null) receives whether the call
+// restarts under SA_RESTART (signal_restart_since over this wait: poll,
+// select and epoll_wait never do, splice and tee may). sigmask (ppoll,
+// pselect, epoll_pwait): the G's signal mask from the first check that
+// finds nothing ready to the end, as the kernel's; a handler that runs as
+// it is set ends the call with EINTR (deadline -1 too: a zero timeout).
 long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check)(void* ctx),
-                      void* ctx, WaitReason why);
+                      void* ctx, WaitReason why, const sigset_t* sigmask = nullptr,
+                      bool* restart = nullptr);
 
 }  // namespace goshim

@@ -36,7 +36,7 @@ struct Rec {
 }  // namespace
 
 long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check)(void* ctx),
-                      void* ctx, WaitReason why) {
+                      void* ctx, WaitReason why, const sigset_t* sigmask, bool* restart) {
   G* gp = getg();
   share_slice_check();
   Rec stack_recs[2 * kStackFds];
@@ -53,11 +53,11 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
     for (int i = 0; i < 2 * n; i++) new (&recs[i]) Rec();
   }
   // Descriptors, registered up front so that no edge after the first check
-  // can be missed.
+  // can be missed (none for a call that does not wait).
   int nrec = 0;
   for (int i = 0; i < n; i++) {
     pds[i] = nullptr;
-    if (v[i].fd < 0 || !v[i].modes) continue;
+    if (v[i].fd < 0 || !v[i].modes || deadline < 0) continue;
     int err;
     PollDesc* pd = fd_get(v[i].fd, &err);
     if (!pd) continue;  // the check reports it (POLLNVAL, EBADF)
@@ -80,6 +80,10 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
 
   long result = 0;
   uint32_t h0 = gp->nhandled;
+  // The call's signal mask (ppoll, pselect, epoll_pwait), set through the
+  // signal layer, which delivers what a change unblocks.
+  bool masked = false;
+  sigset_t oldmask;
   for (;;) {
     for (int k = 0; k < nrec; k++) recs[k].snap = pd_events(recs[k].w.pd, recs[k].w.mode);
     long c = check(ctx);
@@ -93,6 +97,18 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
     if (c != 0) {
       result = c;
       break;
+    }
+    if (sigmask && !masked) {
+      // As the kernel's ppoll/pselect/epoll_pwait: a descriptor found
+      // ready is the answer (the signals the mask opens stay pending);
+      // else a handler that runs as the mask is set (a pending signal it
+      // unblocks) ends the call with EINTR, also at a zero timeout.
+      signal_setmask(gp, SIG_SETMASK, sigmask, &oldmask);
+      masked = true;
+      if (gp->nhandled != h0) {
+        result = -EINTR;
+        break;
+      }
     }
     if (deadline < 0 || (deadline > 0 && sys::nanotime() >= deadline)) {
       result = 0;
@@ -124,7 +140,6 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
     for (int k = 0; k < nrec; k++) pd_unlink(&recs[k].w);
     if (r == WakeReason::Intr && signal_interrupt_lost(gp, h0)) continue;  // (as fdio's interrupt_lost)
     if (r == WakeReason::Intr || r == WakeReason::Handled) {
-      (void)signal_should_restart(gp);  // consumed: these calls never restart
       result = -EINTR;
       break;
     }
@@ -133,6 +148,15 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
       break;
     }
   }
+  if (result == -EINTR) {
+    // Consumes the interruption record (also after the check's EINTR,
+    // which follows a handler on this G).
+    bool rs = signal_restart_since(gp, h0);
+    if (restart) *restart = rs;
+  }
+  // The mask back (what it unblocks is delivered: on the way out, as the
+  // kernel's; the result stands).
+  if (masked) signal_setmask(gp, SIG_SETMASK, &oldmask, nullptr);
   for (int i = 0; i < n; i++)
     if (pds[i]) pd_put(pds[i]);
   if (heap) {
@@ -149,28 +173,6 @@ long netpoll_wait_fds(const FdInterest* v, int n, int64_t deadline, long (*check
 namespace goshim {
 
 namespace {
-
-// The goroutine's signal mask for the duration of a wait (ppoll, pselect,
-// epoll_pwait), set and restored through the signal layer, which delivers
-// what a change unblocks. A handler that runs as the mask is set ends the
-// call with EINTR at once, as the kernel does.
-struct MaskScope {
-  G* gp = nullptr;
-  sigset_t old;
-  uint32_t handled0 = 0;
-  explicit MaskScope(const sigset_t* m) {
-    if (!m) return;
-    gp = getg();
-    handled0 = gp->nhandled;
-    signal_setmask(gp, SIG_SETMASK, m, &old);
-  }
-  bool handler_ran() const { return gp && gp->nhandled != handled0; }
-  ~MaskScope() {
-    if (gp) signal_setmask(gp, SIG_SETMASK, &old, nullptr);
-  }
-  MaskScope(const MaskScope&) = delete;
-  MaskScope& operator=(const MaskScope&) = delete;
-};
 
 struct PollCtx {
   struct pollfd* fds;
@@ -201,8 +203,6 @@ int64_t deadline_after_ts(const struct timespec* ts) {
 
 static long poll_fds_inner(struct pollfd* fds, nfds_t n, int64_t deadline,
                            const sigset_t* sigmask) {
-  MaskScope ms(sigmask);
-  if (ms.handler_ran()) return -EINTR;
   PollCtx ctx = {fds, n};
   if (n > (nfds_t)(1 << 20)) return poll_check(&ctx);  // the kernel's EINVAL
   FdInterest stack_v[kStackInterest] = {};
@@ -219,7 +219,7 @@ static long poll_fds_inner(struct pollfd* fds, nfds_t n, int64_t deadline,
       m = kModeRead | kModeWrite;
     v[i] = {fds[i].fd, m};
   }
-  long r = netpoll_wait_fds(v, (int)n, deadline, poll_check, &ctx, WaitReason::Poll);
+  long r = netpoll_wait_fds(v, (int)n, deadline, poll_check, &ctx, WaitReason::Poll, sigmask);
   if (v != stack_v) free(v);
   return r;
 }
@@ -254,8 +254,6 @@ bool bit(const unsigned long* s, int fd) {
 static long select_fds_inner(int n, fd_set* r, fd_set* w, fd_set* e, int64_t deadline,
                              const sigset_t* sigmask) {
   if (n < 0) return -EINVAL;
-  MaskScope ms(sigmask);
-  if (ms.handler_ran()) return -EINTR;
   size_t words = ((size_t)n + 8 * sizeof(long) - 1) / (8 * sizeof(long));
   if (words == 0) words = 1;
   size_t bytes = words * sizeof(long);
@@ -290,7 +288,7 @@ static long select_fds_inner(int n, fd_set* r, fd_set* w, fd_set* e, int64_t dea
       if (w && bit(c.iw, fd)) m |= kModeWrite;
       if (m) v[k++] = {fd, m};
     }
-    res = netpoll_wait_fds(v, k, deadline, select_check, &c, WaitReason::Select);
+    res = netpoll_wait_fds(v, k, deadline, select_check, &c, WaitReason::Select, sigmask);
     if (res >= 0) {
       // Success or timeout: the last check left the answer in the scratch sets.
       if (r) memcpy(r, c.orr, nbytes);
@@ -346,12 +344,10 @@ long epoll_check(void* ctx) {
 
 static long epoll_wait_inner(int epfd, struct epoll_event* ev, int max, int64_t deadline,
                              const sigset_t* sigmask) {
-  MaskScope ms(sigmask);
-  if (ms.handler_ran()) return -EINTR;
   int err;
   EpCtx c = {epfd, ev, max, fd_get(epfd, &err)};
   FdInterest v = {epfd, kModeRead};  // an epoll instance is readable when it has events
-  long r = netpoll_wait_fds(&v, 1, deadline, epoll_check, &c, WaitReason::EpollWait);
+  long r = netpoll_wait_fds(&v, 1, deadline, epoll_check, &c, WaitReason::EpollWait, sigmask);
   if (c.pd) pd_put(c.pd);
   return r;
 }

@@ -44,12 +44,18 @@
 namespace goshim {
 
 // Program handlers run on a kernel thread that is not a goroutine's M
-// (a foreign thread), and whether the last one had SA_RESTART: the fd
-// layer's emulated blocking waits (poll, which never restarts) decide
-// between EINTR and a restart from them, as the kernel decides for a
-// blocking read. Per kernel thread; a foreign thread never runs a G.
+// (a foreign thread), and kt_nhandled after the last one without
+// SA_RESTART (as G::nhandled and G::last_norestart): the fd layer's
+// emulated blocking waits (poll, which never restarts) decide between
+// EINTR and a restart from them, as the kernel decides for a blocking
+// read (signal_thread_restart_since). Per kernel thread; a foreign thread
+// never runs a G.
 __thread uint32_t kt_nhandled __attribute__((tls_model("initial-exec"))) = 0;
-__thread bool kt_restart __attribute__((tls_model("initial-exec"))) = false;
+__thread uint32_t kt_last_norestart __attribute__((tls_model("initial-exec"))) = 0;
+// A foreign thread inside a call that gives the kernel a temporary signal
+// mask (KernelTempMask): that mask, and whether the mark is up.
+__thread uint64_t kt_tempmask __attribute__((tls_model("initial-exec"))) = 0;
+__thread bool kt_tempmask_on __attribute__((tls_model("initial-exec"))) = false;
 
 void sysmon_wake();  // sysmon.cpp
 
@@ -761,8 +767,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     GOSHIM_DCHECK(!gp->m || !signal_on_m_stack(gp->m, arch::get_sp()),
                   "run_program: a program handler on the M's signal stack");
     gp->nhandled++;
-    gp->handled_restart = flags & SA_RESTART;  // for a goshim wait it ran into (fd layer)
-    if (!(flags & SA_RESTART)) gp->last_norestart = gp->nhandled;
+    if (!(flags & SA_RESTART)) gp->last_norestart = gp->nhandled;  // (signal_restart_since)
     depth = gp->insig;
     // Where this handler's frames begin (signal_longjmp): a jump to a
     // frame above them leaves it.
@@ -779,7 +784,7 @@ void run_program(int sig, siginfo_t* si, void* uc, G* gp) {
     __atomic_store_n(&gp->delivering, false, __ATOMIC_RELAXED);
   } else {
     kt_nhandled++;
-    kt_restart = flags & SA_RESTART;
+    if (!(flags & SA_RESTART)) kt_last_norestart = kt_nhandled;
   }
   // The handler may have interrupted gp's wait for one of the allocator's
   // locks (core/jemalloc_glue.cpp): suspended while it runs. gp stays on
@@ -1298,10 +1303,24 @@ bool mid_switch(const ucontext_t* uc) { return uc && arch::pc_mid_switch(arch::u
 // here (the program's handler, a delivery, a switch out) finds the mask
 // it found before every signal was blocked at entry. From here, signals
 // nest as they would in the program's handler.
-void entry_unblock(int sig, const void* uctx) {
+// The interrupted mask of a call with a temporary mask (ppoll, pselect,
+// epoll_pwait, sigsuspend) is that call's, but the kernel gives the
+// thread's own in uc_sigmask (restored on the way out). A foreign thread
+// marks such a call (KernelTempMask): a delivery of a signal its own mask
+// blocks can only have come through the temporary one, and starts from
+// it; so a second signal only the temporary mask opens is delivered here,
+// nested (its handler runs first, as natively, where the kernel pushes its
+// frame over the first), not left pending after the call.
+void entry_unblock(int sig, const siginfo_t* si, const void* uctx) {
   if (!uctx) return;
   uint64_t k;
   memcpy(&k, &((const ucontext_t*)uctx)->uc_sigmask, sizeof k);
+  if (kt_tempmask_on && !tls_g) {
+    // Spent at the first delivery: the call returns EINTR after it (what
+    // nests in this one finds the mask set here in its uc_sigmask).
+    kt_tempmask_on = false;
+    if ((k & bit(sig)) && !synchronous(sig, si)) k = kt_tempmask;
+  }
   k |= sig == config.preempt_signal ? bit(sig) | prog_mask[sig].load(std::memory_order_relaxed)
                                      : prog_blocks(sig);
   sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
@@ -1331,7 +1350,7 @@ void signal_handler_entry(int sig, siginfo_t* si, void* uctx, bool moved) {
   if (mid)
     stuck = true;
   else if (!moved)
-    entry_unblock(sig, uctx);
+    entry_unblock(sig, si, uctx);
   if (arch::kSigframeMove && gp && !gp->is_g0() && gp->m && uctx && !mid) {
     M* mp = gp->m;
     if (signal_on_m_stack(mp, (uintptr_t)uctx)) {
@@ -2929,14 +2948,42 @@ void signal_route() {
   }
 }
 
-uint32_t signal_thread_handled(bool* restart) {
+namespace {
+// Whether no program handler without SA_RESTART ran since the count was
+// handled0, given the count after the last one that did (0: none yet).
+bool none_norestart_since(uint32_t last_norestart, uint32_t handled0) {
+  return (int32_t)(last_norestart - handled0) <= 0;
+}
+}  // namespace
+
+bool signal_kt_tempmask_begin(const sigset_t* m, uint64_t* prev, bool* prev_on) {
+  if (tls_g) return false;  // a goroutine's (or g0's) mask is goshim's
+  *prev = kt_tempmask;
+  *prev_on = kt_tempmask_on;
+  kt_tempmask = to_bits(m);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  kt_tempmask_on = true;
+  return true;
+}
+
+void signal_kt_tempmask_end(uint64_t prev, bool prev_on) {
+  kt_tempmask_on = false;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  kt_tempmask = prev;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  kt_tempmask_on = prev_on;
+}
+
+uint32_t signal_thread_handled() {
   G* gp = tls_g;
-  if (gp && !gp->is_g0()) {
-    if (restart) *restart = gp->handled_restart;
-    return gp->nhandled;
-  }
-  if (restart) *restart = kt_restart;
+  if (gp && !gp->is_g0()) return gp->nhandled;
   return kt_nhandled;
+}
+
+bool signal_thread_restart_since(uint32_t handled0) {
+  G* gp = tls_g;
+  if (gp && !gp->is_g0()) return none_norestart_since(gp->last_norestart, handled0);
+  return none_norestart_since(kt_last_norestart, handled0);
 }
 
 void signal_note_interrupt(G* gp, int sig) { gp->intr_signal.store(sig, std::memory_order_release); }
@@ -2959,12 +3006,7 @@ bool signal_interrupt_lost(G* gp, uint32_t handled0) {
 
 bool signal_restart_since(G* gp, uint32_t handled0) {
   int sig = gp->intr_signal.exchange(0, std::memory_order_acq_rel);
-  if (gp->nhandled != handled0) return (int32_t)(gp->last_norestart - handled0) <= 0;
-  return sig > 0 && (signal_flags(sig) & SA_RESTART);
-}
-
-bool signal_should_restart(G* gp) {
-  int sig = gp->intr_signal.exchange(0, std::memory_order_acq_rel);
+  if (gp->nhandled != handled0) return none_norestart_since(gp->last_norestart, handled0);
   return sig > 0 && (signal_flags(sig) & SA_RESTART);
 }
 

@@ -299,15 +299,18 @@ SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bo
 // (to the thread that used the CPU) stay where they land. Signal-safe.
 bool signal_leader_takes(const G* leader, int sig, const siginfo_t* si);
 
-// After an interruptible wait of gp returned EINTR (interrupt_wait): true
-// if the call should be restarted, i.e. the signal that interrupted it has
-// a handler installed with SA_RESTART. Consumes the interruption record.
-bool signal_should_restart(G* gp);
-// The same for a wait that began when G::nhandled was handled0, as the
-// kernel decides: if program handlers ran on gp since, the call restarts
-// only if each had SA_RESTART (the kernel goes by the first one it runs on
-// the way out; goshim cannot tell which came first, and ends the call if
-// any would have); if none ran, by the signal it was woken for.
+// After a wait of gp that began when G::nhandled was handled0 ended for a
+// signal (interrupt_wait, or a handler that ran on gp before it parked):
+// true if the call restarts under SA_RESTART, as the kernel decides. If
+// program handlers ran on gp since, the call restarts only if each had
+// SA_RESTART (the kernel goes by the first one it runs on the way out;
+// goshim cannot tell which came first, and ends the call if any would
+// have); if none ran, by the signal it was woken for (or the first still
+// to deliver, signal_interrupt_lost). Consumes the interruption record.
+// Every goroutine wait a signal ends decides here (futex, the sync waits,
+// the fd layer's read/write/connect/splice waits); a restarted wait takes
+// its handled0 again. The one rule for a wait made by any thread:
+// signal_thread_restart_since.
 bool signal_restart_since(G* gp, uint32_t handled0);
 // After a wait of gp (the caller) was ended by interrupt_wait for a signal
 // (WakeReason::Intr): true if that interruption came to nothing, i.e. no
@@ -323,10 +326,37 @@ bool signal_restart_since(G* gp, uint32_t handled0);
 bool signal_interrupt_lost(G* gp, uint32_t handled0);
 // How many program handlers ran on the caller so far: on a goroutine its
 // G::nhandled, on any other thread (foreign, or g0) a per-kernel-thread
-// count; *restart (if not null) receives whether the last one had
-// SA_RESTART. Any thread. A wait emulated with a call the kernel never
-// restarts (poll) compares it across an EINTR to act as a blocking call.
-uint32_t signal_thread_handled(bool* restart);
+// count. Any thread. A wait emulated with a call the kernel never restarts
+// (poll) compares it across an EINTR to act as a blocking call.
+uint32_t signal_thread_handled();
+
+// A thread that runs no goroutine (a foreign thread), around a call that
+// hands the kernel a temporary signal mask for its duration (ppoll,
+// pselect, epoll_pwait, epoll_pwait2, sigsuspend): goshim's handler entry
+// starts a delivery that only that mask let in from it, not from the
+// thread's own mask the kernel shows it (entry_unblock), so every pending
+// signal the temporary mask opens is handled before the call returns, as
+// natively. m null, or the caller a goroutine or g0: nothing. Nests.
+bool signal_kt_tempmask_begin(const sigset_t* m, uint64_t* prev, bool* prev_on);
+void signal_kt_tempmask_end(uint64_t prev, bool prev_on);
+struct KernelTempMask {
+  uint64_t prev = 0;
+  bool prev_on = false;
+  bool active = false;
+  explicit KernelTempMask(const sigset_t* m) {
+    if (m) active = signal_kt_tempmask_begin(m, &prev, &prev_on);
+  }
+  ~KernelTempMask() {
+    if (active) signal_kt_tempmask_end(prev, prev_on);
+  }
+  KernelTempMask(const KernelTempMask&) = delete;
+  KernelTempMask& operator=(const KernelTempMask&) = delete;
+};
+// Whether no program handler without SA_RESTART ran on the caller since
+// signal_thread_handled() was handled0 (signal_restart_since's rule, for
+// a wait the kernel ended: the caller compares the counts itself). Any
+// thread.
+bool signal_thread_restart_since(uint32_t handled0);
 // True if every handler the program installed has SA_RESTART: in 1:1 mode
 // (no routing handler counts what runs), a handler that interrupted a
 // wait the kernel would have restarted had it. Any thread.

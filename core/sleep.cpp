@@ -43,7 +43,7 @@ int sleep_until(int64_t deadline, int64_t* left) {
   }
   // Only a signal ends a sleep early. Consume the interruption record; the
   // answer does not matter: Linux never restarts a sleep after a handler.
-  (void)signal_should_restart(gp);
+  (void)signal_restart_since(gp, h0);
   int64_t l = deadline - sys::nanotime();
   *left = l > 0 ? l : 0;
   cancel_point();  // pthread_cancel interrupts the sleep too

@@ -1,6 +1,11 @@
 // poll, ppoll, select, pselect, epoll_wait, epoll_pwait, epoll_pwait2: a
 // goroutine waits in netpoll (core/pollwait.hpp); zero timeouts and callers
-// off a goroutine go straight to libc.
+// off a goroutine go straight to libc, but a goroutine's zero-timeout ppoll
+// and pselect with a signal mask: the mask is the G's, and a signal pending
+// on the G that it opens runs its handler and ends the call with EINTR, as
+// the kernel's (epoll_pwait's zero timeout returns before it looks at
+// signals). A thread goshim does not run marks the temporary mask for
+// goshim's handler entry (KernelTempMask).
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -8,6 +13,7 @@
 #include "core/netpoll.hpp"
 #include "core/pollwait.hpp"
 #include "core/real.hpp"
+#include "core/signal.hpp"
 #include "shim/io.hpp"
 
 using namespace goshim;
@@ -44,12 +50,13 @@ GOSHIM_EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t f
 GOSHIM_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* ts,
                         const sigset_t* mask) {
   GOSHIM_IO_ENTRY();
-  if (!fd_user_g() || ts_zero(ts)) {
+  if (!fd_user_g() || (ts_zero(ts) && !mask)) {
     shim::ensure_real();
+    KernelTempMask tm(mask);
     return real::ppoll(fds, n, ts, mask);
   }
   if (!ts_valid(ts)) return (int)set_errno(-EINVAL);
-  return (int)set_errno(poll_fds(fds, n, deadline_after_ts(ts), mask));
+  return (int)set_errno(poll_fds(fds, n, ts_zero(ts) ? -1 : deadline_after_ts(ts), mask));
 }
 GOSHIM_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespec* ts,
                               const sigset_t* mask, size_t fdslen) {
@@ -74,13 +81,14 @@ GOSHIM_EXPORT int __select(int n, fd_set* r, fd_set* w, fd_set* e, struct timeva
 GOSHIM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct timespec* ts,
                           const sigset_t* mask) {
   GOSHIM_IO_ENTRY();
-  if (!fd_user_g() || ts_zero(ts)) {
+  if (!fd_user_g() || (ts_zero(ts) && !mask)) {
     shim::ensure_real();
+    KernelTempMask tm(mask);
     return real::pselect(n, r, w, e, ts, mask);
   }
   if (!ts_valid(ts)) return (int)set_errno(-EINVAL);
   // glibc's pselect leaves *ts alone.
-  return (int)set_errno(select_fds(n, r, w, e, deadline_after_ts(ts), mask));
+  return (int)set_errno(select_fds(n, r, w, e, ts_zero(ts) ? -1 : deadline_after_ts(ts), mask));
 }
 
 GOSHIM_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
@@ -97,6 +105,7 @@ GOSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int tim
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || timeout == 0) {
     shim::ensure_real();
+    KernelTempMask tm(mask);
     return real::epoll_pwait(epfd, ev, max, timeout, mask);
   }
   return (int)set_errno(epoll_wait_fd(epfd, ev, max, deadline_after_ms(timeout), mask));
@@ -107,6 +116,7 @@ GOSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max,
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || ts_zero(ts)) {
     shim::ensure_real();
+    KernelTempMask tm(mask);
     return real::epoll_pwait2(epfd, ev, max, ts, mask);
   }
   if (!ts_valid(ts)) return (int)set_errno(-EINVAL);

@@ -396,6 +396,7 @@ GOSHIM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const struc
 GOSHIM_EXPORT int sigsuspend(const sigset_t* mask) {
   if (G* gp = shim::user_g()) return suspend(gp, bits(mask));
   shim::ensure_real();
+  KernelTempMask tm(mask);
   return real::sigsuspend(mask);
 }
 

@@ -13,18 +13,22 @@
  * failed with "read, kill: 9 handlers on main", 2 runs in 200 at
  * GOSHIM_MAXPROCS=2 under load).
  *
- * The last two phases also restart the wait now and then: the sender
+ * The last four phases also restart the wait now and then: the sender
  * sends SIGUSR2 (handler with SA_RESTART) to the main thread itself, so
- * an untimed futex wait and sem_wait go on after that handler; an EINTR
- * after such a restart still needs a SIGUSR1 handler on the main thread
- * during the restarted wait (goshim's futex and sem waits judged a later
- * lost interrupt by the handler count taken before the first wait, so an
- * SA_RESTART handler made it look like one had run).
+ * an untimed futex wait, sem_wait, a pipe read and a pipe-to-pipe splice
+ * go on after that handler; an EINTR after such a restart still needs a
+ * SIGUSR1 handler on the main thread during the restarted wait (goshim's
+ * futex and sem waits judged a later lost interrupt by the handler count
+ * taken before the first wait, so an SA_RESTART handler made it look like
+ * one had run; its fd waits went by the signal the wait was woken for, a
+ * process SIGUSR1 that a worker then took, although only SIGUSR2's handler
+ * ran on main, and its splice wait never restarted at all).
  *
  * Deterministic natively: each phase ends after a fixed number of EINTRs,
  * the signal is sent until then, and every EINTR is checked against the
  * main thread's handler count. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -73,13 +77,14 @@ static void *sender(void *arg) {
   return arg;
 }
 
-enum { READ, SLEEP, POLL, SEM, FUTEX };
+enum { READ, SLEEP, POLL, SEM, FUTEX, SPLICE };
 static sem_t never;
 static int never_word;
 
 static void phase(int kind, const char *name) {
-  int p[2];
+  int p[2], q[2];
   CHECK_EQ(pipe(p), 0);
+  CHECK_EQ(pipe(q), 0);
   pthread_t w[BUSY], snd;
   atomic_store(&stop, 0);
   for (int i = 0; i < BUSY; i++) CHECK_EQ(pthread_create(&w[i], NULL, busy, NULL), 0);
@@ -99,6 +104,8 @@ static void phase(int kind, const char *name) {
       r = poll(&pf, 1, 100000);
     } else if (kind == SEM) {
       r = sem_wait(&never);
+    } else if (kind == SPLICE) {
+      r = splice(p[0], NULL, q[1], NULL, 1, 0);  /* waits for p's data */
     } else {
       r = syscall(SYS_futex, &never_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
     }
@@ -115,6 +122,8 @@ static void phase(int kind, const char *name) {
   check_kernel_threads(name);
   close(p[0]);
   close(p[1]);
+  close(q[0]);
+  close(q[1]);
   printf("%s: %d EINTRs, each after a handler on the main thread\n", name, EINTRS);
 }
 
@@ -137,6 +146,8 @@ int main(void) {
   atomic_store(&restart_kicks, 1);
   phase(FUTEX, "futex, restarted");
   phase(SEM, "sem_wait, restarted");
+  phase(READ, "read, restarted");
+  phase(SPLICE, "splice, restarted");
   CHECK(atomic_load(&restarts) > 0, "no SIGUSR2 handler ran on the main thread");
   signal(SIGUSR1, SIG_IGN);
   signal(SIGUSR2, SIG_IGN);
