@@ -341,6 +341,13 @@ uint32_t signal_thread_handled();
 bool signal_kt_tempmask_begin(const sigset_t* m, uint64_t* prev, bool* prev_on);
 void signal_kt_tempmask_end(uint64_t prev, bool prev_on);
 struct KernelTempMask {
+  // Whether a mark is needed at all (a temporary mask, a caller that runs
+  // no G). When not, the caller makes glibc's call a tail call, so no
+  // frame of goshim's stays under it: a cancellation that unwinds out of
+  // glibc's call (a goroutine in a program handler, whose calls are
+  // glibc's) finds the stack as the program made it
+  // (tests/preload/cancel_wait_in_handler).
+  static bool wanted(const sigset_t* m) { return m && !tls_g; }
   uint64_t prev = 0;
   bool prev_on = false;
   bool active = false;

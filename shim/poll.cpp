@@ -52,6 +52,7 @@ GOSHIM_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* ts,
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || (ts_zero(ts) && !mask)) {
     shim::ensure_real();
+    if (!KernelTempMask::wanted(mask)) return real::ppoll(fds, n, ts, mask);  // a tail call (below)
     KernelTempMask tm(mask);
     return real::ppoll(fds, n, ts, mask);
   }
@@ -83,6 +84,7 @@ GOSHIM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct t
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || (ts_zero(ts) && !mask)) {
     shim::ensure_real();
+    if (!KernelTempMask::wanted(mask)) return real::pselect(n, r, w, e, ts, mask);  // a tail call (below)
     KernelTempMask tm(mask);
     return real::pselect(n, r, w, e, ts, mask);
   }
@@ -105,6 +107,7 @@ GOSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int tim
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || timeout == 0) {
     shim::ensure_real();
+    if (!KernelTempMask::wanted(mask)) return real::epoll_pwait(epfd, ev, max, timeout, mask);  // a tail call (below)
     KernelTempMask tm(mask);
     return real::epoll_pwait(epfd, ev, max, timeout, mask);
   }
@@ -116,6 +119,7 @@ GOSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max,
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || ts_zero(ts)) {
     shim::ensure_real();
+    if (!KernelTempMask::wanted(mask)) return real::epoll_pwait2(epfd, ev, max, ts, mask);  // a tail call (below)
     KernelTempMask tm(mask);
     return real::epoll_pwait2(epfd, ev, max, ts, mask);
   }
