@@ -26,6 +26,7 @@ namespace goshim {
 struct G;
 struct M;
 struct P;
+struct PiWaiter;
 
 // ---------------------------------------------------------------------------
 // G states. Each says who owns the G's stack, whether the G sits on a run
@@ -256,6 +257,9 @@ struct G {
   int32_t pi_new = 0;
   uint32_t pi_epoch = 0;
   G* pi_blink = nullptr;
+  // Its registered wait for a PI mutex (core/pi.hpp), dropped before an
+  // asynchronous cancellation unwinds the frame that holds it.
+  PiWaiter* pi_wait = nullptr;
 
   M* alloc_m = nullptr;    // whose jemalloc cache it is taking or using (core/mcache.hpp)
 

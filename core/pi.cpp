@@ -16,6 +16,9 @@ namespace goshim {
 
 std::atomic<int32_t> pi_nwaiters{0};
 
+// A kernel thread's registered wait (G::pi_wait for a goroutine).
+__thread PiWaiter* foreign_pi_wait __attribute__((tls_model("initial-exec")));
+
 namespace {
 
 // pi_lock: a kernel PI futex on the kernel tid of its holder, so that a
@@ -412,6 +415,10 @@ void pi_wait_begin(PiWaiter* w, const int* word) {
   w->next = waiters;
   waiters = w;
   w->linked = true;
+  if (w->g)
+    w->g->pi_wait = w;
+  else
+    foreign_pi_wait = w;
   pi_nwaiters.fetch_add(1, std::memory_order_release);
   if (w->base > 0) nrt++;
   // Without a real-time waiter nobody inherits anything.
@@ -447,9 +454,19 @@ void pi_wait_end(PiWaiter* w) {
     }
   }
   w->linked = false;
+  if (w->g)
+    w->g->pi_wait = nullptr;
+  else
+    foreign_pi_wait = nullptr;
   pi_nwaiters.fetch_sub(1, std::memory_order_release);
   if (w->base > 0) nrt--;
   if (nrt > 0 || boosted || nraised > 0 || nforeign > 0) recompute_locked();
+}
+
+void pi_wait_drop_self() {
+  G* g = tls_g;
+  PiWaiter* w = (g && !g->is_g0()) ? g->pi_wait : foreign_pi_wait;
+  if (w) pi_wait_end(w);
 }
 
 void pi_m_reset(M* mp) {

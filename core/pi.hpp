@@ -86,6 +86,9 @@ void pi_recompute_now();
 // The caller leaves the wait (lock taken, error, timeout): unregisters w
 // and recomputes. No-op if w was never registered.
 void pi_wait_end(PiWaiter* w);
+// The caller's asynchronous cancellation is about to unwind its frames,
+// the registered wait's among them: unregisters it. Any thread.
+void pi_wait_drop_self();
 // The caller has just released a PI mutex. yielding: a goroutine caller
 // will give its M to the next G at once if told to (it returns true: a
 // boosted G waits on a run queue, and the caller's M now has its priority

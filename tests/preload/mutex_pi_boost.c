@@ -24,7 +24,6 @@
  *
  * Exit 77 (SKIP) when the process cannot be pinned or SCHED_FIFO is not
  * permitted. RLIMIT_RTTIME bounds every real-time thread. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
