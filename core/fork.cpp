@@ -11,6 +11,7 @@
 #include "core/lockrank.hpp"
 #include "core/memclass.hpp"
 #include "core/netpoll.hpp"
+#include "core/pi.hpp"
 #include "core/ownthread.hpp"
 #include "core/preempt.hpp"
 #include "core/privfd.hpp"
@@ -123,6 +124,7 @@ void fork_child_reset_1to1() {
   // reference). No epoll instance or scheduler to reset in this mode.
   lock_rank_after_fork();
   sema_after_fork();
+  pi_after_fork();  // (a fork child hook in M:N)
   fd_fork_child();
 }
 

@@ -27,6 +27,7 @@ namespace goshim {
 struct G;
 struct M;
 struct P;
+struct PiWaiter;
 
 // ---------------------------------------------------------------------------
 // G states. Each says who owns the G's stack, whether the G sits on a run
@@ -234,6 +235,9 @@ struct G {
   // too; a later non-real-time policy does not unbind it.
   bool tid_bound = false;
   std::atomic<bool> rt_pending{false};  // another G gave it a real-time policy: bind at its next call
+  // The priority it inherits through PTHREAD_PRIO_INHERIT mutexes it owns
+  // (core/pi.hpp), 0: none; written under pi_lock, read by the scheduler.
+  std::atomic<int32_t> pi_boost{0};
   std::atomic<bool> sig_exiting{false};     // exiting: sysmon routes nothing more to it
   std::atomic<bool> preempt{false};
   WaitReason waitreason = WaitReason::None;
@@ -250,6 +254,13 @@ struct G {
   // how often each is held.
   uint8_t rt_pp_ceil[8] = {};
   uint32_t rt_pp_count[8] = {};
+  // core/pi.cpp's scratch and list of boosted Gs (under its pi_lock).
+  int32_t pi_new = 0;
+  uint32_t pi_epoch = 0;
+  G* pi_blink = nullptr;
+  // Its registered wait for a PI mutex (core/pi.hpp), dropped before an
+  // asynchronous cancellation unwinds the frame that holds it.
+  PiWaiter* pi_wait = nullptr;
 
   M* alloc_m = nullptr;    // whose jemalloc cache it is taking or using (core/mcache.hpp)
 
@@ -365,6 +376,9 @@ struct M {
   int64_t preempt_sent_at = 0;            // when (sysmon only)
   bool exit_requested = false;    // sysmon retires this idle M
   bool rt = false;                // its kernel thread has a real-time policy (core/rtlock.cpp)
+  // The inherited priority applied to its kernel thread (core/pi.hpp), 0:
+  // none; written under pi_lock, read by the M's scheduler.
+  std::atomic<int32_t> pi_prio{0};
   bool dead = false;
   // jemalloc cache of this M's goroutines (core/mcache.hpp): index, -1 none
   // yet, -2 none to be had; taken for one allocation at a time.

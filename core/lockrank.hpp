@@ -35,6 +35,7 @@ constexpr int kLeafOrder = 1000;
   X(PreemptRanges, kLeafOrder, false, "preempt ranges_lock (leaf)")               \
   X(AttrDefault, kLeafOrder, false, "pthread attr default_lock (leaf)")           \
   X(SharedWatch, kLeafOrder, false, "sharedwatch wlock (leaf)")                  \
+  X(Pi, kLeafOrder, false, "priority inheritance pi_lock (core/pi.cpp, leaf)")   \
   X(Leaf, kLeafOrder, false, "a leaf lock")
 
 enum class LockRank : uint8_t {

@@ -6,6 +6,8 @@
 // (signal_create_begin in signal.hpp).
 #pragma once
 
+#include <sys/types.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,9 +16,10 @@ namespace goshim {
 // Starts fn(arg) on a new detached kernel thread with a stack of
 // stack_size bytes (0: libc's default). *start_mask, if given, receives
 // the caller's signal mask before the thread can run (an M restores the
-// program's mask from it). Returns 0 or pthread_create's error. Any thread.
+// program's mask from it); *tid, if given, its kernel tid. Returns 0 or
+// pthread_create's error. Any thread.
 int ownthread_start(void* (*fn)(void*), void* arg, size_t stack_size,
-                    uint64_t* start_mask = nullptr);
+                    uint64_t* start_mask = nullptr, pid_t* tid = nullptr);
 
 // Whether the process allocator is the program's own (its executable, or
 // a library loaded before libgoshim.so, defines calloc), not goshim's

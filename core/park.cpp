@@ -18,6 +18,7 @@
 #include "core/gmp.hpp"
 #include "core/mcache.hpp"
 #include "core/netpoll.hpp"
+#include "core/pi.hpp"
 #include "core/rawlog.hpp"
 #include "core/sched.hpp"
 #include "core/trace.hpp"
@@ -95,6 +96,7 @@ static inline void chain_link(P* pp) {
     chain_link(mp->p);
   }
   trace_ev(TraceEv::GStart, gp);
+  pi_sched_in(mp, gp);          // an inherited priority follows the G (core/pi.hpp)
   signal_apply_resume(mp, gp);  // the G's signal mask and altstack, if they differ
   goshim_gogo(gp->sched_sp, gp->tp);
 }
@@ -186,6 +188,7 @@ static void park_switch_post(void* arg) {
   mp->p->park_futile = false;
   chain_link(mp->p);
   trace_ev(TraceEv::GStart, next);
+  pi_sched_in(mp, next);   // as execute() does
   signal_apply(mp, next);  // as execute() does
 }
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "core/contract.hpp"
+#include "core/pi.hpp"
 #include "core/proc.hpp"
 #include "core/sched.hpp"
 #include "core/sema.hpp"
@@ -22,6 +23,9 @@ int apply(int policy, int prio) {
   long r = sys::sched_setscheduler(0, (policy & ~SCHED_RESET_ON_FORK) | SCHED_RESET_ON_FORK, &sp);
   if (r < 0) return (int)-r;
   getg()->m->rt = true;  // from here its spin waits must sleep (rt_spin_yield)
+  // An inherited priority (core/pi.hpp) is no longer applied: the next
+  // recomputation applies it again over the new policy.
+  pi_m_reset(getg()->m);
   return 0;
 }
 
@@ -32,6 +36,7 @@ void restore_other() {
   if (sys::sched_setscheduler(0, SCHED_OTHER, &sp) < 0)
     sys::sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp);
   getg()->m->rt = false;
+  pi_m_reset(getg()->m);  // as in apply()
 }
 
 // On user G, with its policy applied to this M: give the P away for good.
@@ -69,7 +74,7 @@ int effective(G* gp, int prio) { return gp->rt_pp_max > prio ? gp->rt_pp_max : p
 
 void rt_spin_yield() {
   G* g = tls_g;
-  if (g && g->m && g->m->rt) {
+  if (g && g->m && (g->m->rt || g->m->pi_prio.load(std::memory_order_relaxed))) {
     struct timespec ts = {0, 50 * 1000};
     sys::nanosleep(&ts, nullptr);
   } else {

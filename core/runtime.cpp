@@ -388,7 +388,13 @@ void mstarter_after_fork() {
 
 void newm_start(M* mp, bool mask_known) {
   GOSHIM_NO_LOCKS("newm_start");  // pthread_create callocs
-  int err = ownthread_start(mstart, mp, 0, mask_known ? nullptr : &mp->start_sigmask);
+  pid_t tid = 0;
+  int err = ownthread_start(mstart, mp, 0, mask_known ? nullptr : &mp->start_sigmask, &tid);
+  // Known before the thread runs (mstart stores the same): a real-time
+  // waiter can raise the new M that is to run the owner it waits for
+  // (core/pi.cpp boost_idle_ms), else a SCHED_OTHER thread that may not
+  // get the CPU at all.
+  if (err == 0 && tid) __atomic_store_n(&mp->tid, tid, __ATOMIC_RELEASE);
   if (err != 0) {
     P* pp;
     if (mp->starting) {

@@ -33,6 +33,7 @@
 
 #include "core/mcache.hpp"
 #include "core/netpoll.hpp"
+#include "core/pi.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/timer.hpp"
@@ -325,6 +326,7 @@ bool stopm_until(int64_t deadline) {
   else
     mput(mp);
   sched.lock.unlock();
+  pi_m_idle(mp);  // an inherited priority is not kept asleep (core/pi.hpp)
   mp->blocked = true;
   signal_m_sleep(mp);
   if (deadline == 0) {

@@ -20,6 +20,7 @@
 #include "core/rawlog.hpp"
 #include "core/rtlock.hpp"
 #include "core/runtime.hpp"
+#include "core/pi.hpp"
 #include "core/sched.hpp"
 #include "core/scstore.hpp"
 #include "core/signal.hpp"
@@ -413,6 +414,9 @@ int wait_foreign(const void* addr, uint32_t val, int64_t deadline, uint32_t bits
     ForeignCancelWait mark;
     r = wait_foreign_locked(addr, val, deadline, bitset, endaddr, cancellable, true, lock);
   }
+  // The handler unwinds this thread as soon as SIGCANCEL opens: a PI
+  // mutex wait's record (core/pi.hpp) lives in a frame it removes.
+  if (!(old & block) && tcb::self_cancel_requested()) pi_wait_drop_self();
   if (!(old & block)) sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
   return r;
 }

@@ -11,6 +11,7 @@
 #include "core/config.hpp"
 #include "core/proc.hpp"
 #include "core/sched.hpp"
+#include "core/pi.hpp"
 #include "core/sema.hpp"
 #include "core/sharedwatch.hpp"
 #include "core/signal.hpp"
@@ -94,7 +95,9 @@ int kernel_wait_cancellable(const void* addr, uint32_t val, const SyncDeadline& 
 // here, as glibc's handler would cancel a thread in its futex wait (the
 // object is left as glibc leaves it, e.g. a mutex word marked contended).
 void act_on_async_cancel(G* gp) {
-  if (cancel_async_pending(gp)) cancel_point();
+  if (!cancel_async_pending(gp)) return;
+  if (gp->pi_wait) pi_wait_drop_self();  // its record lives in a frame about to go
+  cancel_point();
 }
 
 }  // namespace

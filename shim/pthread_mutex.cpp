@@ -16,12 +16,13 @@
 //       owner's robust list in its TCB, in glibc's format: the kernel walks
 //       a foreign thread's list when it dies, goshim walks a goroutine's
 //       (robust_exit below) when it exits; both mark the word kOwnerDied
-//       and the next locker gets EOWNERDEAD. Priority inheritance is not
-//       done (goroutines have no kernel priority; the kernel's PI futex
-//       would see a virtual tid), the mutex is otherwise exact.
+//       and the next locker gets EOWNERDEAD. Priority inheritance (the
+//       kernel's PI futex would see a virtual tid) is core/pi.hpp's: a
+//       waiter of a private PI mutex registers while it waits, and the
+//       owner's M runs at the highest waiter's priority until it unlocks.
 //   priority protect: ceiling << 19 | the simple 0/1/2 state.
-//       The ceiling is checked (EINVAL) but the caller's priority is not
-//       raised, for the same reason.
+//       The ceiling is checked (EINVAL), and a real-time caller's kernel
+//       priority raised to it, as glibc's tpp does (pp_change below).
 //
 // Process-shared mutexes use the same protocols as glibc, so they
 // interoperate with other processes, native or under goshim. A private
@@ -37,6 +38,7 @@
 
 #include "arch/arch.hpp"
 #include "core/fork.hpp"
+#include "core/pi.hpp"
 #include "core/proc.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
@@ -200,8 +202,9 @@ struct PollDeadline {
   bool capped = false;
 };
 
-void poll_deadline(const SyncDeadline& user, PollDeadline* out) {
-  int64_t cap = sys::nanotime() + kForeignOwnerPollNs;
+void poll_deadline(const SyncDeadline& user, PollDeadline* out,
+                   int64_t slice = kForeignOwnerPollNs) {
+  int64_t cap = sys::nanotime() + slice;
   int64_t u = user.abs ? deadline_from_abs(user.clk, user.abs) : 0;
   out->dl = user;
   if (u == 0 || u > cap) {
@@ -215,9 +218,12 @@ void poll_deadline(const SyncDeadline& user, PollDeadline* out) {
 
 // ---- tid-word protocol (robust and/or priority inherit) ---------------------
 
-__attribute__((noinline)) int tidword_lock(MutexObj* m, int kind, const SyncDeadline* dl,
-                                           LockMode mode) {
+// piw: the caller's priority-inheritance record (core/pi.hpp), registered
+// while it waits for a private PI mutex; the caller unregisters it.
+__attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const SyncDeadline* dl,
+                                                LockMode mode, PiWaiter* piw) {
   bool robust = kind & kMutexRobust;
+  bool pi = (kind & (kMutexPI | kMutexPshared)) == kMutexPI;
   bool shared = kind & kMutexPshared;
   int type = kind & kMutexKindMask;
   bool cond = mode == LockMode::CondRelock || mode == LockMode::CondContended;
@@ -278,12 +284,19 @@ __attribute__((noinline)) int tidword_lock(MutexObj* m, int kind, const SyncDead
     else
       lw.front = true;
     int r;
-    if (robust && !shared && !is_virtual_tid(oldval & kTidMask)) {
+    // A PI mutex: the waiter's priority goes to the owner (core/pi.hpp);
+    // a waiter with one to give recomputes after every slice.
+    if (pi && !piw->linked) pi_wait_begin(piw, &m->lock);
+    bool pi_timed = pi && pi_wait_timed(piw);
+    if (pi_timed || (robust && !shared && !is_virtual_tid(oldval & kTidMask))) {
       PollDeadline pd;
-      poll_deadline(user, &pd);
+      poll_deadline(user, &pd, pi_timed ? kPiRecheckNs : kForeignOwnerPollNs);
       r = sync_wait(&m->lock, (uint32_t)oldval, pd.dl, WaitReason::Mutex, false, ~0u, nullptr,
                     false, &lw);
-      if (r == ETIMEDOUT && pd.capped) r = 0;
+      if (r == ETIMEDOUT && pd.capped) {
+        r = 0;
+        if (pi_timed) pi_recompute_now();
+      }
     } else {
       r = sync_wait(&m->lock, (uint32_t)oldval, user, WaitReason::Mutex, shared, ~0u, nullptr,
                     false, &lw);
@@ -311,6 +324,13 @@ __attribute__((noinline)) int tidword_lock(MutexObj* m, int kind, const SyncDead
   st(&m->owner, id);
   if (!cond) m->nusers++;
   return 0;
+}
+
+int tidword_lock(MutexObj* m, int kind, const SyncDeadline* dl, LockMode mode) {
+  PiWaiter piw;
+  int r = tidword_lock_wait(m, kind, dl, mode, &piw);
+  if (__builtin_expect(piw.linked, 0)) pi_wait_end(&piw);
+  return r;
 }
 
 __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
@@ -353,6 +373,12 @@ __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
     sync_wake(&m->lock, 1, shared);
   }
   set_pending(head, nullptr);
+  // Its inherited priority ends here, and a new owner inherits from the
+  // waiters left (core/pi.hpp).
+  // A boosted owner woken here onto a run queue: this M has its priority
+  // now and runs it next, as after a hand-over.
+  if ((kind & (kMutexPI | kMutexPshared)) == kMutexPI && pi_after_unlock(true) && decr)
+    rel = LockRelease::HandedToG;
   if (rel == LockRelease::HandedToG && decr) yield_to_new_owner();
   return 0;
 }

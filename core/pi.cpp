@@ -1,0 +1,485 @@
+// Priority inheritance for PTHREAD_PRIO_INHERIT mutexes (see pi.hpp).
+#include "core/pi.hpp"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+
+#include "core/fork.hpp"
+#include "core/lockrank.hpp"
+#include "core/proc.hpp"
+#include "core/rtlock.hpp"
+#include "core/sched.hpp"
+#include "syscalls/sys.hpp"
+
+namespace goshim {
+
+std::atomic<int32_t> pi_nwaiters{0};
+
+// A kernel thread's registered wait (G::pi_wait for a goroutine).
+__thread PiWaiter* foreign_pi_wait __attribute__((tls_model("initial-exec")));
+
+namespace {
+
+// pi_lock: a kernel PI futex on the kernel tid of its holder, so that a
+// real-time thread waiting for it raises a SCHED_OTHER holder (a waiter
+// registering, an M switching Gs) above whatever else wants the CPU. A
+// leaf: nothing is taken under it. The holder is pinned to its M
+// (M::locks) and never parks.
+class PiLock {
+ public:
+  void lock(uint32_t tid) {
+    uint32_t z = 0;
+    if (__builtin_expect(!w_.compare_exchange_strong(z, tid, std::memory_order_acquire), 0)) {
+      for (;;) {
+        long r = sys::futex(&w_, FUTEX_LOCK_PI_PRIVATE, 0, nullptr, nullptr, 0);
+        if (r == 0) break;  // taken
+        if (r == -EINTR || r == -EAGAIN) continue;  // EAGAIN: the owner is exiting
+        // No PI futex here (an emulator without it): take it by spinning,
+        // sleeping in between (a real-time spinner must let the holder run).
+        for (;;) {
+          uint32_t e = 0;
+          if (w_.compare_exchange_strong(e, tid, std::memory_order_acquire)) break;
+          struct timespec ts = {0, 50 * 1000};
+          sys::nanosleep(&ts, nullptr);
+        }
+        break;
+      }
+    }
+    lock_rank_acquire(LockRank::Pi, this, true);
+  }
+  void unlock(uint32_t tid) {
+    lock_rank_release(LockRank::Pi, this);
+    uint32_t t = tid;
+    if (__builtin_expect(!w_.compare_exchange_strong(t, 0, std::memory_order_release), 0))
+      sys::futex(&w_, FUTEX_UNLOCK_PI_PRIVATE, 0, nullptr, nullptr, 0);
+  }
+  void reset() { w_.store(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint32_t> w_{0};
+};
+
+PiLock pi_lock;
+// Under pi_lock:
+PiWaiter* waiters = nullptr;  // registered waits
+G* boosted = nullptr;         // Gs with pi_boost != 0 (G::pi_blink)
+int32_t nrt = 0;              // registered waits with a priority of their own (base > 0)
+uint32_t epoch = 0;
+
+// A kernel thread's scheduling as m_apply sets it.
+struct KSched {
+  int pol = SCHED_OTHER;
+  struct sched_param sp = {};
+};
+
+KSched ksched_for(G* gp, int boost) {
+  KSched k;
+  if (gp && gp->rt_locked && rt_policy(gp->sched_policy)) {
+    int own = gp->rt_pp_max > gp->sched_priority ? gp->rt_pp_max : gp->sched_priority;
+    k.pol = gp->sched_policy & ~SCHED_RESET_ON_FORK;
+    k.sp.sched_priority = own > boost ? own : boost;
+  } else if (boost > 0) {
+    k.pol = SCHED_FIFO;
+    k.sp.sched_priority = boost;
+  } else if (gp && gp->rt_locked) {
+    k.pol = gp->sched_policy & ~SCHED_RESET_ON_FORK;  // a bound G's SCHED_BATCH, SCHED_IDLE
+  }
+  return k;
+}
+
+void ksched_set(pid_t tid, const KSched& k) {
+  if (rt_policy(k.pol)) {
+    sys::sched_setscheduler(tid, k.pol | SCHED_RESET_ON_FORK, &k.sp);
+  } else if (sys::sched_setscheduler(tid, k.pol, &k.sp) < 0) {
+    // Without the privilege, clearing SCHED_RESET_ON_FORK is refused.
+    sys::sched_setscheduler(tid, k.pol | SCHED_RESET_ON_FORK, &k.sp);
+  }
+}
+
+// The holder of pi_lock never lowers its own kernel thread while it holds
+// it: the kernel would at once run a real-time thread in its place, one
+// that may wait for pi_lock (its PI futex then raises the holder again, but
+// the holder loses the CPU for the round trip, and every real-time thread
+// of a lower priority than the waiter's runs first). The lowering waits
+// here (under pi_lock) until PiGuard has let go.
+struct Deferred {
+  pid_t tid = 0;  // 0: nothing deferred
+  KSched k;
+  M* mp = nullptr;  // an M's (else a foreign owner's, foreign_fix)
+  G* gp = nullptr;
+  int boost = 0;
+};
+Deferred deferred;
+uint32_t holder_tid = 0;  // under pi_lock
+int32_t nraised = 0;      // Ms with pi_prio != 0 (under pi_lock)
+
+// Kernel threads that are not goroutines (every thread in 1:1 mode, a
+// thread started before goshim's, glibc's helper threads), raised as
+// owners: their own scheduling, read when first raised, is given back.
+// Under pi_lock. Beyond kMaxForeign at once, an owner is not raised.
+struct Foreign {
+  pid_t tid = 0;    // 0: a free slot
+  int applied = 0;  // the boost on its kernel thread now
+  int nw = 0;       // recomputation's scratch
+  KSched own;
+};
+constexpr int kMaxForeign = 32;
+Foreign foreign[kMaxForeign];
+int nforeign = 0;  // slots in use
+
+int foreign_find(pid_t tid, bool add) {
+  int free_slot = -1;
+  for (int i = 0; i < kMaxForeign; i++) {
+    if (foreign[i].tid == tid) return i;
+    if (!foreign[i].tid && free_slot < 0) free_slot = i;
+  }
+  if (!add || free_slot < 0) return -1;
+  foreign[free_slot] = Foreign{};
+  foreign[free_slot].tid = tid;
+  nforeign++;
+  return free_slot;
+}
+
+// After a deferred lowering of a foreign owner (PiGuard): what it has now.
+void foreign_fix(pid_t tid, int boost);
+
+class PiGuard {
+ public:
+  PiGuard() {
+    G* g = tls_g;
+    mp_ = g ? g->m : nullptr;
+    if (mp_) {
+      mp_->locks.store(mp_->locks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      tid_ = (uint32_t)mp_->tid;
+    } else {
+      tid_ = (uint32_t)sys::gettid();
+    }
+    pi_lock.lock(tid_);
+    holder_tid = tid_;
+  }
+  ~PiGuard() {
+    Deferred d = deferred;
+    deferred = Deferred{};
+    holder_tid = 0;
+    pi_lock.unlock(tid_);
+    if (d.tid) {
+      ksched_set(d.tid, d.k);
+      // A waiter raised it again meanwhile (under pi_lock), and the line
+      // above undid that: apply what is recorded now.
+      if (d.mp && d.mp->pi_prio.load(std::memory_order_acquire) != d.boost) {
+        pi_lock.lock(tid_);
+        ksched_set(d.tid, ksched_for(d.gp, d.mp->pi_prio.load(std::memory_order_relaxed)));
+        pi_lock.unlock(tid_);
+      } else if (!d.mp) {
+        pi_lock.lock(tid_);
+        foreign_fix(d.tid, d.boost);
+        pi_lock.unlock(tid_);
+      }
+    }
+    if (mp_) mp_->locks.store(mp_->locks.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+  PiGuard(const PiGuard&) = delete;
+  PiGuard& operator=(const PiGuard&) = delete;
+
+ private:
+  M* mp_;
+  uint32_t tid_;
+};
+
+constexpr int kTidMask = 0x3fffffff;  // FUTEX_TID_MASK
+
+// The goroutine the lock word names as its owner, or nullptr.
+G* owner_of(const int* word) {
+  int v = __atomic_load_n(word, __ATOMIC_ACQUIRE) & kTidMask;
+  if (!is_virtual_tid(v)) return nullptr;
+  G* g = g_from_vtid(v);
+  if (!g) return nullptr;
+  GStatus s = g->status.load(std::memory_order_acquire);
+  if (s == GStatus::Idle || s == GStatus::Dead) return nullptr;
+  return g;
+}
+
+// Under pi_lock. Sets mp's kernel thread to what gp (running on it, or
+// nullptr: none) gets with the inherited priority boost: SCHED_FIFO at
+// boost, or a bound real-time G's own policy at the higher of its own
+// priority and boost; without a boost, a bound G's own policy, else
+// SCHED_OTHER.
+void m_apply(M* mp, G* gp, int boost) {
+  int had = mp->pi_prio.load(std::memory_order_relaxed);
+  mp->pi_prio.store(boost, std::memory_order_release);  // also on failure: no retry loop
+  nraised += (boost > 0) - (had > 0);
+  if ((uint32_t)mp->tid == holder_tid && boost < had) {
+    // PiGuard lowers it once pi_lock is free.
+    deferred = Deferred{mp->tid, ksched_for(gp, boost), mp, gp, boost};
+    return;
+  }
+  if (deferred.tid == mp->tid) deferred = Deferred{};  // raised again before it was lowered
+  ksched_set(mp->tid, ksched_for(gp, boost));
+}
+
+// Under pi_lock: whether gp, of boost b, waits on a run queue for an M.
+bool queued_for_m(G* gp, int b) {
+  return b && gp->status.load(std::memory_order_acquire) == GStatus::Runnable;
+}
+
+// Under pi_lock: every M's kernel thread gets what it runs asks for: the
+// boost of its G (0 for an unboosted one); an M without a G (in its
+// scheduler loop, asleep, or not started yet) the highest boost of a G on
+// a run queue (queued), since as a SCHED_OTHER thread beside a real-time
+// one it might never get the CPU to take it; self's M the higher of self's
+// boost and queued (it gives its M to the next G at once). The scheduler
+// side (pi_sched_in) reads without pi_lock: an M that started to run
+// another G just as it was raised here runs it raised until its next
+// switch or the next recomputation (a real-time waiter recomputes every
+// kPiRecheckNs, and its leaving recomputes once more).
+void reconcile(int queued, G* self) {
+  for (M* mp = __atomic_load_n(&sched.allm, __ATOMIC_ACQUIRE); mp; mp = mp->alllink) {
+    if (mp->dead || __atomic_load_n(&mp->tid, __ATOMIC_ACQUIRE) == 0) continue;
+    G* c = __atomic_load_n(&mp->curg, __ATOMIC_ACQUIRE);
+    int want;
+    if (self && mp == self->m) {
+      c = self;
+      want = self->pi_boost.load(std::memory_order_relaxed);
+      if (queued > want) want = queued;
+    } else if (c) {
+      want = c->pi_boost.load(std::memory_order_relaxed);
+    } else {
+      want = queued;
+    }
+    if (mp->pi_prio.load(std::memory_order_relaxed) != want) m_apply(mp, c, want);
+  }
+}
+
+// A foreign owner's kernel thread at boost b: its own scheduling if that
+// is a real-time one of b or above, else SCHED_FIFO at b (0: its own).
+KSched foreign_ksched(const Foreign& f, int b) {
+  KSched k = f.own;
+  if (b > 0 && !(rt_policy(f.own.pol) && f.own.sp.sched_priority >= b)) {
+    k.pol = rt_policy(f.own.pol) ? f.own.pol : SCHED_FIFO;
+    k.sp = {};
+    k.sp.sched_priority = b;
+  }
+  return k;
+}
+
+// Under pi_lock: foreign[i] gets its boost nw (0: its own back).
+void foreign_apply(int i) {
+  Foreign& f = foreign[i];
+  int b = f.nw;
+  if (b != f.applied) {
+    if (f.applied == 0) {
+      long pol = sys::sched_getscheduler(f.tid);
+      if (pol < 0 || sys::sched_getparam(f.tid, &f.own.sp) < 0) {  // gone
+        f.tid = 0;
+        nforeign--;
+        return;
+      }
+      f.own.pol = (int)pol;  // SCHED_RESET_ON_FORK included: given back as it was
+    }
+    KSched k = foreign_ksched(f, b);
+    if ((uint32_t)f.tid == holder_tid && b < f.applied) {
+      deferred = Deferred{f.tid, k, nullptr, nullptr, b};  // as in m_apply
+    } else {
+      if (deferred.tid == f.tid) deferred = Deferred{};
+      // Its own policy back as it was (SCHED_RESET_ON_FORK included).
+      sys::sched_setscheduler(f.tid, k.pol, &k.sp);
+    }
+    f.applied = b;
+  }
+  if (b == 0) {
+    f.tid = 0;
+    nforeign--;
+  }
+}
+
+void foreign_fix(pid_t tid, int boost) {
+  int i = foreign_find(tid, false);
+  int now = i >= 0 ? foreign[i].applied : 0;
+  if (now != boost && i >= 0) {
+    KSched k = foreign_ksched(foreign[i], now);
+    sys::sched_setscheduler(tid, k.pol, &k.sp);
+  }
+}
+
+uint32_t next_epoch() {
+  if (++epoch == 0) ++epoch;
+  return epoch;
+}
+
+// Under pi_lock: every goroutine's pi_boost from the registered waits.
+// self: the calling goroutine, which will give its M to the next G at once
+// (it unlocked and yields, or parks), or nullptr. A boosted G that waits
+// on a run queue (the one that unlocking woke, typically on self's P) gets
+// the Ms that may run it raised: self's own first, which keeps the higher
+// of its own boost and that one until it runs a G. Returns the highest
+// boost of a queued G, 0 if none.
+int recompute_locked(G* self = nullptr) {
+  uint32_t e1 = next_epoch();
+  auto touch = [e1](G* g) {
+    if (g->pi_epoch != e1) {
+      g->pi_epoch = e1;
+      g->pi_new = 0;
+    }
+  };
+  int n = 0;
+  for (G* g = boosted; g; g = g->pi_blink) touch(g);
+  for (int i = 0; i < kMaxForeign; i++) foreign[i].nw = 0;
+  for (PiWaiter* w = waiters; w; w = w->next) {
+    n++;
+    w->owner = owner_of(w->word);
+    if (w->owner == w->g) w->owner = nullptr;  // a self-deadlock gives nothing
+    if (w->owner) touch(w->owner);
+    if (w->g) touch(w->g);
+    // A kernel thread's tid: a foreign owner (a private mutex: of this process).
+    int v = __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask;
+    w->fowner = !w->owner && v && !is_virtual_tid(v) && v != w->ktid ? foreign_find(v, true) : -1;
+  }
+  // A foreign waiter that owns another mutex passes on what it inherits.
+  for (PiWaiter* w = waiters; w; w = w->next)
+    w->fwaiter = !w->g && w->ktid ? foreign_find(w->ktid, false) : -1;
+  // Each waiter gives its owner the higher of its own priority and what it
+  // inherits; n rounds carry a priority down the longest chain.
+  for (int round = 0; round <= n; round++) {
+    bool changed = false;
+    for (PiWaiter* w = waiters; w; w = w->next) {
+      if (!w->owner && w->fowner < 0) continue;
+      int p = w->base;
+      if (w->g && w->g->pi_new > p) p = w->g->pi_new;
+      if (w->fwaiter >= 0 && foreign[w->fwaiter].nw > p) p = foreign[w->fwaiter].nw;
+      int* to = w->owner ? &w->owner->pi_new : &foreign[w->fowner].nw;
+      if (p > *to) {
+        *to = p;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  uint32_t e2 = next_epoch();
+  G* old = boosted;
+  boosted = nullptr;
+  int queued = 0;  // the highest boost of a G on a run queue
+  auto settle = [e2, &queued](G* g) {
+    if (g->pi_epoch == e2) return;
+    g->pi_epoch = e2;
+    int b = g->pi_new;
+    g->pi_boost.store(b, std::memory_order_relaxed);
+    if (b) {
+      g->pi_blink = boosted;
+      boosted = g;
+    }
+    if (queued_for_m(g, b) && b > queued) queued = b;
+  };
+  for (G* g = old; g;) {
+    G* nx = g->pi_blink;
+    settle(g);
+    g = nx;
+  }
+  for (PiWaiter* w = waiters; w; w = w->next) {
+    if (w->owner) settle(w->owner);
+    if (w->g) settle(w->g);
+  }
+  reconcile(queued, self);
+  for (int i = 0; i < kMaxForeign; i++)
+    if (foreign[i].tid) foreign_apply(i);
+  return queued;
+}
+
+}  // namespace
+
+void pi_after_fork() {
+  // Only the forking thread lives on: no other waits, no boosts.
+  pi_lock.reset();
+  waiters = nullptr;
+  boosted = nullptr;
+  nrt = 0;
+  nraised = 0;
+  for (Foreign& f : foreign) f = Foreign{};
+  nforeign = 0;
+  deferred = Deferred{};
+  holder_tid = 0;
+  pi_nwaiters.store(0, std::memory_order_relaxed);
+}
+
+namespace {
+__attribute__((constructor(103))) void pi_ctor() { register_fork_child_hook(pi_after_fork); }
+}  // namespace
+
+void pi_wait_begin(PiWaiter* w, const int* word) {
+  G* g = tls_g;
+  w->word = word;
+  w->g = (g && !g->is_g0()) ? g : nullptr;
+  w->base = rt_wait_prio();
+  w->ktid = w->g ? 0 : (pid_t)sys::gettid();
+  PiGuard guard;
+  w->next = waiters;
+  waiters = w;
+  w->linked = true;
+  if (w->g)
+    w->g->pi_wait = w;
+  else
+    foreign_pi_wait = w;
+  pi_nwaiters.fetch_add(1, std::memory_order_release);
+  if (w->base > 0) nrt++;
+  // Without a real-time waiter nobody inherits anything.
+  if (nrt > 0) recompute_locked();
+}
+
+bool pi_wait_timed(const PiWaiter* w) {
+  return w->base > 0 || (w->g && w->g->pi_boost.load(std::memory_order_relaxed) > 0);
+}
+
+void pi_recompute_now() {
+  PiGuard guard;
+  if (nrt > 0 || boosted || nraised > 0 || nforeign > 0) recompute_locked();
+}
+
+bool pi_unlocked_slow(bool yielding) {
+  G* g = tls_g;
+  // An M:N goroutine with a P gives its M to the woken owner; a bound G
+  // or a foreign thread has no run queue to give.
+  G* self = yielding && g && !g->is_g0() && !g->rt_locked && g->m && g->m->p ? g : nullptr;
+  PiGuard guard;
+  if (nrt == 0 && !boosted && nraised == 0 && nforeign == 0) return false;
+  return recompute_locked(self) > 0 && self;
+}
+
+void pi_wait_end(PiWaiter* w) {
+  if (!w->linked) return;
+  PiGuard guard;
+  for (PiWaiter** pw = &waiters; *pw; pw = &(*pw)->next) {
+    if (*pw == w) {
+      *pw = w->next;
+      break;
+    }
+  }
+  w->linked = false;
+  if (w->g)
+    w->g->pi_wait = nullptr;
+  else
+    foreign_pi_wait = nullptr;
+  pi_nwaiters.fetch_sub(1, std::memory_order_release);
+  if (w->base > 0) nrt--;
+  if (nrt > 0 || boosted || nraised > 0 || nforeign > 0) recompute_locked();
+}
+
+void pi_wait_drop_self() {
+  G* g = tls_g;
+  PiWaiter* w = (g && !g->is_g0()) ? g->pi_wait : foreign_pi_wait;
+  if (w) pi_wait_end(w);
+}
+
+void pi_m_reset(M* mp) {
+  PiGuard guard;
+  if (mp->pi_prio.load(std::memory_order_relaxed) != 0) nraised--;
+  mp->pi_prio.store(0, std::memory_order_relaxed);
+}
+
+void pi_sched_in_slow(M* mp, G* gp) {
+  PiGuard guard;
+  int want = gp ? gp->pi_boost.load(std::memory_order_relaxed) : 0;
+  if (mp->pi_prio.load(std::memory_order_relaxed) != want) m_apply(mp, gp, want);
+}
+
+}  // namespace goshim
+
