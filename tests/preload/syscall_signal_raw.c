@@ -12,7 +12,8 @@
  *    delivers it before returning); a sigsetsize other than 8 is EINVAL;
  *  - SYS_rt_sigaction installs a handler (struct kernel_sigaction) that
  *    runs, that sigaction() reports, and reads back what sigaction() set;
- *  - SYS_rt_sigtimedwait takes a blocked pending signal; SYS_sigaltstack;
+ *  - SYS_rt_sigtimedwait takes a blocked pending signal, SYS_rt_sigsuspend
+ *    runs its handler (EINTR, the mask back); SYS_sigaltstack;
  *  - tgkill() (glibc >= 2.30) of the own gettid() with the signal blocked:
  *    pending on the thread until it unblocks it, across other threads' runs.
  * Failures are counted per class and reported together.
@@ -186,8 +187,18 @@ static void *masker(void *arg) {
     struct timespec ts = {1, 0};
     siginfo_t si;
     EXPECT(6, syscall(SYS_rt_sigtimedwait, &set, &si, &ts, 8) == SIGUSR2);
-    EXPECT(6, syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &set, NULL, 8) == 0);
+    /* rt_sigsuspend: a pending blocked signal runs its handler inside,
+     * EINTR, and the mask is back (still blocked). */
+    CHECK_EQ(pthread_kill(pthread_self(), SIGUSR2), 0);
     EXPECT(6, usr2_hits == 1);
+    uint64_t none = 0;
+    errno = 0;
+    EXPECT(6, syscall(SYS_rt_sigsuspend, &none, 8) == -1 && errno == EINTR);
+    EXPECT(6, usr2_hits == 2);
+    CHECK_EQ(pthread_sigmask(SIG_BLOCK, NULL, &cur), 0);
+    EXPECT(6, blocked_in(&cur, SIGUSR2));
+    EXPECT(6, syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &set, NULL, 8) == 0);
+    EXPECT(6, usr2_hits == 2);
 
     /* A blocked signal sent to the own thread (tgkill of its gettid())
      * stays pending on it, also across other threads' runs (a move to
