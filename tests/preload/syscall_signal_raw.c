@@ -71,9 +71,10 @@ static void on_raw(int sig) {
   raw_hits++;
 }
 
+static volatile long work_sink;
+
 static void *worker(void *arg) {
-  volatile long x = 0;
-  for (int i = 0; i < 1000; i++) x += i;
+  for (int i = 0; i < 1000; i++) work_sink += i;
   return arg;
 }
 
