@@ -537,3 +537,178 @@ GOSHIM_EXPORT int sigstack(struct sigstack* ss, struct sigstack* oss) {
   }
   return r;
 }
+
+// ---- the signal system calls made through syscall() ---------------------------
+//
+// arch/<arch>/syscall.S routes these numbers here: made directly, they
+// acted behind goshim's back (a raw rt_sigprocmask changed the M's kernel
+// mask, not the goroutine's; a raw rt_sigaction replaced goshim's routing
+// handler in the kernel; a raw kill of the own process could reach another
+// kernel thread and the caller's handler ran after the call returned).
+// Each gets what its libc function gets here, in the kernel's ABI: 8-byte
+// signal sets (another sigsetsize is EINVAL, as the kernel says; rt_sigpending
+// accepts up to 8), struct kernel_sigaction, and no SI_TKILL folding in
+// rt_sigtimedwait. Foreign threads, init and 1:1 mode: the kernel, as
+// before (rt_sigaction: what sigaction() does there, the system call plus
+// goshim's record of the disposition). tgkill/tkill/rt_tgsigqueueinfo to
+// the caller's own thread (its gettid(), the M's tid, 7.5) go to the
+// calling goroutine, as raise and pthread_sigqueue do; other tids: the
+// kernel. syscall()'s convention: the result, or -1 with errno.
+namespace {
+
+// The kernel's struct sigaction for rt_sigaction (x86_64 and the generic
+// table alike: both have the restorer).
+struct kernel_sigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)(void);
+  uint64_t mask;
+};
+
+void set_from_bits(sigset_t* s, uint64_t m) {
+  sigemptyset(s);
+  memcpy(s, &m, sizeof m);
+}
+
+// A signal the calling goroutine sends to its own thread (sig 0, goshim's
+// own 32/33 and foreign callers: the kernel).
+bool to_own_thread(G* gp, long tgid, long tid, long sig) {
+  return gp && sig > 0 && sig <= 64 && sig != 32 && sig != 33 && tid == (long)sys::gettid() &&
+         (tgid < 0 || tgid == (long)sys::getpid());
+}
+
+long raw_sigaction(long sig, const kernel_sigaction* kact, kernel_sigaction* kold) {
+  if (!mn_active()) {
+    long r = sys::raw4(SYS_rt_sigaction, sig, (long)kact, (long)kold, 8);
+    if (r == 0 && kact && sig >= 1 && sig <= 64) {
+      struct sigaction act;
+      memset(&act, 0, sizeof act);
+      act.sa_handler = kact->handler;
+      act.sa_flags = (int)kact->flags;
+      set_from_bits(&act.sa_mask, kact->mask);
+      signal_record_action((int)sig, &act);
+    }
+    return r;
+  }
+  struct sigaction act, old;
+  memset(&act, 0, sizeof act);
+  memset(&old, 0, sizeof old);
+  if (kact) {
+    act.sa_handler = kact->handler;
+    act.sa_flags = (int)kact->flags;
+    act.sa_restorer = kact->restorer;
+    set_from_bits(&act.sa_mask, kact->mask);
+  }
+  if (sig < 1 || sig > 64 || (kact && (sig == SIGKILL || sig == SIGSTOP))) return -EINVAL;
+  int r = signal_action((int)sig, kact ? &act : nullptr, kold ? &old : nullptr);
+  if (r < 0) return r;
+  if (kold) {
+    kold->handler = old.sa_handler;
+    kold->flags = (unsigned long)(unsigned int)old.sa_flags;
+    kold->restorer = old.sa_restorer;
+    kold->mask = bits(&old.sa_mask);
+  }
+  return 0;
+}
+
+// syscall()'s convention: the result, or -1 with errno.
+long ret(long r) {
+  if (r < 0) {
+    errno = (int)-r;
+    return -1;
+  }
+  return r;
+}
+
+long self_sent(G* gp, int sig, long nr, long a1, long a2, long a3, long a4) {
+  uint32_t h0 = __atomic_load_n(&gp->nhandled, __ATOMIC_ACQUIRE);
+  long r = sys::raw4(nr, a1, a2, a3, a4);
+  if (r == 0) signal_sent_to_self(gp, sig, h0);
+  return r;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_signal(long nr, long a1, long a2,
+                                                                           long a3, long a4, long a5,
+                                                                           long a6) {
+  long r;
+  switch (nr) {
+    case SYS_kill:
+      return kill((pid_t)a1, (int)a2);
+    case SYS_pidfd_send_signal:
+      return pidfd_send_signal((int)a1, (int)a2, (siginfo_t*)a3, (unsigned)a4);
+    case SYS_rt_sigqueueinfo: {
+      pid_t self = (pid_t)sys::getpid();
+      if ((pid_t)a1 == self && self_queue_full((int)a2)) return ret(-EAGAIN);
+      G* gp = shim::user_g();
+      if (!gp || (int)a2 <= 0 || (pid_t)a1 != self) return ret(sys::raw3(nr, a1, a2, a3));
+      return ret(self_sent(gp, (int)a2, nr, a1, a2, a3, 0));
+    }
+    case SYS_tgkill:
+    case SYS_tkill: {
+      long tgid = nr == SYS_tgkill ? a1 : -1, tid = nr == SYS_tgkill ? a2 : a1,
+           sig = nr == SYS_tgkill ? a3 : a2;
+      G* gp = shim::user_g();
+      if (!to_own_thread(gp, tgid, tid, sig)) return ret(sys::raw6(nr, a1, a2, a3, a4, a5, a6));
+      return ret(-signal_send(gp, (int)sig, nullptr));
+    }
+    case SYS_rt_tgsigqueueinfo: {
+      G* gp = shim::user_g();
+      if (!to_own_thread(gp, a1, a2, a3) || !a4) return ret(sys::raw4(nr, a1, a2, a3, a4));
+      if (self_queue_full((int)a3)) return ret(-EAGAIN);
+      // si_code and the rest of the caller's siginfo: goshim's SI_QUEUE.
+      return ret(-signal_send(gp, (int)a3, &((const siginfo_t*)a4)->si_value));
+    }
+    case SYS_rt_sigaction:
+      if (a4 != 8) return ret(-EINVAL);
+      return ret(raw_sigaction(a1, (const kernel_sigaction*)a2, (kernel_sigaction*)a3));
+    case SYS_rt_sigprocmask: {
+      G* gp = mask_g();
+      if (!gp) return ret(sys::raw4(nr, a1, a2, a3, a4));
+      if (a4 != 8) return ret(-EINVAL);
+      sigset_t set, old;
+      if (a2) set_from_bits(&set, *(const uint64_t*)a2);
+      int e = signal_setmask(gp, (int)a1, a2 ? &set : nullptr, &old);
+      if (e) return ret(-e);
+      if (a3) *(uint64_t*)a3 = bits(&old);
+      return 0;
+    }
+    case SYS_rt_sigpending: {
+      G* gp = shim::user_g();
+      if (!gp) return ret(sys::raw2(nr, a1, a2));
+      if ((unsigned long)a2 > 8) return ret(-EINVAL);
+      sigset_t s;
+      signal_pending_set(gp, &s);
+      uint64_t m = bits(&s);
+      memcpy((void*)a1, &m, (size_t)a2);
+      return 0;
+    }
+    case SYS_rt_sigtimedwait: {
+      if (!shim::user_g()) return ret(sys::raw4(nr, a1, a2, a3, a4));
+      if (a4 != 8) return ret(-EINVAL);
+      sigset_t set;
+      set_from_bits(&set, *(const uint64_t*)a1);
+      return sigtimedwait(&set, (siginfo_t*)a2, (const struct timespec*)a3);
+    }
+    case SYS_rt_sigsuspend: {
+      if (!shim::user_g()) return ret(sys::raw2(nr, a1, a2));
+      if (a2 != 8) return ret(-EINVAL);
+      sigset_t set;
+      set_from_bits(&set, *(const uint64_t*)a1);
+      return sigsuspend(&set);
+    }
+    case SYS_sigaltstack:
+      if (!shim::user_g()) return ret(sys::raw2(nr, a1, a2));
+      return sigaltstack((const stack_t*)a1, (stack_t*)a2);
+    default:
+      r = sys::raw6(nr, a1, a2, a3, a4, a5, a6);  // not routed here by the entry
+      return ret(r);
+  }
+}
+
+// tgkill (glibc >= 2.30 exports it: the bare system call): as
+// syscall(SYS_tgkill) above.
+GOSHIM_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig) {
+  return (int)goshim_syscall_signal(SYS_tgkill, tgid, tid, sig, 0, 0, 0);
+}

@@ -10,6 +10,10 @@
  *   SYS_exit_group                   -> goshim_syscall_exit (as _exit)
  *   SYS_io_uring_setup, SYS_io_uring_register, SYS_sched_setattr,
  *   SYS_sched_getattr -> goshim_syscall_io
+ *   SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo,
+ *   SYS_pidfd_send_signal, SYS_rt_sigaction, SYS_rt_sigprocmask,
+ *   SYS_rt_sigpending, SYS_rt_sigtimedwait, SYS_rt_sigsuspend, SYS_sigaltstack
+ *                                    -> goshim_syscall_signal (shim/signal_thread.cpp)
  *   anything else                    -> the kernel, exactly as glibc's stub does it
  *
  * AAPCS64 passes variadic arguments like named ones: the number in x0, the
@@ -43,6 +47,10 @@
 #define SYS_io_uring_register 427
 #define SYS_sched_setattr 274
 #define SYS_sched_getattr 275
+#define SYS_kill 129
+#define SYS_rt_sigqueueinfo 138
+#define SYS_rt_tgsigqueueinfo 240
+#define SYS_pidfd_send_signal 424
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
@@ -52,6 +60,8 @@
 	.hidden	goshim_syscall_io
 	.weak	goshim_syscall_exit
 	.hidden	goshim_syscall_exit
+	.weak	goshim_syscall_signal
+	.hidden	goshim_syscall_signal
 
 	.macro TO nr, label
 	cmp	x0, #\nr
@@ -69,6 +79,11 @@ syscall:
 	TO	SYS_mremap, 3f
 	TO	SYS_shmat, 3f
 	TO	SYS_exit_group, 6f
+	sub	x9, x0, #SYS_kill	/* the signal calls: 129..138 (kill, tkill, */
+	cmp	x9, #(SYS_rt_sigqueueinfo - SYS_kill)	/* tgkill, sigaltstack, */
+	b.ls	7f			/* rt_sigsuspend, rt_sigaction, rt_sigprocmask, */
+	TO	SYS_rt_tgsigqueueinfo, 7f	/* rt_sigpending, rt_sigtimedwait, */
+	TO	SYS_pidfd_send_signal, 7f	/* rt_sigqueueinfo) */
 	TO	SYS_read, 4f
 	TO	SYS_write, 4f
 	TO	SYS_readv, 4f
@@ -129,6 +144,10 @@ syscall:
 	br	x9
 6:	adrp	x9, :got:goshim_syscall_exit
 	ldr	x9, [x9, :got_lo12:goshim_syscall_exit]
+	cbz	x9, 0b
+	br	x9
+7:	adrp	x9, :got:goshim_syscall_signal
+	ldr	x9, [x9, :got_lo12:goshim_syscall_signal]
 	cbz	x9, 0b
 	br	x9
 	.cfi_endproc

@@ -16,6 +16,11 @@
  *   SYS_sched_setattr, SYS_sched_getattr
  *                                    -> goshim_syscall_io (a goroutine's own
  *                                       policy: shim/pthread_misc.cpp)
+ *   SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo,
+ *   SYS_pidfd_send_signal, SYS_rt_sigaction, SYS_rt_sigprocmask,
+ *   SYS_rt_sigpending, SYS_rt_sigtimedwait, SYS_rt_sigsuspend, SYS_sigaltstack
+ *                                    -> goshim_syscall_signal (shim/signal_thread.cpp:
+ *                                       as their libc functions, in the kernel's ABI)
  *   anything else                    -> the kernel, exactly as glibc's stub does it
  *
  * The C entries (shim/syscall_futex.cpp) take seven longs: the number in
@@ -58,6 +63,15 @@
 #define SYS_io_uring_register 427
 #define SYS_sched_setattr 314
 #define SYS_sched_getattr 315
+#define SYS_rt_sigaction 13
+#define SYS_rt_sigprocmask 14
+#define SYS_kill 62
+#define SYS_rt_sigpending 127
+#define SYS_sigaltstack 131
+#define SYS_tkill 200
+#define SYS_tgkill 234
+#define SYS_rt_tgsigqueueinfo 297
+#define SYS_pidfd_send_signal 424
 
 	.weak	goshim_syscall_futex
 	.hidden	goshim_syscall_futex
@@ -67,6 +81,8 @@
 	.hidden	goshim_syscall_io
 	.weak	goshim_syscall_exit
 	.hidden	goshim_syscall_exit
+	.weak	goshim_syscall_signal
+	.hidden	goshim_syscall_signal
 
 	.text
 	.globl	syscall
@@ -84,6 +100,24 @@ syscall:
 	je	3f
 	cmpq	$SYS_exit_group, %rdi
 	je	6f
+	cmpq	$SYS_rt_sigaction, %rdi		/* the signal calls */
+	je	7f
+	cmpq	$SYS_rt_sigprocmask, %rdi
+	je	7f
+	cmpq	$SYS_kill, %rdi
+	je	7f
+	cmpq	$SYS_rt_sigpending, %rdi		/* 127..131: rt_sigpending, */
+	jb	8f				/* rt_sigtimedwait, rt_sigqueueinfo, */
+	cmpq	$SYS_sigaltstack, %rdi		/* rt_sigsuspend, sigaltstack */
+	jbe	7f
+8:	cmpq	$SYS_tkill, %rdi
+	je	7f
+	cmpq	$SYS_tgkill, %rdi
+	je	7f
+	cmpq	$SYS_rt_tgsigqueueinfo, %rdi
+	je	7f
+	cmpq	$SYS_pidfd_send_signal, %rdi
+	je	7f
 	cmpq	$SYS_io_uring_setup, %rdi
 	je	4f
 	cmpq	$SYS_io_uring_register, %rdi
@@ -139,6 +173,10 @@ syscall:
 	jz	0b
 	jmp	*%rax
 6:	movq	goshim_syscall_exit@GOTPCREL(%rip), %rax
+	testq	%rax, %rax
+	jz	0b
+	jmp	*%rax
+7:	movq	goshim_syscall_signal@GOTPCREL(%rip), %rax
 	testq	%rax, %rax
 	jz	0b
 	jmp	*%rax
