@@ -422,6 +422,11 @@ void arena_init() {
                                : sys::mmap(nullptr, g_stride * n, PROT_READ | PROT_WRITE,
                                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p != MAP_FAILED && gm != MAP_FAILED) {
+      // Out of core dumps (arena_core_dump_mark puts the live slots back):
+      // the kernel walks a dumped anonymous mapping page by page, ~4e9
+      // look-ups for 16 TiB, so a crash with core dumps on took minutes.
+      sys::madvise(p, stride * n, MADV_DONTDUMP);
+      sys::madvise(gm, g_stride * n, MADV_DONTDUMP);
       arena_lo = (uintptr_t)p;
       slot_size = stride;
       slot_tp = (stride - tcb_span) & ~(uintptr_t)(align - 1);
@@ -450,11 +455,71 @@ void arena_init() {
   void* gm = sys::mmap(nullptr, g_stride * max_slots, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED || gm == MAP_FAILED) fatal("cannot reserve the goroutine arena");
+  sys::madvise(p, slot_size * max_slots + align, MADV_DONTDUMP);
+  sys::madvise(gm, g_stride * max_slots, MADV_DONTDUMP);
   arena_lo = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
   garena = (uintptr_t)gm;
 }
 
 uintptr_t arena_slot_tp(size_t idx) { return arena_lo + idx * slot_size + slot_tp; }
+
+namespace {
+constexpr size_t kCoreMaxRanges = 1024;
+constexpr size_t kCoreMaxSlots = 4096;
+struct CoreMark {
+  uintptr_t lo = 0, hi = 0;
+  size_t ranges = 0, slots = 0;
+  void flush() {
+    if (hi > lo) sys::madvise((void*)lo, hi - lo, MADV_DODUMP);
+    lo = hi = 0;
+  }
+  // Whether slot idx was added (false: a bound reached).
+  bool add(size_t idx) {
+    if (slots >= kCoreMaxSlots) return false;
+    uintptr_t b = arena_lo + idx * slot_size, e = b + slot_size;
+    if (hi == b && hi != 0) {
+      hi = e;
+    } else {
+      if (ranges >= kCoreMaxRanges) return false;
+      flush();
+      lo = b;
+      hi = e;
+      ranges++;
+    }
+    slots++;
+    return true;
+  }
+};
+bool slot_live(size_t idx) {
+  G* gp = slot_g(idx);
+  return gp->magic == kGMagic && gp->status.load(std::memory_order_acquire) != GStatus::Idle;
+}
+}  // namespace
+
+// Signal-safe, once. See proc.hpp.
+void arena_core_dump_mark(G* self) {
+  static std::atomic<bool> once{false};
+  if (once.exchange(true, std::memory_order_acq_rel) || !garena) return;
+  size_t pg = page_size();
+  size_t n = arena_nslots();
+  if (n > max_slots) n = max_slots;
+  // The Gs of every slot ever used: one range.
+  size_t gbytes = (n * g_stride + pg - 1) & ~(pg - 1);
+  if (gbytes) sys::madvise((void*)garena, gbytes, MADV_DODUMP);
+  CoreMark m;
+  // The crashing goroutine's slot first, whatever the bounds.
+  size_t own = (size_t)-1;
+  if (self && self->tp >= arena_lo && self->tp < arena_lo + n * slot_size) {
+    own = (self->tp - arena_lo) / slot_size;
+    m.add(own);
+    m.flush();
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (i == own || !slot_live(i)) continue;
+    if (!m.add(i)) break;
+  }
+  m.flush();
+}
 size_t arena_nslots() { return nslots.load(std::memory_order_acquire); }
 G* arena_slot_g(size_t idx) { return slot_g(idx); }
 

@@ -85,6 +85,14 @@ uintptr_t arena_slot_tp(size_t idx);
 size_t arena_nslots();
 G* arena_slot_g(size_t idx);
 
+// The arena is MADV_DONTDUMP (a core would walk all its ~16 TiB). Before a
+// core-dumping default action: puts the slots of live goroutines (stack,
+// TLS block; the crashing one's, self, first) and the used prefix of the
+// G array back into the core, at most kCoreMaxSlots (4096) slots in at most
+// kCoreMaxRanges (1024) madvise calls (each may split the mapping: bounded
+// against vm.max_map_count). Signal-safe; only the first call does it.
+void arena_core_dump_mark(G* self);
+
 // sysmon: returns the stack pages of free Gs that sat on the global free
 // list for a while to the kernel (slots with stacks, proc.cpp). Without P,
 // no locks held.

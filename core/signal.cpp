@@ -224,6 +224,8 @@ void pool_init() {
   void* m = sys::mmap(nullptr, cap * sizeof(SigNode), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) fatal("cannot reserve the signal queue");
+  // Up to ~170 MB, nearly all never touched: out of core dumps.
+  sys::madvise(m, cap * sizeof(SigNode), MADV_DONTDUMP);
   pool = (SigNode*)m;
   pool_cap = (uint32_t)cap;
 }
@@ -659,9 +661,22 @@ bool take_proc(G* gp, int sig, siginfo_t* out, bool again_self) {
   return r;
 }
 
+// Whether sig's default action writes a core (signal(7): "Core").
+bool dumps_core(int sig) {
+  switch (sig) {
+    case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT: case SIGBUS: case SIGFPE:
+    case SIGSEGV: case SIGXCPU: case SIGXFSZ: case SIGSYS:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Signal-safe. The program's default action for sig, on this thread.
 void die_default(int sig) {
   if (default_ignored(sig)) return;
+  // The arena is out of core dumps: the live goroutines' slots go back in.
+  if (dumps_core(sig)) arena_core_dump_mark(tls_g);
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;

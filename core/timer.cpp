@@ -77,6 +77,8 @@ void timers_init(TimerHeap* h) {
   void* p = sys::mmap(nullptr, (size_t)kHeapCap * sizeof(TimerHeap::Ent), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) fatal("cannot reserve the timer heap");
+  // kHeapCap entries per P, nearly all never touched: out of core dumps.
+  sys::madvise(p, (size_t)kHeapCap * sizeof(TimerHeap::Ent), MADV_DONTDUMP);
   h->ents = (TimerHeap::Ent*)p;
   h->cap = kHeapCap;
 }
