@@ -469,10 +469,27 @@ void pi_wait_drop_self() {
   if (w) pi_wait_end(w);
 }
 
-void pi_m_reset(M* mp) {
+long pi_m_set_own(M* mp, int pol, int prio) {
+  struct sched_param sp = {};
+  sp.sched_priority = prio;
+  pol &= ~SCHED_RESET_ON_FORK;
+  // Under pi_lock, unlike m_apply's lowering of the holder's own thread
+  // (Deferred): a real-time thread that preempts this one as it lowers
+  // itself and waits for pi_lock raises it again through the PI futex.
+  // Rare (a real-time G's start, exit, or change of policy).
   PiGuard guard;
+  long r;
+  if (rt_policy(pol)) {
+    r = sys::sched_setscheduler(0, pol | SCHED_RESET_ON_FORK, &sp);
+  } else {
+    // Without the privilege, clearing SCHED_RESET_ON_FORK is refused.
+    r = sys::sched_setscheduler(0, pol, &sp);
+    if (r < 0) r = sys::sched_setscheduler(0, pol | SCHED_RESET_ON_FORK, &sp);
+  }
+  if (r < 0) return r;
   if (mp->pi_prio.load(std::memory_order_relaxed) != 0) nraised--;
   mp->pi_prio.store(0, std::memory_order_relaxed);
+  return 0;
 }
 
 void pi_sched_in_slow(M* mp, G* gp) {

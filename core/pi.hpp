@@ -110,10 +110,14 @@ inline void pi_sched_in(M* mp, G* gp) {
 }
 // In a fork child, on its only thread (both modes): no waits, no raises.
 void pi_after_fork();
-// On the M: core/rtlock.cpp has just set its kernel thread's policy
-// itself; what pi_prio recorded no longer holds (the next recomputation
-// applies a boost again over the new policy).
-void pi_m_reset(M* mp);
+// On the M, for core/rtlock.cpp: sets its own kernel thread's scheduling
+// (policy pol, SCHED_RESET_ON_FORK added; SCHED_OTHER without it where
+// permitted) and, if that succeeds, forgets the boost pi_prio recorded
+// (the next recomputation applies a boost again over the new policy), both
+// under pi_lock: a recomputation between the two would raise the thread
+// after its own policy was set and then be forgotten, leaving it at
+// SCHED_FIFO with pi_prio 0 for good. Returns 0 or -errno.
+long pi_m_set_own(M* mp, int pol, int prio);
 // An M about to sleep without a G (stopm): back to SCHED_OTHER.
 inline void pi_m_idle(M* mp) {
   if (__builtin_expect(mp->pi_prio.load(std::memory_order_relaxed) != 0, 0))

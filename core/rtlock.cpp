@@ -18,25 +18,19 @@ namespace {
 // Applies policy/prio to the calling kernel thread (the current G's M).
 // Returns 0 or errno.
 int apply(int policy, int prio) {
-  struct sched_param sp = {};
-  sp.sched_priority = prio;
-  long r = sys::sched_setscheduler(0, (policy & ~SCHED_RESET_ON_FORK) | SCHED_RESET_ON_FORK, &sp);
-  if (r < 0) return (int)-r;
-  getg()->m->rt = true;  // from here its spin waits must sleep (rt_spin_yield)
   // An inherited priority (core/pi.hpp) is no longer applied: the next
   // recomputation applies it again over the new policy.
-  pi_m_reset(getg()->m);
+  long r = pi_m_set_own(getg()->m, policy, prio);
+  if (r < 0) return (int)-r;
+  getg()->m->rt = true;  // from here its spin waits must sleep (rt_spin_yield)
   return 0;
 }
 
 // The kernel thread goes back to SCHED_OTHER before it runs other Gs.
 // Without the privilege, clearing SCHED_RESET_ON_FORK is refused: keep it.
 void restore_other() {
-  struct sched_param sp = {};
-  if (sys::sched_setscheduler(0, SCHED_OTHER, &sp) < 0)
-    sys::sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp);
+  pi_m_set_own(getg()->m, SCHED_OTHER, 0);  // as in apply()
   getg()->m->rt = false;
-  pi_m_reset(getg()->m);  // as in apply()
 }
 
 // On user G, with its policy applied to this M: give the P away for good.
