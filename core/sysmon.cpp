@@ -60,8 +60,68 @@ bool syscall_line_parse(const char* line, uint64_t* nr, uint64_t* arg0) {
 }
 
 namespace {
-
 uint32_t load_tick(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+}  // namespace
+
+bool retake_same_slice(P* pp, int64_t now) {
+  uint32_t t = load_tick(&pp->schedtick);
+  if (pp->sm_schedtick == t) return true;
+  pp->sm_schedtick = t;
+  pp->sm_schedwhen = now;
+  pp->sm_cputime = -1;
+  pp->sm_slice_cpu = -1;
+  return false;
+}
+
+bool syscall_p_keep(bool runq_empty, int32_t global_runq, int32_t spinning_or_idle, int64_t in_call_ns) {
+  return runq_empty && global_runq == 0 && spinning_or_idle > 0 && in_call_ns < kSyscallRetakeNs;
+}
+
+bool slice_computing(int64_t slice_ns, int64_t dcpu, bool alone, bool (*asleep)(M*), M* mp) {
+  return slice_ns >= kForcePreemptNs && dcpu > 0 && (dcpu * 2 >= slice_ns || (!alone && !asleep(mp)));
+}
+
+bool stall_suspect(int64_t dcpu, int64_t dt) { return dt > 0 && dcpu * 2 < dt && dt >= kStallMinNs; }
+
+int64_t sysmon_delay_us(int64_t delay_us, int idle) {
+  if (idle == 0)
+    delay_us = 20;
+  else if (idle > 50)
+    delay_us *= 2;
+  return delay_us > 10000 ? 10000 : delay_us;
+}
+
+bool rescue_decide(bool stranded, bool* wanted, int* looks, bool (*retry_due)()) {
+  if (!stranded) {
+    *looks = 0;
+    *wanted = false;  // an M took the work
+    return false;
+  }
+  if (!*wanted && ++*looks < 2) return false;
+  if (!retry_due()) return false;  // after a failure: not before its pause
+  *looks = 0;
+  *wanted = false;
+  return true;
+}
+
+bool gs_stranded() {
+  bool stranded = sched.npidle.load(std::memory_order_seq_cst) != 0 &&
+                  sched.nmspinning.load(std::memory_order_seq_cst) == 0;
+  if (stranded && sched.runqsize.load(std::memory_order_seq_cst) == 0) {
+    // Or in the ring of a busy P, where a spinning M would steal them
+    // (runnext is left to its P, as stealing does until the last pass).
+    stranded = false;
+    for (int i = 0; i < sched.gomaxprocs && !stranded; i++) {
+      P* pp = allp(i);
+      stranded = pp->status.load(std::memory_order_relaxed) != PStatus::Idle &&
+                 pp->runqhead.load(std::memory_order_relaxed) !=
+                     pp->runqtail.load(std::memory_order_relaxed);
+    }
+  }
+  return stranded;
+}
+
+namespace {
 
 // The CPU time consumed by mp's kernel thread, or -1.
 int64_t cputime_of(M* mp) {
@@ -235,11 +295,9 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   // Computing: on the CPU for most of the slice, or, on a machine with more
   // runnable threads than CPUs (where the kernel gives it only a share),
   // runnable rather than asleep in a system call.
-  *computing = slice >= kForcePreemptNs && cpu > pp->sm_slice_cpu &&
-               ((cpu - pp->sm_slice_cpu) * 2 >= slice || (!alone && !asleep_in_kernel(mp)));
+  *computing = slice_computing(slice, cpu - pp->sm_slice_cpu, alone, asleep_in_kernel, mp);
   if (prev_cpu < 0) return false;  // first look
-  int64_t dcpu = cpu - prev_cpu, dt = now - prev_when;
-  if (dt <= 0 || dcpu * 2 >= dt || dt < kStallMinNs) return false;
+  if (!stall_suspect(cpu - prev_cpu, now - prev_when)) return false;
   int64_t w = timers_wake_time(&pp->timers);
   // Alone: a due timer, a network wait or a P held for a whole period is
   // no work for another M (every one of them is the stuck goroutine's own;
@@ -293,20 +351,15 @@ bool check_m(P* pp, M* mp, int64_t now, bool* computing) {
   return true;
 }
 
-uint32_t retake(int64_t now) {
+}  // namespace
+
+uint32_t sysmon_retake(int64_t now) {
   uint32_t n = 0;
   for (int i = 0; i < sched.gomaxprocs; i++) {
     P* pp = allp(i);
     PStatus s = pp->status.load(std::memory_order_acquire);
     if (s == PStatus::Running) {
-      uint32_t t = load_tick(&pp->schedtick);
-      if (pp->sm_schedtick != t) {
-        pp->sm_schedtick = t;
-        pp->sm_schedwhen = now;
-        pp->sm_cputime = -1;
-        pp->sm_slice_cpu = -1;
-        continue;
-      }
+      if (!retake_same_slice(pp, now)) continue;
       M* mp = pp->m;
       if (!mp) continue;
       bool computing = false;
@@ -327,16 +380,7 @@ uint32_t retake(int64_t now) {
       // short blocking calls (a loop reading a file) is retaken like one in
       // a long call: each call alone is too short to be seen twice (Go's
       // retake judges _Psyscall Ps by their schedtick too).
-      uint32_t st = load_tick(&pp->schedtick);
-      bool long_slice = false;
-      if (pp->sm_schedtick != st) {
-        pp->sm_schedtick = st;
-        pp->sm_schedwhen = now;
-        pp->sm_cputime = -1;
-        pp->sm_slice_cpu = -1;
-      } else {
-        long_slice = now - pp->sm_schedwhen >= kForcePreemptNs;
-      }
+      bool long_slice = retake_same_slice(pp, now) && now - pp->sm_schedwhen >= kForcePreemptNs;
       uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
       M* bm = pp->blocking_m.load(std::memory_order_relaxed);
       if (pp->sm_syscalltick != t) {
@@ -360,9 +404,8 @@ uint32_t retake(int64_t now) {
       }
       // The same blocking call for at least one sysmon tick. Retake it if
       // anything waits, or if it lasts long (timers and netpoll need a P).
-      if (runqempty(pp) && sched.runqsize.load(std::memory_order_relaxed) == 0 &&
-          sched.nmspinning.load() + sched.npidle.load() > 0 &&
-          pp->sm_syscallwhen + kSyscallRetakeNs > now)
+      if (syscall_p_keep(runqempty(pp), sched.runqsize.load(std::memory_order_relaxed),
+                         sched.nmspinning.load() + sched.npidle.load(), now - pp->sm_syscallwhen))
         continue;
       // Better than Go's retake: a call that keeps its kernel thread on the
       // CPU (a copy from the page cache) frees no CPU for another thread;
@@ -385,6 +428,8 @@ uint32_t retake(int64_t now) {
   }
   return n;
 }
+
+namespace {
 
 // Lets one surplus idle M exit now and then (after a burst of blocking calls).
 void reap_idle_ms(int64_t now) {
@@ -445,31 +490,12 @@ int stranded_looks;
 // on two consecutive looks (every M can be idle in stopm then, and nothing else
 // would ever wake one). Returns true if it started one.
 bool rescue_stranded() {
-  bool stranded = sched.npidle.load(std::memory_order_seq_cst) != 0 &&
-                  sched.nmspinning.load(std::memory_order_seq_cst) == 0;
-  if (stranded && sched.runqsize.load(std::memory_order_seq_cst) == 0) {
-    // Or in the ring of a busy P, where a spinning M would steal them
-    // (runnext is left to its P, as stealing does until the last pass).
-    stranded = false;
-    for (int i = 0; i < sched.gomaxprocs && !stranded; i++) {
-      P* pp = allp(i);
-      stranded = pp->status.load(std::memory_order_relaxed) != PStatus::Idle &&
-                 pp->runqhead.load(std::memory_order_relaxed) !=
-                     pp->runqtail.load(std::memory_order_relaxed);
-    }
-  }
-  bool wanted = want_m.load(std::memory_order_acquire);
-  if (!stranded) {
-    stranded_looks = 0;
-    if (wanted) want_m.store(false, std::memory_order_relaxed);  // an M took the work
-    return false;
-  }
-  if (!wanted && ++stranded_looks < 2) return false;
-  if (!newm_retry_due()) return false;  // after a failure: not before its pause
-  stranded_looks = 0;
-  want_m.store(false, std::memory_order_relaxed);
-  wakep();
-  return true;
+  bool stranded = gs_stranded();
+  bool wanted = want_m.load(std::memory_order_acquire), w = wanted;
+  bool start = rescue_decide(stranded, &w, &stranded_looks, newm_retry_due);
+  if (start || (wanted && !w)) want_m.store(false, std::memory_order_relaxed);
+  if (start) wakep();
+  return start;
 }
 
 // sysmon's kernel thread (sysmon_tid).
@@ -495,11 +521,7 @@ void* sysmon_main(void*) {
   int64_t delay_us = 20;
   int idle = 0;
   for (;;) {
-    if (idle == 0)
-      delay_us = 20;
-    else if (idle > 50)
-      delay_us *= 2;
-    if (delay_us > 10000) delay_us = 10000;
+    delay_us = sysmon_delay_us(delay_us, idle);
     struct timespec ts = {0, (long)delay_us * 1000};
     napping.store(delay_us >= kNapUs, std::memory_order_relaxed);
     if (wake_word.exchange(0, std::memory_order_acq_rel) == 0) sys::futex_wait(&wake_word, 0, &ts);
@@ -526,7 +548,7 @@ void* sysmon_main(void*) {
       }
     }
     rescue_stranded();  // not work for sysmon itself: its naps still back off
-    if (retake(now) != 0) {
+    if (sysmon_retake(now) != 0) {
       idle = 0;
       if (kick_looks > 0) {
         kick_looks = 0;

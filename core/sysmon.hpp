@@ -46,6 +46,49 @@ void sysmon_want_m();
 // argument; false if the line names no call (exposed for tests).
 bool syscall_line_parse(const char* line, uint64_t* nr, uint64_t* arg0);
 
+// sysmon's decisions, split out of its loop (exposed for tests; sysmon only).
+//
+// One look at pp's scheduling tick (retake, for a P Running or in a
+// Syscall): true if pp has had the same slice since the previous look (its
+// schedtick unchanged). Otherwise records the new tick and when it was
+// seen (sm_schedwhen), forgets the CPU samples of the previous slice and
+// returns false: a G that switched in the meantime is neither preempted
+// nor counted as stuck.
+bool retake_same_slice(P* pp, int64_t now);
+// Go's rule for a P whose M has sat in the same blocking call since the
+// previous look: it stays with that M (no hand-off) while nothing waits for
+// it (its run queue and the global queue empty, an M spinning or a P idle)
+// and the call has lasted less than 10 ms.
+bool syscall_p_keep(bool runq_empty, int32_t global_runq, int32_t spinning_or_idle, int64_t in_call_ns);
+// A G computing through its time slice, to be preempted: a slice of 10 ms
+// or more, with CPU time dcpu spent in it, at least half of the slice, or
+// some while runnable rather than asleep in the kernel when other
+// goroutines exist (asleep(mp) is asked only then).
+bool slice_computing(int64_t slice_ns, int64_t dcpu, bool alone, bool (*asleep)(M*), M* mp);
+// An M whose G made no scheduling event may be stuck in the kernel: over
+// the dt ns since the previous look (at least 20 us) its thread used less
+// than half of them on the CPU (dcpu).
+bool stall_suspect(int64_t dcpu, int64_t dt);
+// sysmon's next sleep: 20 us after a look that found work (idle == 0),
+// doubling after 50 idle looks in a row, at most 10 ms.
+int64_t sysmon_delay_us(int64_t delay_us, int idle);
+// rescue_stranded's decision: whether sysmon starts an M now. stranded:
+// gs_stranded(); *wanted: newm asked for one (sysmon_want_m), cleared when
+// served or no longer needed; *looks: consecutive stranded looks. Without
+// newm's request, only on the second stranded look; never before newm's
+// pause after a failure (retry_due, asked only then).
+bool rescue_decide(bool stranded, bool* wanted, int* looks, bool (*retry_due)());
+// Runnable Gs no M will look for: a P idle, no M spinning, and Gs on the
+// global queue or in the ring of a P that is not idle.
+bool gs_stranded();
+
+// One look of sysmon at every P (at time now): asks a G computing past its
+// slice to yield, moves the work of an M stuck in the kernel, and hands off
+// a P whose M sits in a blocking call (PStatus::Syscall): seen in the same
+// call at two looks while work waits, or for 10 ms regardless (Go's
+// retake). Returns the number of Ps retaken or replaced. sysmon only.
+uint32_t sysmon_retake(int64_t now);
+
 // In a fork child, before sysmon_start (fork.hpp).
 void sysmon_after_fork();
 
