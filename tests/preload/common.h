@@ -251,4 +251,37 @@ static inline void wait_flag(const volatile int *flag) {
   }
 }
 
+/* A round of thread churn: n threads created, started together (a
+ * barrier), each taking and releasing one mutex 200 times, then joined; the
+ * count is checked. The send-to-self tests (kill_self_sync,
+ * killpg_self_sync, pidfd_signal_self) send each signal after such a round,
+ * when the runtime has just made, parked and retired many threads. */
+struct churn_ {
+  pthread_mutex_t mu;
+  pthread_barrier_t bar;
+  long count;
+};
+static inline void *churn_worker_(void *arg) {
+  struct churn_ *c = (struct churn_ *)arg;
+  pthread_barrier_wait(&c->bar);
+  for (int i = 0; i < 200; i++) {
+    pthread_mutex_lock(&c->mu);
+    c->count++;
+    pthread_mutex_unlock(&c->mu);
+  }
+  return NULL;
+}
+static inline void threads_churn(int n) {
+  static struct churn_ c = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  pthread_t t[64];
+  CHECK(n > 0 && n <= 64, "threads_churn: %d threads (1 to 64)", n);
+  c.count = 0;
+  CHECK_EQ(pthread_barrier_init(&c.bar, NULL, n + 1), 0);
+  for (int i = 0; i < n; i++) CHECK_EQ(pthread_create(&t[i], NULL, churn_worker_, &c), 0);
+  pthread_barrier_wait(&c.bar);
+  for (int i = 0; i < n; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+  CHECK_EQ(pthread_barrier_destroy(&c.bar), 0);
+  CHECK_EQ(c.count, 200L * n);
+}
+
 #endif

@@ -38,29 +38,6 @@ static void on_sig(int sig, siginfo_t *si, void *uc) {
   from = si->si_pid == getpid();
 }
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_barrier_t bar;
-static long count;
-
-static void *worker(void *arg) {
-  pthread_barrier_wait(&bar);
-  for (int i = 0; i < 200; i++) {
-    pthread_mutex_lock(&mu);
-    count++;
-    pthread_mutex_unlock(&mu);
-  }
-  return arg;
-}
-
-static void threads_round(void) {
-  pthread_t t[NTHREADS];
-  CHECK_EQ(pthread_barrier_init(&bar, NULL, NTHREADS + 1), 0);
-  for (int i = 0; i < NTHREADS; i++) CHECK_EQ(pthread_create(&t[i], NULL, worker, NULL), 0);
-  pthread_barrier_wait(&bar);
-  for (int i = 0; i < NTHREADS; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
-  CHECK_EQ(pthread_barrier_destroy(&bar), 0);
-}
-
 int main(void) {
   int pfd = pidfd_open(getpid(), 0);
   if (pfd < 0) {
@@ -96,13 +73,13 @@ int main(void) {
   CHECK_EQ(got, 0);
 
   for (int r = 0; r < ROUNDS; r++) {
-    threads_round();
+    threads_churn(NTHREADS);
     got = 0;
     CHECK_EQ(pidfd_send_signal(pfd, SIGUSR1, NULL, 0), 0);
     CHECK(got == SIGUSR1, "round %d: pidfd_send_signal(SIGUSR1) returned before its handler ran", r);
     CHECK(code == SI_USER && from, "round %d: si_code %d, from self %d", r, (int)code, (int)from);
 
-    threads_round();
+    threads_churn(NTHREADS);
     got = 0;
     siginfo_t si;
     memset(&si, 0, sizeof si);
@@ -117,14 +94,13 @@ int main(void) {
           (int)value, (int)from);
 
     if (have_tg) {
-      threads_round();
+      threads_churn(NTHREADS);
       got = 0;
       CHECK_EQ(pidfd_send_signal(pfd, SIGUSR1, NULL, PIDFD_SIGNAL_THREAD_GROUP), 0);
       CHECK(got == SIGUSR1, "round %d: pidfd_send_signal(PIDFD_SIGNAL_THREAD_GROUP) returned before its handler ran",
             r);
     }
   }
-  CHECK_EQ(count, (have_tg ? 3L : 2L) * ROUNDS * NTHREADS * 200);
   close(pfd);
   printf("pidfd_send_signal to the own process delivered before returning, %d rounds\n", ROUNDS);
   return 0;
