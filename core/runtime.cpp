@@ -50,6 +50,21 @@ uint64_t initial_sigmask = 0;
 
 namespace {
 
+// The process's nice value when the runtime started, as the kernel's
+// getpriority answers it (20 - nice; 0 when unknown). Every M runs at it:
+// a thread created by one with a real-time policy (a real-time goroutine's
+// M, or one raised by priority inheritance, both set with
+// SCHED_RESET_ON_FORK) starts at nice 0 (the kernel's sched_fork), so
+// under `nice -n 19` the goroutines it ran would run at 0
+// (tests/preload/mutex_pi_boost, run niced).
+long base_prio = 0;
+
+void m_take_base_nice() {
+  if (base_prio <= 0) return;
+  if (sys::raw2(SYS_getpriority, PRIO_PROCESS, 0) != base_prio)
+    sys::raw3(SYS_setpriority, PRIO_PROCESS, 0, 20 - base_prio);  // may fail below 0 without privilege
+}
+
 // Ms come from mmap'd slabs and are never freed (type-stable memory).
 M* mslab = nullptr;
 int mslab_left = 0;
@@ -113,6 +128,7 @@ void* mstart(void* arg) {
   mp->g0.tp = arch::get_tp();
   mp->tid = (pid_t)sys::gettid();
   mp->pthread = (unsigned long)tls::pthread_of(mp->g0.tp);
+  m_take_base_nice();
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
   // The thread started with every signal blocked (signal_create_begin);
@@ -600,6 +616,7 @@ static bool runtime_init_mn() {
   m0->g0_sp = g0stack.hi & ~(uintptr_t)15;
   m0->tid = (pid_t)sys::gettid();
   m0->pthread = (unsigned long)tls::pthread_of(tls::initial_tp());
+  base_prio = sys::raw2(SYS_getpriority, PRIO_PROCESS, 0);
   __atomic_store_n(&m0->cur_sigmask, initial_sigmask, __ATOMIC_RELEASE);
 
   // G1: main, running now on M0. Read its stack while glibc can still
