@@ -408,7 +408,7 @@ void newm_start(M* mp, bool mask_known) {
   int err = ownthread_start(mstart, mp, 0, mask_known ? nullptr : &mp->start_sigmask, &tid);
   // Known before the thread runs (mstart stores the same): a real-time
   // waiter can raise the new M that is to run the owner it waits for
-  // (core/pi.cpp boost_idle_ms), else a SCHED_OTHER thread that may not
+  // (core/pi.cpp reconcile: Ms with no G are raised while a boosted G waits in a run queue), else a SCHED_OTHER thread that may not
   // get the CPU at all.
   if (err == 0 && tid) __atomic_store_n(&mp->tid, tid, __ATOMIC_RELEASE);
   if (err != 0) {
