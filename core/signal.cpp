@@ -3055,6 +3055,8 @@ void signal_kt_tempmask_end(uint64_t prev, bool prev_on) {
   kt_tempmask_on = prev_on;
 }
 
+void signal_die_default(int sig) { die_default(sig); }
+
 uint32_t signal_thread_handled() {
   G* gp = tls_g;
   if (gp && !gp->is_g0()) return gp->nhandled;

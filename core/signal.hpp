@@ -375,6 +375,13 @@ void signal_note_interrupt(G* gp, int sig);
 // sigaltstack for a G: per goroutine, applied to the M that runs it.
 int signal_altstack(G* gp, const stack_t* ss, stack_t* old);
 
+// The default action of sig carried out by the kernel on the calling
+// thread at once (its disposition set to SIG_DFL, the signal unblocked
+// there, tgkill), as goshim does for a default action itself; returns
+// only for a signal whose default action does not end the process. Any
+// thread, signal-safe.
+void signal_die_default(int sig);
+
 // Cancellation (pthread_cancel) of a G, and the check at goshim's
 // cancellation points: acts on the calling G's pending cancellation (does
 // not return then).

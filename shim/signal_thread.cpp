@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/uio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -324,9 +325,32 @@ GOSHIM_EXPORT int pidfd_send_signal(int pidfd, int sig, siginfo_t* info, unsigne
   return sent(r);
 }
 
+namespace {
+// The program's memory as the kernel reads and writes it for the signal
+// calls (sigpending, sigaltstack, and the system calls through syscall()):
+// an address that is not mapped (or not writable) is EFAULT, not a fault
+// in goshim (process_vm_readv/writev of the own process; these calls are
+// rare next to a copy). LTP's rt_sigpending02 and rt_sigaction02 pass such
+// pointers.
+bool user_in(void* dst, const void* src, size_t n) {
+  struct iovec l = {dst, n}, r = {(void*)src, n};
+  return sys::raw6(SYS_process_vm_readv, sys::getpid(), (long)&l, 1, (long)&r, 1, 0) == (long)n;
+}
+bool user_out(void* dst, const void* src, size_t n) {
+  struct iovec l = {(void*)src, n}, r = {dst, n};
+  return sys::raw6(SYS_process_vm_writev, sys::getpid(), (long)&l, 1, (long)&r, 1, 0) == (long)n;
+}
+
+}  // namespace
+
 GOSHIM_EXPORT int sigpending(sigset_t* set) {
   if (G* gp = shim::user_g()) {
-    signal_pending_set(gp, set);
+    sigset_t s;
+    signal_pending_set(gp, &s);
+    if (!user_out(set, &s, sizeof s)) {
+      errno = EFAULT;
+      return -1;
+    }
     return 0;
   }
   shim::ensure_real();
@@ -335,7 +359,13 @@ GOSHIM_EXPORT int sigpending(sigset_t* set) {
 
 GOSHIM_EXPORT int sigaltstack(const stack_t* ss, stack_t* old) {
   if (G* gp = shim::user_g()) {
-    int r = signal_altstack(gp, ss, old);
+    stack_t in, out;
+    if (ss && !user_in(&in, ss, sizeof in)) {
+      errno = EFAULT;
+      return -1;
+    }
+    int r = signal_altstack(gp, ss ? &in : nullptr, old ? &out : nullptr);
+    if (r == 0 && old && !user_out(old, &out, sizeof out)) r = EFAULT;
     if (r) {
       errno = r;
       return -1;
@@ -512,7 +542,12 @@ GOSHIM_EXPORT void abort(void) {
   act.sa_handler = SIG_DFL;
   sigfillset(&act.sa_mask);
   sigaction(SIGABRT, &act, nullptr);
-  raise(SIGABRT);
+  // The kernel's default action at once (glibc's second raise is its own
+  // tgkill): goshim's raise() inside a program handler of SIGABRT (a
+  // handler that ends with signal(SIGABRT, SIG_DFL); abort();) leaves the
+  // handler's own signal for after the handler, so the process reached the
+  // halt below and died by SIGSEGV (review24 F1).
+  signal_die_default(SIGABRT);
 #if defined(__x86_64__)
   __asm__ volatile("hlt");  // glibc's ABORT_INSTRUCTION
 #endif
@@ -571,10 +606,12 @@ void set_from_bits(sigset_t* s, uint64_t m) {
 }
 
 // A signal the calling goroutine sends to its own thread (sig 0, goshim's
-// own 32/33 and foreign callers: the kernel).
+// own 32/33 and foreign callers: the kernel). tgid kNoTgid: tkill's (a
+// tgkill's tgid <= 0 goes to the kernel, which answers EINVAL).
+constexpr long kNoTgid = -(1l << 40);
 bool to_own_thread(G* gp, long tgid, long tid, long sig) {
-  return gp && sig > 0 && sig <= 64 && sig != 32 && sig != 33 && tid == (long)sys::gettid() &&
-         (tgid < 0 || tgid == (long)sys::getpid());
+  return gp && sig > 0 && sig <= 64 && sig != 32 && sig != 33 && (int)tid == (int)sys::gettid() &&
+         (tgid == kNoTgid || (int)tgid == (int)sys::getpid());
 }
 
 long raw_sigaction(long sig, const kernel_sigaction* kact, kernel_sigaction* kold) {
@@ -647,7 +684,7 @@ extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_signal(long
     }
     case SYS_tgkill:
     case SYS_tkill: {
-      long tgid = nr == SYS_tgkill ? a1 : -1, tid = nr == SYS_tgkill ? a2 : a1,
+      long tgid = nr == SYS_tgkill ? a1 : kNoTgid, tid = nr == SYS_tgkill ? a2 : a1,
            sig = nr == SYS_tgkill ? a3 : a2;
       G* gp = shim::user_g();
       if (!to_own_thread(gp, tgid, tid, sig)) return ret(sys::raw6(nr, a1, a2, a3, a4, a5, a6));
@@ -655,23 +692,36 @@ extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_signal(long
     }
     case SYS_rt_tgsigqueueinfo: {
       G* gp = shim::user_g();
-      if (!to_own_thread(gp, a1, a2, a3) || !a4) return ret(sys::raw4(nr, a1, a2, a3, a4));
+      if ((int)a1 <= 0 || !to_own_thread(gp, a1, a2, a3) || !a4) return ret(sys::raw4(nr, a1, a2, a3, a4));
+      siginfo_t si;
+      if (!user_in(&si, (const void*)a4, sizeof si)) return ret(-EFAULT);
       if (self_queue_full((int)a3)) return ret(-EAGAIN);
       // si_code and the rest of the caller's siginfo: goshim's SI_QUEUE.
-      return ret(-signal_send(gp, (int)a3, &((const siginfo_t*)a4)->si_value));
+      return ret(-signal_send(gp, (int)a3, &si.si_value));
     }
-    case SYS_rt_sigaction:
+    case SYS_rt_sigaction: {
       if (a4 != 8) return ret(-EINVAL);
-      return ret(raw_sigaction(a1, (const kernel_sigaction*)a2, (kernel_sigaction*)a3));
+      if (!mn_active()) return ret(raw_sigaction(a1, (const kernel_sigaction*)a2, (kernel_sigaction*)a3));
+      kernel_sigaction ka, ko;
+      if (a2 && !user_in(&ka, (const void*)a2, sizeof ka)) return ret(-EFAULT);
+      r = raw_sigaction(a1, a2 ? &ka : nullptr, a3 ? &ko : nullptr);
+      if (r == 0 && a3 && !user_out((void*)a3, &ko, sizeof ko)) return ret(-EFAULT);
+      return ret(r);
+    }
     case SYS_rt_sigprocmask: {
       G* gp = mask_g();
       if (!gp) return ret(sys::raw4(nr, a1, a2, a3, a4));
       if (a4 != 8) return ret(-EINVAL);
       sigset_t set, old;
-      if (a2) set_from_bits(&set, *(const uint64_t*)a2);
+      uint64_t m;
+      if (a2) {
+        if (!user_in(&m, (const void*)a2, sizeof m)) return ret(-EFAULT);
+        set_from_bits(&set, m);
+      }
       int e = signal_setmask(gp, (int)a1, a2 ? &set : nullptr, &old);
       if (e) return ret(-e);
-      if (a3) *(uint64_t*)a3 = bits(&old);
+      m = bits(&old);
+      if (a3 && !user_out((void*)a3, &m, sizeof m)) return ret(-EFAULT);
       return 0;
     }
     case SYS_rt_sigpending: {
@@ -681,26 +731,40 @@ extern "C" __attribute__((visibility("hidden"))) long goshim_syscall_signal(long
       sigset_t s;
       signal_pending_set(gp, &s);
       uint64_t m = bits(&s);
-      memcpy((void*)a1, &m, (size_t)a2);
+      if (!user_out((void*)a1, &m, (size_t)a2)) return ret(-EFAULT);
       return 0;
     }
     case SYS_rt_sigtimedwait: {
       if (!shim::user_g()) return ret(sys::raw4(nr, a1, a2, a3, a4));
       if (a4 != 8) return ret(-EINVAL);
+      uint64_t m;
+      struct timespec ts;
+      if (!user_in(&m, (const void*)a1, sizeof m) || (a3 && !user_in(&ts, (const void*)a3, sizeof ts)))
+        return ret(-EFAULT);
       sigset_t set;
-      set_from_bits(&set, *(const uint64_t*)a1);
-      return sigtimedwait(&set, (siginfo_t*)a2, (const struct timespec*)a3);
+      set_from_bits(&set, m);
+      siginfo_t si;
+      int s = sigtimedwait(&set, a2 ? &si : nullptr, a3 ? &ts : nullptr);
+      if (s > 0 && a2 && !user_out((void*)a2, &si, sizeof si)) return ret(-EFAULT);
+      return s;
     }
     case SYS_rt_sigsuspend: {
       if (!shim::user_g()) return ret(sys::raw2(nr, a1, a2));
       if (a2 != 8) return ret(-EINVAL);
+      uint64_t m;
+      if (!user_in(&m, (const void*)a1, sizeof m)) return ret(-EFAULT);
       sigset_t set;
-      set_from_bits(&set, *(const uint64_t*)a1);
+      set_from_bits(&set, m);
       return sigsuspend(&set);
     }
-    case SYS_sigaltstack:
+    case SYS_sigaltstack: {
       if (!shim::user_g()) return ret(sys::raw2(nr, a1, a2));
-      return sigaltstack((const stack_t*)a1, (stack_t*)a2);
+      stack_t ss, os;
+      if (a1 && !user_in(&ss, (const void*)a1, sizeof ss)) return ret(-EFAULT);
+      int k = sigaltstack(a1 ? &ss : nullptr, a2 ? &os : nullptr);
+      if (k == 0 && a2 && !user_out((void*)a2, &os, sizeof os)) return ret(-EFAULT);
+      return k;
+    }
     default:
       r = sys::raw6(nr, a1, a2, a3, a4, a5, a6);  // not routed here by the entry
       return ret(r);

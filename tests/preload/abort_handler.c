@@ -29,6 +29,24 @@ static void on_abrt_jump(int s) {
   siglongjmp(jb, 1);
 }
 
+/* The cleanup handler's pattern: report, back to the default action, and
+   abort again from inside the handler (the process must die of SIGABRT;
+   under goshim it once died of SIGSEGV at abort's last stage, or ran the
+   program's SIGSEGV handler, review24 F1). */
+static void on_segv_exit(int s) {
+  (void)s;
+  _exit(55);
+}
+static void on_abrt_dfl_abort(int s) {
+  (void)s;
+  if (report_fd >= 0) {
+    char c = 'h';
+    (void)!write(report_fd, &c, 1);
+  }
+  signal(SIGABRT, SIG_DFL);
+  abort();
+}
+
 static void on_abrt_return(int s) {
   (void)s;
   ran++;
@@ -84,8 +102,9 @@ static void *second(void *arg) {
 }
 
 /* A child that aborts from its main thread or a second one, with a handler
-   that returns (handler 1) or none (0), SIGABRT blocked or not: it must die
-   of SIGABRT, after the handler ran once if there is one. */
+   that returns (handler 1), one that sets SIG_DFL and aborts again (2), or
+   none (0), SIGABRT blocked or not: it must die of SIGABRT, after the
+   handler ran once if there is one. */
 static void *child_abort(void *arg) {
   churn();
   set_blocked((int)(long)arg);
@@ -107,8 +126,9 @@ static void dying(int handler, int block, int in_thread) {
     setrlimit(RLIMIT_CORE, &no_core);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = handler ? on_abrt_return : SIG_DFL;
+    sa.sa_handler = handler == 2 ? on_abrt_dfl_abort : handler ? on_abrt_return : SIG_DFL;
     sigaction(SIGABRT, &sa, NULL);
+    if (handler == 2) signal(SIGSEGV, on_segv_exit);
     if (in_thread) {
       pthread_t t;
       pthread_create(&t, NULL, child_abort, (void *)(long)block);
@@ -126,7 +146,7 @@ static void dying(int handler, int block, int in_thread) {
   close(p[0]);
   CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
         "handler %d, blocked %d, thread %d: child status 0x%x, expected death by SIGABRT", handler, block, in_thread, st);
-  CHECK(n == handler, "handler %d, blocked %d, thread %d: the handler ran %zd times", handler, block, in_thread, n);
+  CHECK(n == (handler != 0), "handler %d, blocked %d, thread %d: the handler ran %zd times", handler, block, in_thread, n);
 }
 
 int main(void) {
@@ -141,7 +161,7 @@ int main(void) {
   CHECK_EQ(pthread_create(&t, NULL, second, NULL), 0);
   CHECK_EQ(pthread_join(t, NULL), 0);
 
-  for (int handler = 0; handler < 2; handler++)
+  for (int handler = 0; handler < 3; handler++)
     for (int block = 0; block < 2; block++)
       for (int in_thread = 0; in_thread < 2; in_thread++) dying(handler, block, in_thread);
   printf("abort: the handler runs (SIGABRT blocked or not), jumps out or is followed by SIGABRT\n");
