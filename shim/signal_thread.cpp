@@ -3,6 +3,7 @@
 // goroutine each acts on the G (core/signal); on a foreign thread, before
 // init and in 1:1 mode, glibc's own functions do.
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -531,11 +532,29 @@ GOSHIM_EXPORT int gsignal(int sig) { return raise(sig); }
 // handler that returns is followed by the default action; one that jumps
 // out leaves abort. Not covered: glibc's own calls of abort (assert,
 // malloc and fortify failures) stay glibc's.
+namespace {
+// glibc 2.41 rewrote abort (async-signal-safe): it no longer unblocks
+// SIGABRT before its first raise, so a thread that blocks SIGABRT dies
+// without its handler running; up to 2.40 the handler runs.
+bool abort_unblocks() {
+  static int v = -1;
+  if (v < 0) {
+    const char* s = gnu_get_libc_version();
+    int maj = 0, min = 0;
+    while (*s >= '0' && *s <= '9') maj = maj * 10 + (*s++ - '0');
+    if (*s == '.') s++;
+    while (*s >= '0' && *s <= '9') min = min * 10 + (*s++ - '0');
+    v = maj < 2 || (maj == 2 && min <= 40);
+  }
+  return v;
+}
+}  // namespace
+
 GOSHIM_EXPORT void abort(void) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGABRT);
-  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  if (abort_unblocks()) sigprocmask(SIG_UNBLOCK, &set, nullptr);
   raise(SIGABRT);  // a handler runs here, and may leave
   struct sigaction act;
   memset(&act, 0, sizeof act);
