@@ -2517,65 +2517,6 @@ int lowest_held(G* gp, uint64_t set) {
                 proc_pending.load(std::memory_order_acquire)) & set;
   return v ? __builtin_ctzll(v) + 1 : 0;
 }
-
-// The signals of set the kernel has pending for gp's M (the process's
-// queue and the thread's), forwards to that M and goshim's own not
-// counted.
-uint64_t kernel_has(G* gp, uint64_t set) {
-  set &= ~internal_mask();
-  if (M* mp = gp->m) set &= ~mp->fwd_bits.load(std::memory_order_seq_cst);
-  if (!set) return 0;
-  uint64_t k = 0;
-  if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0) return 0;
-  return k & set;
-}
-
-// The signals pending for the process as a whole (/proc: ShdPnd), as
-// opposed to those of one thread; 0 if unreadable.
-uint64_t shared_pending() {
-  char buf[4096];
-  long n = privfd_read("/proc/self/status", buf, sizeof buf - 1);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  const char* p = strstr(buf, "ShdPnd:");
-  if (!p) return 0;
-  p += 7;
-  while (*p == ' ' || *p == '\t') p++;
-  uint64_t v = 0;
-  for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
-    v = v * 16 + (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-  return v;
-}
-
-// gp, whose set is published (signal_waiting), found no instance of set
-// that goshim holds. Natively a signal of set sent before this point is
-// pending until a thread takes it: still queued in the kernel, where
-// sysmon (receiving what gp waits for) takes it for gp one instance at a
-// time, or taken from the kernel by another thread (sysmon, an M on g0)
-// whose handler has not held it yet. Without this look a zero-timeout
-// sigtimedwait after ten sigqueue() to the own process, every thread
-// blocking the signal, found 0-2 of them (tests/preload/sigtimedwait_self).
-// The kernel first, then sysmon_sync, as below a held instance: one taken
-// after the look at the kernel was sent after it. True if one may be held
-// now (look again). No time bound (a loaded machine made a bound of 20,000
-// yields end before sysmon ran: 2 runs in 50 failed at p2): it waits while
-// the process's queue has one (sysmon takes those), not for one pending on
-// this M's thread alone, which no other thread can take.
-bool none_held_wait(G* gp, uint64_t set) {
-  if (uint64_t k = kernel_has(gp, set)) {
-    for (int i = 1;; i++) {
-      sysmon_wake();
-      spin_yield();
-      if (lowest_held(gp, set) || (gp->sigpending.load(std::memory_order_seq_cst) & set)) return true;
-      if (!(k = kernel_has(gp, set))) break;
-      if (i % 1024 == 0 && !(shared_pending() & k)) break;
-    }
-  }
-  // Exact outside a program handler (as signal_pending_set): the thread
-  // that dequeued it may wait for a CPU for longer than any bound.
-  sysmon_sync(gp->m, set, gp->insig == 0);
-  return lowest_held(gp, set) || (gp->sigpending.load(std::memory_order_seq_cst) & set);
-}
 }  // namespace
 
 int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
@@ -2584,7 +2525,6 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
   GOSHIM_NO_LOCKS("signal_take");
   siginfo_t dummy;
   if (!info) info = &dummy;
-  bool looked_none = false;
   // Each turn chooses one signal and takes exactly that one; if its
   // instance is gone by then (another taker had it, or its pending bit
   // outlived it), it chooses again. What was looked at to choose it (the
@@ -2639,12 +2579,6 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
     }
     if (!low) {
       if (gp->sigpending.load(std::memory_order_seq_cst) & set) continue;  // a thread-directed one came
-      // Before "none": what the kernel or a handler in flight still has
-      // (none_held_wait). Once per call: what comes after was sent after.
-      if (wait_kernel && !looked_none) {
-        looked_none = true;
-        if (none_held_wait(gp, set)) continue;
-      }
       return 0;
     }
     uint64_t b = bit(low);

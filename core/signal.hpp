@@ -180,8 +180,7 @@ void signal_pending_set(G* gp, sigset_t* out);
 // kernel's order: a held process signal waits while a lower one of set is
 // still pending in the kernel or on its way into goshim; then -1, unless
 // wait_kernel (gp's set is published, sysmon takes them): it waits for
-// them here (bounded), and finding none held it first waits for what the
-// kernel still queues of set and for handlers in flight (none_held_wait).
+// them here (bounded).
 int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel);
 // gp is about to wait for set in the kernel (sigwait family, sigsuspend,
 // pause): route matching process signals to its M. 0 when done.
