@@ -52,10 +52,6 @@ namespace goshim {
 // never runs a G.
 __thread uint32_t kt_nhandled __attribute__((tls_model("initial-exec"))) = 0;
 __thread uint32_t kt_last_norestart __attribute__((tls_model("initial-exec"))) = 0;
-// A foreign thread inside a call that gives the kernel a temporary signal
-// mask (KernelTempMask): that mask, and whether the mark is up.
-__thread uint64_t kt_tempmask __attribute__((tls_model("initial-exec"))) = 0;
-__thread bool kt_tempmask_on __attribute__((tls_model("initial-exec"))) = false;
 
 void sysmon_wake();  // sysmon.cpp
 
@@ -1318,24 +1314,10 @@ bool mid_switch(const ucontext_t* uc) { return uc && arch::pc_mid_switch(arch::u
 // here (the program's handler, a delivery, a switch out) finds the mask
 // it found before every signal was blocked at entry. From here, signals
 // nest as they would in the program's handler.
-// The interrupted mask of a call with a temporary mask (ppoll, pselect,
-// epoll_pwait, sigsuspend) is that call's, but the kernel gives the
-// thread's own in uc_sigmask (restored on the way out). A foreign thread
-// marks such a call (KernelTempMask): a delivery of a signal its own mask
-// blocks can only have come through the temporary one, and starts from
-// it; so a second signal only the temporary mask opens is delivered here,
-// nested (its handler runs first, as natively, where the kernel pushes its
-// frame over the first), not left pending after the call.
-void entry_unblock(int sig, const siginfo_t* si, const void* uctx) {
+void entry_unblock(int sig, const void* uctx) {
   if (!uctx) return;
   uint64_t k;
   memcpy(&k, &((const ucontext_t*)uctx)->uc_sigmask, sizeof k);
-  if (kt_tempmask_on && !tls_g) {
-    // Spent at the first delivery: the call returns EINTR after it (what
-    // nests in this one finds the mask set here in its uc_sigmask).
-    kt_tempmask_on = false;
-    if ((k & bit(sig)) && !synchronous(sig, si)) k = kt_tempmask;
-  }
   k |= sig == config.preempt_signal ? bit(sig) | prog_mask[sig].load(std::memory_order_relaxed)
                                      : prog_blocks(sig);
   sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
@@ -1365,7 +1347,7 @@ void signal_handler_entry(int sig, siginfo_t* si, void* uctx, bool moved) {
   if (mid)
     stuck = true;
   else if (!moved)
-    entry_unblock(sig, si, uctx);
+    entry_unblock(sig, uctx);
   if (arch::kSigframeMove && gp && !gp->is_g0() && gp->m && uctx && !mid) {
     M* mp = gp->m;
     if (signal_on_m_stack(mp, (uintptr_t)uctx)) {
@@ -2970,24 +2952,6 @@ bool none_norestart_since(uint32_t last_norestart, uint32_t handled0) {
   return (int32_t)(last_norestart - handled0) <= 0;
 }
 }  // namespace
-
-bool signal_kt_tempmask_begin(const sigset_t* m, uint64_t* prev, bool* prev_on) {
-  if (tls_g) return false;  // a goroutine's (or g0's) mask is goshim's
-  *prev = kt_tempmask;
-  *prev_on = kt_tempmask_on;
-  kt_tempmask = to_bits(m);
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  kt_tempmask_on = true;
-  return true;
-}
-
-void signal_kt_tempmask_end(uint64_t prev, bool prev_on) {
-  kt_tempmask_on = false;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  kt_tempmask = prev;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  kt_tempmask_on = prev_on;
-}
 
 void signal_die_default(int sig) { die_default(sig); }
 

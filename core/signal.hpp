@@ -329,36 +329,6 @@ bool signal_interrupt_lost(G* gp, uint32_t handled0);
 // count. Any thread. A wait emulated with a call the kernel never restarts
 // (poll) compares it across an EINTR to act as a blocking call.
 uint32_t signal_thread_handled();
-
-// A thread that runs no goroutine (a foreign thread), around a call that
-// hands the kernel a temporary signal mask for its duration (ppoll,
-// pselect, epoll_pwait, epoll_pwait2, sigsuspend): goshim's handler entry
-// starts a delivery that only that mask let in from it, not from the
-// thread's own mask the kernel shows it (entry_unblock), so every pending
-// signal the temporary mask opens is handled before the call returns, as
-// natively. m null, or the caller a goroutine or g0: nothing. Nests.
-bool signal_kt_tempmask_begin(const sigset_t* m, uint64_t* prev, bool* prev_on);
-void signal_kt_tempmask_end(uint64_t prev, bool prev_on);
-struct KernelTempMask {
-  // Whether a mark is needed at all (a temporary mask, a caller that runs
-  // no G). When not, the caller makes glibc's call a tail call, so no
-  // frame of goshim's stays under it: a cancellation that unwinds out of
-  // glibc's call (a goroutine in a program handler, whose calls are
-  // glibc's) finds the stack as the program made it
-  // (tests/preload/cancel_wait_in_handler).
-  static bool wanted(const sigset_t* m) { return m && !tls_g; }
-  uint64_t prev = 0;
-  bool prev_on = false;
-  bool active = false;
-  explicit KernelTempMask(const sigset_t* m) {
-    if (m) active = signal_kt_tempmask_begin(m, &prev, &prev_on);
-  }
-  ~KernelTempMask() {
-    if (active) signal_kt_tempmask_end(prev, prev_on);
-  }
-  KernelTempMask(const KernelTempMask&) = delete;
-  KernelTempMask& operator=(const KernelTempMask&) = delete;
-};
 // Whether no program handler without SA_RESTART ran on the caller since
 // signal_thread_handled() was handled0 (signal_restart_since's rule, for
 // a wait the kernel ended: the caller compares the counts itself). Any

@@ -4,8 +4,7 @@
 // and pselect with a signal mask: the mask is the G's, and a signal pending
 // on the G that it opens runs its handler and ends the call with EINTR, as
 // the kernel's (epoll_pwait's zero timeout returns before it looks at
-// signals). A thread goshim does not run marks the temporary mask for
-// goshim's handler entry (KernelTempMask).
+// signals).
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -13,7 +12,6 @@
 #include "core/netpoll.hpp"
 #include "core/pollwait.hpp"
 #include "core/real.hpp"
-#include "core/signal.hpp"
 #include "shim/io.hpp"
 
 using namespace goshim;
@@ -52,8 +50,6 @@ GOSHIM_EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* ts,
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || (ts_zero(ts) && !mask)) {
     shim::ensure_real();
-    if (!KernelTempMask::wanted(mask)) return real::ppoll(fds, n, ts, mask);  // a tail call (below)
-    KernelTempMask tm(mask);
     return real::ppoll(fds, n, ts, mask);
   }
   if (!ts_valid(ts)) return (int)set_errno(-EINVAL);
@@ -84,8 +80,6 @@ GOSHIM_EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct t
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || (ts_zero(ts) && !mask)) {
     shim::ensure_real();
-    if (!KernelTempMask::wanted(mask)) return real::pselect(n, r, w, e, ts, mask);  // a tail call (below)
-    KernelTempMask tm(mask);
     return real::pselect(n, r, w, e, ts, mask);
   }
   if (!ts_valid(ts)) return (int)set_errno(-EINVAL);
@@ -107,8 +101,6 @@ GOSHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int tim
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || timeout == 0) {
     shim::ensure_real();
-    if (!KernelTempMask::wanted(mask)) return real::epoll_pwait(epfd, ev, max, timeout, mask);  // a tail call (below)
-    KernelTempMask tm(mask);
     return real::epoll_pwait(epfd, ev, max, timeout, mask);
   }
   return (int)set_errno(epoll_wait_fd(epfd, ev, max, deadline_after_ms(timeout), mask));
@@ -119,8 +111,6 @@ GOSHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max,
   GOSHIM_IO_ENTRY();
   if (!fd_user_g() || ts_zero(ts)) {
     shim::ensure_real();
-    if (!KernelTempMask::wanted(mask)) return real::epoll_pwait2(epfd, ev, max, ts, mask);  // a tail call (below)
-    KernelTempMask tm(mask);
     return real::epoll_pwait2(epfd, ev, max, ts, mask);
   }
   if (!ts_valid(ts)) return (int)set_errno(-EINVAL);

@@ -427,8 +427,6 @@ GOSHIM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const struc
 GOSHIM_EXPORT int sigsuspend(const sigset_t* mask) {
   if (G* gp = shim::user_g()) return suspend(gp, bits(mask));
   shim::ensure_real();
-  if (!KernelTempMask::wanted(mask)) return real::sigsuspend(mask);  // a tail call
-  KernelTempMask tm(mask);
   return real::sigsuspend(mask);
 }
 
