@@ -18,7 +18,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ucontext.h>
-#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 
@@ -158,10 +157,7 @@ bool in_syscall(pid_t tid, uintptr_t* sp, uintptr_t* pc, long* nr) {
 // signal). The words a stack scan looks at are whatever the program left
 // on its stack.
 bool read_quiet(uintptr_t addr, void* out, size_t n) {
-  struct iovec local = {out, n};
-  struct iovec remote = {(void*)addr, n};
-  return sys::raw6(SYS_process_vm_readv, sys::getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
-         (long)n;
+  return sys::read_self(out, (const void*)addr, n);
 }
 
 // Whether ra looks like a return address: the bytes before it are a call

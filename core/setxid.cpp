@@ -24,7 +24,6 @@
 #include "core/tls.hpp"
 #include "syscalls/sys.hpp"
 
-#include <sys/uio.h>
 
 namespace goshim {
 
@@ -113,10 +112,7 @@ void handler(int, siginfo_t*, void*) {
 // it early at worst (the walk is bounded), never faults.
 
 bool read_word(uintptr_t addr, uintptr_t* out) {
-  struct iovec local = {out, sizeof *out};
-  struct iovec remote = {(void*)addr, sizeof *out};
-  return sys::raw6(SYS_process_vm_readv, sys::getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
-         (long)sizeof *out;
+  return sys::read_self(out, (const void*)addr, sizeof *out);
 }
 
 // Marks in map the tid of every thread on glibc's lists. False if the

@@ -84,7 +84,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 
 #include <atomic>
 #include <new>
@@ -155,10 +154,7 @@ long futex_waitv(FutexWaitv* v, unsigned n, int64_t timeout_ns = 0) {
 
 // Reads *addr without faulting. Returns false if it is not readable.
 bool safe_read(const uint32_t* addr, uint32_t* out) {
-  struct iovec local = {out, sizeof *out};
-  struct iovec remote = {(void*)addr, sizeof *addr};
-  return sys::raw6(SYS_process_vm_readv, sys::getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
-         (long)sizeof *out;
+  return sys::read_self(out, addr, sizeof *out);
 }
 
 // The watcher's part of watch_quiesce, after its last return from the

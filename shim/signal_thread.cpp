@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <sys/uio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -333,14 +332,8 @@ namespace {
 // in goshim (process_vm_readv/writev of the own process; these calls are
 // rare next to a copy). LTP's rt_sigpending02 and rt_sigaction02 pass such
 // pointers.
-bool user_in(void* dst, const void* src, size_t n) {
-  struct iovec l = {dst, n}, r = {(void*)src, n};
-  return sys::raw6(SYS_process_vm_readv, sys::getpid(), (long)&l, 1, (long)&r, 1, 0) == (long)n;
-}
-bool user_out(void* dst, const void* src, size_t n) {
-  struct iovec l = {(void*)src, n}, r = {dst, n};
-  return sys::raw6(SYS_process_vm_writev, sys::getpid(), (long)&l, 1, (long)&r, 1, 0) == (long)n;
-}
+bool user_in(void* dst, const void* src, size_t n) { return sys::read_self(dst, src, n); }
+bool user_out(void* dst, const void* src, size_t n) { return sys::write_self(dst, src, n); }
 
 }  // namespace
 

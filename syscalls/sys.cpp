@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include "core/real.hpp"
 
@@ -67,6 +68,16 @@ long openat(int dirfd, const char* path, int flags, int mode) {
 
 long gettid() { return raw0(SYS_gettid); }
 long getpid() { return raw0(SYS_getpid); }
+
+bool read_self(void* dst, const void* src, size_t n) {
+  struct iovec local = {dst, n}, remote = {(void*)src, n};
+  return raw6(SYS_process_vm_readv, getpid(), (long)&local, 1, (long)&remote, 1, 0) == (long)n;
+}
+
+bool write_self(void* dst, const void* src, size_t n) {
+  struct iovec local = {(void*)src, n}, remote = {dst, n};
+  return raw6(SYS_process_vm_writev, getpid(), (long)&local, 1, (long)&remote, 1, 0) == (long)n;
+}
 long tgkill(long tgid, long tid, int sig) { return raw3(SYS_tgkill, tgid, tid, sig); }
 long sched_yield() { return raw0(SYS_sched_yield); }
 long sched_setscheduler(long pid, int policy, const void* param) {

@@ -75,6 +75,14 @@ long set_tid_address(int* tidptr);
 long rt_sigprocmask(int how, const void* set, void* old, size_t sigsetsize);
 long prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5);
 
+// Copies n bytes of this process's memory without faulting
+// (process_vm_readv/writev on the own pid: an unmapped, unreadable or
+// unwritable address is a failed call, not a signal). True when all n
+// bytes were copied. For memory goshim does not own: the program's
+// pointers, stacks it scans, other libraries' lists.
+bool read_self(void* dst, const void* src, size_t n);   // dst in goshim's memory
+bool write_self(void* dst, const void* src, size_t n);  // src in goshim's memory
+
 // Monotonic nanoseconds (CLOCK_MONOTONIC), the runtime's only time base.
 int64_t nanotime();
 // Monotonic nanoseconds at jiffy resolution (CLOCK_MONOTONIC_COARSE):
