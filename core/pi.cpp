@@ -9,8 +9,12 @@
 #include "core/lockrank.hpp"
 #include "core/proc.hpp"
 #include "core/rtlock.hpp"
+#include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/tcb.hpp"
 #include "syscalls/sys.hpp"
+
+#include <sys/mman.h>
 
 namespace goshim {
 
@@ -117,24 +121,50 @@ int32_t nraised = 0;      // Ms with pi_prio != 0 (under pi_lock)
 // Kernel threads that are not goroutines (every thread in 1:1 mode, a
 // thread started before goshim's, glibc's helper threads), raised as
 // owners: their own scheduling, read when first raised, is given back.
-// Under pi_lock. Beyond kMaxForeign at once, an owner is not raised.
+// Under pi_lock. As many as there are: the table starts with
+// kForeignFirst slots and doubles into memory mapped for it (a system
+// call, no lock: allowed under the leaf pi_lock; failing to map is fatal,
+// never an owner silently left unraised). A slot is freed in the
+// recomputation in which nobody waits for its owner any more, so the
+// slots in use never exceed the registered waits plus the owners a
+// recomputation adds (at most one a wait).
 struct Foreign {
   pid_t tid = 0;    // 0: a free slot
   int applied = 0;  // the boost on its kernel thread now
   int nw = 0;       // recomputation's scratch
   KSched own;
 };
-constexpr int kMaxForeign = 32;
-Foreign foreign[kMaxForeign];
+constexpr int kForeignFirst = 32;
+Foreign foreign_first[kForeignFirst];
+Foreign* foreign = foreign_first;
+int foreign_cap = kForeignFirst;
 int nforeign = 0;  // slots in use
+
+// Under pi_lock: twice the slots, the old ones copied.
+void foreign_grow() {
+  if (foreign_cap > (1 << 24)) fatal("priority inheritance: too many kernel-thread owners");
+  int cap = foreign_cap * 2;
+  size_t bytes = (size_t)cap * sizeof(Foreign);
+  void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fatal("priority inheritance: cannot map the raised owners' table");
+  Foreign* n = (Foreign*)p;
+  for (int i = 0; i < cap; i++) n[i] = i < foreign_cap ? foreign[i] : Foreign{};
+  if (foreign != foreign_first) sys::munmap(foreign, (size_t)foreign_cap * sizeof(Foreign));
+  foreign = n;
+  foreign_cap = cap;
+}
 
 int foreign_find(pid_t tid, bool add) {
   int free_slot = -1;
-  for (int i = 0; i < kMaxForeign; i++) {
+  for (int i = 0; i < foreign_cap; i++) {
     if (foreign[i].tid == tid) return i;
     if (!foreign[i].tid && free_slot < 0) free_slot = i;
   }
-  if (!add || free_slot < 0) return -1;
+  if (!add) return -1;
+  if (free_slot < 0) {
+    free_slot = foreign_cap;
+    foreign_grow();
+  }
   foreign[free_slot] = Foreign{};
   foreign[free_slot].tid = tid;
   nforeign++;
@@ -189,9 +219,17 @@ class PiGuard {
 
 constexpr int kTidMask = 0x3fffffff;  // FUTEX_TID_MASK
 
-// The goroutine the lock word names as its owner, or nullptr.
-G* owner_of(const int* word) {
-  int v = __atomic_load_n(word, __ATOMIC_ACQUIRE) & kTidMask;
+// The owner a lock word's tid v names, in this process's terms: a
+// process-shared mutex records a goroutine's shared id (tcb::shared_tid),
+// here turned back into its virtual tid; a kernel tid stays as it is.
+int owner_tid(const PiWaiter* w, int v) { return w->shared ? tcb::tid_of_shared(v) : v; }
+
+// Whether kernel tid v is a thread of this process (a process-shared
+// mutex's owner may be another process's thread: never raised from here).
+bool tid_is_ours(int v) { return sys::tgkill(sys::getpid(), v, 0) == 0; }
+
+// The goroutine virtual tid v (owner_tid) names, or nullptr.
+G* owner_of(int v) {
   if (!is_virtual_tid(v)) return nullptr;
   G* g = g_from_vtid(v);
   if (!g) return nullptr;
@@ -324,16 +362,21 @@ int recompute_locked(G* self = nullptr) {
   };
   int n = 0;
   for (G* g = boosted; g; g = g->pi_blink) touch(g);
-  for (int i = 0; i < kMaxForeign; i++) foreign[i].nw = 0;
+  for (int i = 0; i < foreign_cap; i++) foreign[i].nw = 0;
   for (PiWaiter* w = waiters; w; w = w->next) {
     n++;
-    w->owner = owner_of(w->word);
+    int v = owner_tid(w, __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask);
+    w->owner = owner_of(v);
     if (w->owner == w->g) w->owner = nullptr;  // a self-deadlock gives nothing
     if (w->owner) touch(w->owner);
     if (w->g) touch(w->g);
-    // A kernel thread's tid: a foreign owner (a private mutex: of this process).
-    int v = __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask;
-    w->fowner = !w->owner && v && !is_virtual_tid(v) && v != w->ktid ? foreign_find(v, true) : -1;
+    // A kernel thread's tid: a foreign owner (a private mutex: of this
+    // process; a process-shared one: only if it is).
+    w->fowner = -1;
+    if (!w->owner && v && !is_virtual_tid(v) && v != w->ktid) {
+      w->fowner = foreign_find(v, false);
+      if (w->fowner < 0 && (!w->shared || tid_is_ours(v))) w->fowner = foreign_find(v, true);
+    }
   }
   // A foreign waiter that owns another mutex passes on what it inherits.
   for (PiWaiter* w = waiters; w; w = w->next)
@@ -380,7 +423,7 @@ int recompute_locked(G* self = nullptr) {
     if (w->g) settle(w->g);
   }
   reconcile(queued, self);
-  for (int i = 0; i < kMaxForeign; i++)
+  for (int i = 0; i < foreign_cap; i++)
     if (foreign[i].tid) foreign_apply(i);
   return queued;
 }
@@ -394,7 +437,7 @@ void pi_after_fork() {
   boosted = nullptr;
   nrt = 0;
   nraised = 0;
-  for (Foreign& f : foreign) f = Foreign{};
+  for (int i = 0; i < foreign_cap; i++) foreign[i] = Foreign{};
   nforeign = 0;
   deferred = Deferred{};
   holder_tid = 0;
@@ -405,9 +448,10 @@ namespace {
 __attribute__((constructor(103))) void pi_ctor() { register_fork_child_hook(pi_after_fork); }
 }  // namespace
 
-void pi_wait_begin(PiWaiter* w, const int* word) {
+void pi_wait_begin(PiWaiter* w, const int* word, bool shared) {
   G* g = tls_g;
   w->word = word;
+  w->shared = shared;
   w->g = (g && !g->is_g0()) ? g : nullptr;
   w->base = rt_wait_prio();
   w->ktid = w->g ? 0 : (pid_t)sys::gettid();
@@ -462,6 +506,8 @@ void pi_wait_end(PiWaiter* w) {
   if (w->base > 0) nrt--;
   if (nrt > 0 || boosted || nraised > 0 || nforeign > 0) recompute_locked();
 }
+
+bool pi_foreign_waiting() { return foreign_pi_wait != nullptr; }
 
 void pi_wait_drop_self() {
   G* g = tls_g;

@@ -18,8 +18,9 @@
 //       (robust_exit below) when it exits; both mark the word kOwnerDied
 //       and the next locker gets EOWNERDEAD. Priority inheritance (the
 //       kernel's PI futex would see a virtual tid) is core/pi.hpp's: a
-//       waiter of a private PI mutex registers while it waits, and the
-//       owner's M runs at the highest waiter's priority until it unlocks.
+//       waiter of a PI mutex (private or process-shared) registers while
+//       it waits, and the owner's M runs at the highest waiter's priority
+//       until it unlocks (an owner of this process only).
 //   priority protect: ceiling << 19 | the simple 0/1/2 state.
 //       The ceiling is checked (EINVAL), and a real-time caller's kernel
 //       priority raised to it, as glibc's tpp does (pp_change below).
@@ -219,11 +220,12 @@ void poll_deadline(const SyncDeadline& user, PollDeadline* out,
 // ---- tid-word protocol (robust and/or priority inherit) ---------------------
 
 // piw: the caller's priority-inheritance record (core/pi.hpp), registered
-// while it waits for a private PI mutex; the caller unregisters it.
+// while it waits for a PI mutex (private or process-shared); the caller
+// unregisters it.
 __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const SyncDeadline* dl,
                                                 LockMode mode, PiWaiter* piw) {
   bool robust = kind & kMutexRobust;
-  bool pi = (kind & (kMutexPI | kMutexPshared)) == kMutexPI;
+  bool pi = kind & kMutexPI;
   bool shared = kind & kMutexPshared;
   int type = kind & kMutexKindMask;
   bool cond = mode == LockMode::CondRelock || mode == LockMode::CondContended;
@@ -286,12 +288,12 @@ __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const Syn
     int r;
     // A PI mutex: the waiter's priority goes to the owner (core/pi.hpp);
     // a waiter with one to give recomputes after every slice.
-    if (pi && !piw->linked) pi_wait_begin(piw, &m->lock);
+    if (pi && !piw->linked) pi_wait_begin(piw, &m->lock, shared);
     bool pi_timed = pi && pi_wait_timed(piw);
     if (pi_timed || (robust && !shared && !is_virtual_tid(oldval & kTidMask))) {
       PollDeadline pd;
       poll_deadline(user, &pd, pi_timed ? kPiRecheckNs : kForeignOwnerPollNs);
-      r = sync_wait(&m->lock, (uint32_t)oldval, pd.dl, WaitReason::Mutex, false, ~0u, nullptr,
+      r = sync_wait(&m->lock, (uint32_t)oldval, pd.dl, WaitReason::Mutex, shared, ~0u, nullptr,
                     false, &lw);
       if (r == ETIMEDOUT && pd.capped) {
         r = 0;
@@ -377,7 +379,7 @@ __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
   // waiters left (core/pi.hpp).
   // A boosted owner woken here onto a run queue: this M has its priority
   // now and runs it next, as after a hand-over.
-  if ((kind & (kMutexPI | kMutexPshared)) == kMutexPI && pi_after_unlock(true) && decr)
+  if ((kind & kMutexPI) && pi_after_unlock(true) && decr)
     rel = LockRelease::HandedToG;
   if (rel == LockRelease::HandedToG && decr) yield_to_new_owner();
   return 0;
