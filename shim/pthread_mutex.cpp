@@ -219,11 +219,19 @@ void poll_deadline(const SyncDeadline& user, PollDeadline* out,
 
 // ---- tid-word protocol (robust and/or priority inherit) ---------------------
 
+// tidword_lock_wait's answer when leave_on_cancel and a cancellation was
+// requested while it waited (not an errno).
+constexpr int kLeftForCancel = -1;
+
 // piw: the caller's priority-inheritance record (core/pi.hpp), registered
 // while it waits for a PI mutex (private or process-shared); the caller
-// unregisters it.
+// unregisters it. leave_on_cancel: the caller (a kernel thread in
+// asynchronous cancellation mode) keeps SIGCANCEL blocked; once a
+// cancellation is requested, the wait is left (kLeftForCancel) so that
+// the caller can drop piw before the handler unwinds it.
 __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const SyncDeadline* dl,
-                                                LockMode mode, PiWaiter* piw) {
+                                                LockMode mode, PiWaiter* piw,
+                                                bool leave_on_cancel) {
   bool robust = kind & kMutexRobust;
   bool pi = kind & kMutexPI;
   bool shared = kind & kMutexPshared;
@@ -308,6 +316,10 @@ __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const Syn
       set_pending(head, nullptr);
       return ETIMEDOUT;
     }
+    if (leave_on_cancel && tcb::self_cancel_requested()) {
+      set_pending(head, nullptr);
+      return kLeftForCancel;
+    }
     oldval = ld(&m->lock);
   }
   // Acquired.
@@ -328,9 +340,39 @@ __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const Syn
   return 0;
 }
 
+// A kernel thread that is no goroutine (1:1 mode, a foreign thread) in
+// asynchronous cancellation mode, locking a PI mutex: glibc's SIGCANCEL
+// handler would unwind it wherever the signal lands, also while its
+// PiWaiter (in this frame) is registered or pi_lock held. SIGCANCEL stays
+// blocked from before the registration to after it is dropped (the waits
+// inside end when a cancellation is requested: wait_foreign, syncwait's
+// kernel_wait_pi_async); unblocking then lets the handler act, as it
+// would have in the wait. (A goroutine's handler never unwinds goshim's
+// frames: core/preempt.cpp async_cancel_safe.)
+__attribute__((noinline)) int tidword_lock_guarded(MutexObj* m, int kind, const SyncDeadline* dl,
+                                                   LockMode mode) {
+  const uint64_t block = 1ull << (32 - 1);  // glibc's SIGCANCEL
+  for (;;) {
+    uint64_t old = 0;
+    sys::rt_sigprocmask(SIG_BLOCK, &block, &old, 8);
+    bool opened = !(old & block);  // else nothing can unwind this thread here
+    PiWaiter piw;
+    int r = tidword_lock_wait(m, kind, dl, mode, &piw, opened);
+    if (piw.linked) pi_wait_end(&piw);
+    if (opened) sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
+    if (r != kLeftForCancel) return r;
+    // The handler did not act (cancellation disabled meanwhile): again.
+  }
+}
+
 int tidword_lock(MutexObj* m, int kind, const SyncDeadline* dl, LockMode mode) {
+  if (__builtin_expect((kind & kMutexPI) && mode != LockMode::Try, 0)) {
+    G* g = tls_g;
+    if (!(g && !g->is_g0()) && tcb::self_async_cancel())
+      return tidword_lock_guarded(m, kind, dl, mode);
+  }
   PiWaiter piw;
-  int r = tidword_lock_wait(m, kind, dl, mode, &piw);
+  int r = tidword_lock_wait(m, kind, dl, mode, &piw, false);
   if (__builtin_expect(piw.linked, 0)) pi_wait_end(&piw);
   return r;
 }
