@@ -55,7 +55,9 @@
 #define PI_PSHARED 0
 #endif
 
+#if !PI_PSHARED
 static pthread_mutex_t mstore[2];
+#endif
 static pthread_mutex_t *ma, *mb;
 static atomic_int seq;
 static atomic_int held;        /* L (or L2) holds its mutex */
@@ -352,7 +354,7 @@ int main(int argc, char **argv) {
   CHECK_EQ(pthread_mutexattr_setprotocol(&at, PTHREAD_PRIO_INHERIT), 0);
 #if PI_PSHARED
   CHECK_EQ(pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED), 0);
-  void *mem = mmap(NULL, sizeof mstore, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void *mem = mmap(NULL, 2 * sizeof(pthread_mutex_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   CHECK(mem != MAP_FAILED, "mmap: %s", strerror(errno));
   ma = (pthread_mutex_t *)mem;
 #else
