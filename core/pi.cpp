@@ -132,13 +132,21 @@ struct Foreign {
   pid_t tid = 0;    // 0: a free slot
   int applied = 0;  // the boost on its kernel thread now
   int nw = 0;       // recomputation's scratch
+  bool have_own = false;  // own read (from then on until the slot is freed
+                          // its kernel thread may be raised)
   KSched own;
 };
 constexpr int kForeignFirst = 32;
 Foreign foreign_first[kForeignFirst];
 Foreign* foreign = foreign_first;
 int foreign_cap = kForeignFirst;
-int nforeign = 0;  // slots in use
+int nforeign = 0;  // slots in use (read without pi_lock by pi_own_sched)
+
+// A fork child's copy of the parent's table (pi_after_fork), for
+// pi_fork_child_self; the static table's slots copied here.
+Foreign foreign_stash_first[kForeignFirst];
+Foreign* stash = nullptr;
+int stash_cap = 0;
 
 // Under pi_lock: twice the slots, the old ones copied.
 void foreign_grow() {
@@ -167,7 +175,7 @@ int foreign_find(pid_t tid, bool add) {
   }
   foreign[free_slot] = Foreign{};
   foreign[free_slot].tid = tid;
-  nforeign++;
+  __atomic_store_n(&nforeign, nforeign + 1, __ATOMIC_RELAXED);
   return free_slot;
 }
 
@@ -310,10 +318,11 @@ void foreign_apply(int i) {
       long pol = sys::sched_getscheduler(f.tid);
       if (pol < 0 || sys::sched_getparam(f.tid, &f.own.sp) < 0) {  // gone
         f.tid = 0;
-        nforeign--;
+        __atomic_store_n(&nforeign, nforeign - 1, __ATOMIC_RELAXED);
         return;
       }
       f.own.pol = (int)pol;  // SCHED_RESET_ON_FORK included: given back as it was
+      f.have_own = true;
     }
     KSched k = foreign_ksched(f, b);
     if ((uint32_t)f.tid == holder_tid && b < f.applied) {
@@ -327,7 +336,7 @@ void foreign_apply(int i) {
   }
   if (b == 0) {
     f.tid = 0;
-    nforeign--;
+    __atomic_store_n(&nforeign, nforeign - 1, __ATOMIC_RELAXED);
   }
 }
 
@@ -437,11 +446,68 @@ void pi_after_fork() {
   boosted = nullptr;
   nrt = 0;
   nraised = 0;
-  for (int i = 0; i < foreign_cap; i++) foreign[i] = Foreign{};
+  // The parent's table, kept for pi_fork_child_self (the forking thread's
+  // own scheduling), and a fresh static one: the child never writes to
+  // what a grow in the parent may have left half done.
+  Foreign* t = __atomic_load_n(&foreign, __ATOMIC_ACQUIRE);
+  int cap = __atomic_load_n(&foreign_cap, __ATOMIC_ACQUIRE);
+  stash_cap = 0;
+  stash = nullptr;
+  if (__atomic_load_n(&nforeign, __ATOMIC_RELAXED) > 0) {
+    if (t == foreign_first) {
+      for (int i = 0; i < kForeignFirst; i++) foreign_stash_first[i] = foreign_first[i];
+      t = foreign_stash_first;
+      cap = kForeignFirst;
+    }
+    stash = t;
+    stash_cap = cap;
+  } else if (t != foreign_first) {
+    sys::munmap(t, (size_t)cap * sizeof(Foreign));
+  }
+  for (int i = 0; i < kForeignFirst; i++) foreign_first[i] = Foreign{};
+  foreign = foreign_first;
+  foreign_cap = kForeignFirst;
   nforeign = 0;
   deferred = Deferred{};
   holder_tid = 0;
   pi_nwaiters.store(0, std::memory_order_relaxed);
+}
+
+void pi_fork_child_self(pid_t ptid) {
+  Foreign* t = stash;
+  int cap = stash_cap;
+  stash = nullptr;
+  stash_cap = 0;
+  if (!t) return;
+  for (int i = 0; i < cap; i++) {
+    const Foreign& f = t[i];
+    if (f.tid != ptid || !f.have_own) continue;
+    // The parent's thread was (or was being) raised: this thread has its
+    // own scheduling, as a child gets it from the kernel (which never
+    // passes a priority inheritance boost on): SCHED_RESET_ON_FORK gives
+    // a real-time policy back as SCHED_OTHER, and is not inherited.
+    KSched k = f.own;
+    if (k.pol & SCHED_RESET_ON_FORK) {
+      k.pol &= ~SCHED_RESET_ON_FORK;
+      if (rt_policy(k.pol)) {
+        k.pol = SCHED_OTHER;
+        k.sp.sched_priority = 0;
+      }
+    }
+    sys::sched_setscheduler(0, k.pol, &k.sp);
+    break;
+  }
+  if (t != foreign_stash_first) sys::munmap(t, (size_t)cap * sizeof(Foreign));
+}
+
+bool pi_own_sched(pid_t tid, int* pol, struct sched_param* sp) {
+  if (__builtin_expect(__atomic_load_n(&nforeign, __ATOMIC_RELAXED) == 0, 1)) return false;
+  PiGuard guard;
+  int i = foreign_find(tid, false);
+  if (i < 0 || !foreign[i].have_own || foreign[i].applied == 0) return false;
+  *pol = foreign[i].own.pol;
+  *sp = foreign[i].own.sp;
+  return true;
 }
 
 namespace {

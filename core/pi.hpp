@@ -58,6 +58,7 @@
 // waits for that G to switch.
 #pragma once
 
+#include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -123,6 +124,16 @@ inline void pi_sched_in(M* mp, G* gp) {
 }
 // In a fork child, on its only thread (both modes): no waits, no raises.
 void pi_after_fork();
+// In a fork child, after pi_after_fork, on its only thread (shim/fork.cpp):
+// ptid is the parent's thread that forked; if it was raised as a
+// kernel-thread owner, this thread gets that thread's own scheduling back.
+void pi_fork_child_self(pid_t ptid);
+// Whether kernel thread tid of this process is raised as an owner now; if
+// so, its own scheduling (as read when it was raised, SCHED_RESET_ON_FORK
+// included) in *pol, *sp: what it reads back (pthread_getschedparam,
+// sched_getscheduler, sched_getparam), as natively. Any thread; costs a
+// load when nothing is raised.
+bool pi_own_sched(pid_t tid, int* pol, struct sched_param* sp);
 // On the M, for core/rtlock.cpp: sets its own kernel thread's scheduling
 // (policy pol, SCHED_RESET_ON_FORK added; SCHED_OTHER without it where
 // permitted) and, if that succeeds, forgets the boost pi_prio recorded
