@@ -157,9 +157,14 @@ void foreign_grow() {
   if (p == MAP_FAILED) fatal("priority inheritance: cannot map the raised owners' table");
   Foreign* n = (Foreign*)p;
   for (int i = 0; i < cap; i++) n[i] = i < foreign_cap ? foreign[i] : Foreign{};
-  if (foreign != foreign_first) sys::munmap(foreign, (size_t)foreign_cap * sizeof(Foreign));
-  foreign = n;
-  foreign_cap = cap;
+  // The new table is published (the pointer, then the larger count) before
+  // the old one is unmapped: a fork at any point of this leaves the child
+  // (pi_after_fork) a mapped table and a count within it.
+  Foreign* old = foreign;
+  int old_cap = foreign_cap;
+  __atomic_store_n(&foreign, n, __ATOMIC_RELEASE);
+  __atomic_store_n(&foreign_cap, cap, __ATOMIC_RELEASE);
+  if (old != foreign_first) sys::munmap(old, (size_t)old_cap * sizeof(Foreign));
 }
 
 int foreign_find(pid_t tid, bool add) {
@@ -448,7 +453,8 @@ void pi_after_fork() {
   nraised = 0;
   // The parent's table, kept for pi_fork_child_self (the forking thread's
   // own scheduling), and a fresh static one: the child never writes to
-  // what a grow in the parent may have left half done.
+  // what a grow in the parent may have left half done (foreign_grow
+  // publishes before it unmaps, so the copy is mapped and within its count).
   Foreign* t = __atomic_load_n(&foreign, __ATOMIC_ACQUIRE);
   int cap = __atomic_load_n(&foreign_cap, __ATOMIC_ACQUIRE);
   stash_cap = 0;
