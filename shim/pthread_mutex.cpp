@@ -368,8 +368,19 @@ __attribute__((noinline)) int tidword_lock_guarded(MutexObj* m, int kind, const 
 int tidword_lock(MutexObj* m, int kind, const SyncDeadline* dl, LockMode mode) {
   if (__builtin_expect((kind & kMutexPI) && mode != LockMode::Try, 0)) {
     G* g = tls_g;
-    if (!(g && !g->is_g0()) && tcb::self_async_cancel())
+    if (!(g && !g->is_g0()) && tcb::self_async_cancel()) {
+      // Nothing is registered (and nothing to guard) unless it waits: a
+      // free mutex (or an answer without waiting: EDEADLK, a recursive
+      // count, EOWNERDEAD) as a trylock would take it, which is what a
+      // lock does up to its first wait; only EBUSY goes on to the guarded
+      // wait (two rt_sigprocmask calls).
+      if (mode == LockMode::Lock) {
+        PiWaiter piw;
+        int r = tidword_lock_wait(m, kind, dl, LockMode::Try, &piw, false);
+        if (r != EBUSY) return r;
+      }
       return tidword_lock_guarded(m, kind, dl, mode);
+    }
   }
   PiWaiter piw;
   int r = tidword_lock_wait(m, kind, dl, mode, &piw, false);
