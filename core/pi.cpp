@@ -379,7 +379,16 @@ int recompute_locked(G* self = nullptr) {
   for (int i = 0; i < foreign_cap; i++) foreign[i].nw = 0;
   for (PiWaiter* w = waiters; w; w = w->next) {
     n++;
-    int v = owner_tid(w, __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask);
+    int raw = __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask;
+    int v = owner_tid(w, raw);
+    // Another process's owner, known from an earlier recomputation: no
+    // goroutine or kernel thread here to raise (not looked up again).
+    if (w->shared && raw && raw == __atomic_load_n(&w->notours, __ATOMIC_RELAXED)) {
+      w->owner = nullptr;
+      w->fowner = -1;
+      if (w->g) touch(w->g);
+      continue;
+    }
     w->owner = owner_of(v);
     if (w->owner == w->g) w->owner = nullptr;  // a self-deadlock gives nothing
     if (w->owner) touch(w->owner);
@@ -391,6 +400,13 @@ int recompute_locked(G* self = nullptr) {
       w->fowner = foreign_find(v, false);
       if (w->fowner < 0 && (!w->shared || tid_is_ours(v))) w->fowner = foreign_find(v, true);
     }
+    // A process-shared mutex whose word names no thread of this process
+    // (a goroutine's shared id that decodes to none, a kernel tid that is
+    // no thread here): remembered for as long as the word names it, so
+    // that neither this nor the waiter's slices (pi_recompute_now) look
+    // again (two system calls each time for a kernel tid).
+    if (w->shared && raw && !w->owner && w->fowner < 0 && v != w->ktid)
+      __atomic_store_n(&w->notours, raw, __ATOMIC_RELAXED);
   }
   // A foreign waiter that owns another mutex passes on what it inherits.
   for (PiWaiter* w = waiters; w; w = w->next)
@@ -545,7 +561,9 @@ bool pi_wait_timed(const PiWaiter* w) {
   return w->base > 0 || (w->g && w->g->pi_boost.load(std::memory_order_relaxed) > 0);
 }
 
-void pi_recompute_now() {
+void pi_recompute_now(const PiWaiter* w) {
+  int no = __atomic_load_n(&w->notours, __ATOMIC_RELAXED);
+  if (no && (__atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask) == no) return;
   PiGuard guard;
   if (nrt > 0 || boosted || nraised > 0 || nforeign > 0) recompute_locked();
 }

@@ -81,6 +81,11 @@ struct PiWaiter {
   int fwaiter = -1;           // scratch: the waiter's own slot as a foreign owner
   bool shared = false;        // a process-shared mutex (the word holds shared ids)
   bool linked = false;
+  // A process-shared mutex: the kernel tid its word last named that is no
+  // thread of this process (another process's owner, never raised from
+  // here), not checked again while the word names it; 0: none. Written
+  // under pi_lock, read by the waiter without it.
+  int notours = 0;
 };
 
 // Registered PiWaiters: a PI unlock recomputes only when there are some.
@@ -95,8 +100,11 @@ bool pi_foreign_waiting();
 // Whether the caller's wait must come back every kPiRecheckNs to
 // recompute (it has a priority to give, or an inherited one).
 bool pi_wait_timed(const PiWaiter* w);
-// The caller's wait slice ended: recompute.
-void pi_recompute_now();
+// The caller's wait slice ended: recompute, unless w (the caller's wait)
+// still waits for an owner in another process (PiWaiter::notours): it
+// gives nobody anything, and the waits of those that do have slices of
+// their own.
+void pi_recompute_now(const PiWaiter* w);
 // The caller leaves the wait (lock taken, error, timeout): unregisters w
 // and recomputes. No-op if w was never registered.
 void pi_wait_end(PiWaiter* w);

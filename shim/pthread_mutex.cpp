@@ -305,7 +305,7 @@ __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const Syn
                     false, &lw);
       if (r == ETIMEDOUT && pd.capped) {
         r = 0;
-        if (pi_timed) pi_recompute_now();
+        if (pi_timed) pi_recompute_now(piw);
       }
     } else {
       r = sync_wait(&m->lock, (uint32_t)oldval, user, WaitReason::Mutex, shared, ~0u, nullptr,
