@@ -302,6 +302,8 @@ $(BUILD)/tests/preload/%: tests/preload/%.rs
 # Headers shared by a test and its helper process.
 $(patsubst tests/preload/%.c,$(BUILD)/tests/preload/%,$(wildcard tests/preload/mutex_starve_*.c)): \
   tests/preload/mutex_starve_kinds.h
+$(BUILD)/tests/preload/mutex_pi_pshared: tests/preload/mutex_pi_boost.c
+$(BUILD)/tests/preload/mutex_pi_cancel_pshared: tests/preload/mutex_pi_cancel.c
 $(BUILD)/tests/preload/sync_pshared $(BUILD)/tests/preload/sync_pshared_helper: \
   tests/preload/sync_pshared.h
 $(BUILD)/tests/preload/dbmem_idle_return $(BUILD)/tests/preload/dbmem_idle_return_wait: \

@@ -9,8 +9,12 @@
 #include "core/lockrank.hpp"
 #include "core/proc.hpp"
 #include "core/rtlock.hpp"
+#include "core/rawlog.hpp"
 #include "core/sched.hpp"
+#include "core/tcb.hpp"
 #include "syscalls/sys.hpp"
+
+#include <sys/mman.h>
 
 namespace goshim {
 
@@ -117,27 +121,66 @@ int32_t nraised = 0;      // Ms with pi_prio != 0 (under pi_lock)
 // Kernel threads that are not goroutines (every thread in 1:1 mode, a
 // thread started before goshim's, glibc's helper threads), raised as
 // owners: their own scheduling, read when first raised, is given back.
-// Under pi_lock. Beyond kMaxForeign at once, an owner is not raised.
+// Under pi_lock. As many as there are: the table starts with
+// kForeignFirst slots and doubles into memory mapped for it (a system
+// call, no lock: allowed under the leaf pi_lock; failing to map is fatal,
+// never an owner silently left unraised). A slot is freed in the
+// recomputation in which nobody waits for its owner any more, so the
+// slots in use never exceed the registered waits plus the owners a
+// recomputation adds (at most one a wait).
 struct Foreign {
   pid_t tid = 0;    // 0: a free slot
   int applied = 0;  // the boost on its kernel thread now
   int nw = 0;       // recomputation's scratch
+  bool have_own = false;  // own read (from then on until the slot is freed
+                          // its kernel thread may be raised)
   KSched own;
 };
-constexpr int kMaxForeign = 32;
-Foreign foreign[kMaxForeign];
-int nforeign = 0;  // slots in use
+constexpr int kForeignFirst = 32;
+Foreign foreign_first[kForeignFirst];
+Foreign* foreign = foreign_first;
+int foreign_cap = kForeignFirst;
+int nforeign = 0;  // slots in use (read without pi_lock by pi_own_sched)
+
+// A fork child's copy of the parent's table (pi_after_fork), for
+// pi_fork_child_self; the static table's slots copied here.
+Foreign foreign_stash_first[kForeignFirst];
+Foreign* stash = nullptr;
+int stash_cap = 0;
+
+// Under pi_lock: twice the slots, the old ones copied.
+void foreign_grow() {
+  if (foreign_cap > (1 << 24)) fatal("priority inheritance: too many kernel-thread owners");
+  int cap = foreign_cap * 2;
+  size_t bytes = (size_t)cap * sizeof(Foreign);
+  void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fatal("priority inheritance: cannot map the raised owners' table");
+  Foreign* n = (Foreign*)p;
+  for (int i = 0; i < cap; i++) n[i] = i < foreign_cap ? foreign[i] : Foreign{};
+  // The new table is published (the pointer, then the larger count) before
+  // the old one is unmapped: a fork at any point of this leaves the child
+  // (pi_after_fork) a mapped table and a count within it.
+  Foreign* old = foreign;
+  int old_cap = foreign_cap;
+  __atomic_store_n(&foreign, n, __ATOMIC_RELEASE);
+  __atomic_store_n(&foreign_cap, cap, __ATOMIC_RELEASE);
+  if (old != foreign_first) sys::munmap(old, (size_t)old_cap * sizeof(Foreign));
+}
 
 int foreign_find(pid_t tid, bool add) {
   int free_slot = -1;
-  for (int i = 0; i < kMaxForeign; i++) {
+  for (int i = 0; i < foreign_cap; i++) {
     if (foreign[i].tid == tid) return i;
     if (!foreign[i].tid && free_slot < 0) free_slot = i;
   }
-  if (!add || free_slot < 0) return -1;
+  if (!add) return -1;
+  if (free_slot < 0) {
+    free_slot = foreign_cap;
+    foreign_grow();
+  }
   foreign[free_slot] = Foreign{};
   foreign[free_slot].tid = tid;
-  nforeign++;
+  __atomic_store_n(&nforeign, nforeign + 1, __ATOMIC_RELAXED);
   return free_slot;
 }
 
@@ -189,9 +232,17 @@ class PiGuard {
 
 constexpr int kTidMask = 0x3fffffff;  // FUTEX_TID_MASK
 
-// The goroutine the lock word names as its owner, or nullptr.
-G* owner_of(const int* word) {
-  int v = __atomic_load_n(word, __ATOMIC_ACQUIRE) & kTidMask;
+// The owner a lock word's tid v names, in this process's terms: a
+// process-shared mutex records a goroutine's shared id (tcb::shared_tid),
+// here turned back into its virtual tid; a kernel tid stays as it is.
+int owner_tid(const PiWaiter* w, int v) { return w->shared ? tcb::tid_of_shared(v) : v; }
+
+// Whether kernel tid v is a thread of this process (a process-shared
+// mutex's owner may be another process's thread: never raised from here).
+bool tid_is_ours(int v) { return sys::tgkill(sys::getpid(), v, 0) == 0; }
+
+// The goroutine virtual tid v (owner_tid) names, or nullptr.
+G* owner_of(int v) {
   if (!is_virtual_tid(v)) return nullptr;
   G* g = g_from_vtid(v);
   if (!g) return nullptr;
@@ -272,10 +323,11 @@ void foreign_apply(int i) {
       long pol = sys::sched_getscheduler(f.tid);
       if (pol < 0 || sys::sched_getparam(f.tid, &f.own.sp) < 0) {  // gone
         f.tid = 0;
-        nforeign--;
+        __atomic_store_n(&nforeign, nforeign - 1, __ATOMIC_RELAXED);
         return;
       }
       f.own.pol = (int)pol;  // SCHED_RESET_ON_FORK included: given back as it was
+      f.have_own = true;
     }
     KSched k = foreign_ksched(f, b);
     if ((uint32_t)f.tid == holder_tid && b < f.applied) {
@@ -289,7 +341,7 @@ void foreign_apply(int i) {
   }
   if (b == 0) {
     f.tid = 0;
-    nforeign--;
+    __atomic_store_n(&nforeign, nforeign - 1, __ATOMIC_RELAXED);
   }
 }
 
@@ -324,16 +376,37 @@ int recompute_locked(G* self = nullptr) {
   };
   int n = 0;
   for (G* g = boosted; g; g = g->pi_blink) touch(g);
-  for (int i = 0; i < kMaxForeign; i++) foreign[i].nw = 0;
+  for (int i = 0; i < foreign_cap; i++) foreign[i].nw = 0;
   for (PiWaiter* w = waiters; w; w = w->next) {
     n++;
-    w->owner = owner_of(w->word);
+    int raw = __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask;
+    int v = owner_tid(w, raw);
+    // Another process's owner, known from an earlier recomputation: no
+    // goroutine or kernel thread here to raise (not looked up again).
+    if (w->shared && raw && raw == __atomic_load_n(&w->notours, __ATOMIC_RELAXED)) {
+      w->owner = nullptr;
+      w->fowner = -1;
+      if (w->g) touch(w->g);
+      continue;
+    }
+    w->owner = owner_of(v);
     if (w->owner == w->g) w->owner = nullptr;  // a self-deadlock gives nothing
     if (w->owner) touch(w->owner);
     if (w->g) touch(w->g);
-    // A kernel thread's tid: a foreign owner (a private mutex: of this process).
-    int v = __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask;
-    w->fowner = !w->owner && v && !is_virtual_tid(v) && v != w->ktid ? foreign_find(v, true) : -1;
+    // A kernel thread's tid: a foreign owner (a private mutex: of this
+    // process; a process-shared one: only if it is).
+    w->fowner = -1;
+    if (!w->owner && v && !is_virtual_tid(v) && v != w->ktid) {
+      w->fowner = foreign_find(v, false);
+      if (w->fowner < 0 && (!w->shared || tid_is_ours(v))) w->fowner = foreign_find(v, true);
+    }
+    // A process-shared mutex whose word names no thread of this process
+    // (a goroutine's shared id that decodes to none, a kernel tid that is
+    // no thread here): remembered for as long as the word names it, so
+    // that neither this nor the waiter's slices (pi_recompute_now) look
+    // again (two system calls each time for a kernel tid).
+    if (w->shared && raw && !w->owner && w->fowner < 0 && v != w->ktid)
+      __atomic_store_n(&w->notours, raw, __ATOMIC_RELAXED);
   }
   // A foreign waiter that owns another mutex passes on what it inherits.
   for (PiWaiter* w = waiters; w; w = w->next)
@@ -380,7 +453,7 @@ int recompute_locked(G* self = nullptr) {
     if (w->g) settle(w->g);
   }
   reconcile(queued, self);
-  for (int i = 0; i < kMaxForeign; i++)
+  for (int i = 0; i < foreign_cap; i++)
     if (foreign[i].tid) foreign_apply(i);
   return queued;
 }
@@ -394,20 +467,79 @@ void pi_after_fork() {
   boosted = nullptr;
   nrt = 0;
   nraised = 0;
-  for (Foreign& f : foreign) f = Foreign{};
+  // The parent's table, kept for pi_fork_child_self (the forking thread's
+  // own scheduling), and a fresh static one: the child never writes to
+  // what a grow in the parent may have left half done (foreign_grow
+  // publishes before it unmaps, so the copy is mapped and within its count).
+  Foreign* t = __atomic_load_n(&foreign, __ATOMIC_ACQUIRE);
+  int cap = __atomic_load_n(&foreign_cap, __ATOMIC_ACQUIRE);
+  stash_cap = 0;
+  stash = nullptr;
+  if (__atomic_load_n(&nforeign, __ATOMIC_RELAXED) > 0) {
+    if (t == foreign_first) {
+      for (int i = 0; i < kForeignFirst; i++) foreign_stash_first[i] = foreign_first[i];
+      t = foreign_stash_first;
+      cap = kForeignFirst;
+    }
+    stash = t;
+    stash_cap = cap;
+  } else if (t != foreign_first) {
+    sys::munmap(t, (size_t)cap * sizeof(Foreign));
+  }
+  for (int i = 0; i < kForeignFirst; i++) foreign_first[i] = Foreign{};
+  foreign = foreign_first;
+  foreign_cap = kForeignFirst;
   nforeign = 0;
   deferred = Deferred{};
   holder_tid = 0;
   pi_nwaiters.store(0, std::memory_order_relaxed);
 }
 
+void pi_fork_child_self(pid_t ptid) {
+  Foreign* t = stash;
+  int cap = stash_cap;
+  stash = nullptr;
+  stash_cap = 0;
+  if (!t) return;
+  for (int i = 0; i < cap; i++) {
+    const Foreign& f = t[i];
+    if (f.tid != ptid || !f.have_own) continue;
+    // The parent's thread was (or was being) raised: this thread has its
+    // own scheduling, as a child gets it from the kernel (which never
+    // passes a priority inheritance boost on): SCHED_RESET_ON_FORK gives
+    // a real-time policy back as SCHED_OTHER, and is not inherited.
+    KSched k = f.own;
+    if (k.pol & SCHED_RESET_ON_FORK) {
+      k.pol &= ~SCHED_RESET_ON_FORK;
+      if (rt_policy(k.pol)) {
+        k.pol = SCHED_OTHER;
+        k.sp.sched_priority = 0;
+      }
+    }
+    sys::sched_setscheduler(0, k.pol, &k.sp);
+    break;
+  }
+  if (t != foreign_stash_first) sys::munmap(t, (size_t)cap * sizeof(Foreign));
+}
+
+bool pi_own_sched(pid_t tid, int* pol, struct sched_param* sp) {
+  if (__builtin_expect(__atomic_load_n(&nforeign, __ATOMIC_RELAXED) == 0, 1)) return false;
+  PiGuard guard;
+  int i = foreign_find(tid, false);
+  if (i < 0 || !foreign[i].have_own || foreign[i].applied == 0) return false;
+  *pol = foreign[i].own.pol;
+  *sp = foreign[i].own.sp;
+  return true;
+}
+
 namespace {
 __attribute__((constructor(103))) void pi_ctor() { register_fork_child_hook(pi_after_fork); }
 }  // namespace
 
-void pi_wait_begin(PiWaiter* w, const int* word) {
+void pi_wait_begin(PiWaiter* w, const int* word, bool shared) {
   G* g = tls_g;
   w->word = word;
+  w->shared = shared;
   w->g = (g && !g->is_g0()) ? g : nullptr;
   w->base = rt_wait_prio();
   w->ktid = w->g ? 0 : (pid_t)sys::gettid();
@@ -429,7 +561,9 @@ bool pi_wait_timed(const PiWaiter* w) {
   return w->base > 0 || (w->g && w->g->pi_boost.load(std::memory_order_relaxed) > 0);
 }
 
-void pi_recompute_now() {
+void pi_recompute_now(const PiWaiter* w) {
+  int no = __atomic_load_n(&w->notours, __ATOMIC_RELAXED);
+  if (no && (__atomic_load_n(w->word, __ATOMIC_ACQUIRE) & kTidMask) == no) return;
   PiGuard guard;
   if (nrt > 0 || boosted || nraised > 0 || nforeign > 0) recompute_locked();
 }
@@ -462,6 +596,8 @@ void pi_wait_end(PiWaiter* w) {
   if (w->base > 0) nrt--;
   if (nrt > 0 || boosted || nraised > 0 || nforeign > 0) recompute_locked();
 }
+
+bool pi_foreign_waiting() { return foreign_pi_wait != nullptr; }
 
 void pi_wait_drop_self() {
   G* g = tls_g;

@@ -6,11 +6,13 @@
 // goshim's PI mutexes are tid-word mutexes whose owner is a virtual tid
 // (shim/pthread_mutex.cpp), so the kernel's PI futex cannot do it. Here:
 //
-//  - Every waiter of a contended private PI mutex (a real-time G bound to
-//    its M, a kernel thread that is no goroutine, an M:N goroutine) registers a PiWaiter
-//    (the word, itself, its own priority) for the time it waits.
+//  - Every waiter of a contended PI mutex, private or process-shared (a
+//    real-time G bound to its M, a kernel thread that is no goroutine, an
+//    M:N goroutine) registers a PiWaiter (the word, itself, its own
+//    priority) for the time it waits.
 //  - pi_lock guards the records, and recomputation finds each record's
-//    owner (the word's virtual tid, g_from_vtid) and gives every goroutine
+//    owner (the word's virtual tid, g_from_vtid; a process-shared word's
+//    shared id turned back into it, tcb::tid_of_shared) and gives every goroutine
 //    the highest priority among the waiters of the mutexes it owns, a
 //    waiter counting with what it inherits itself (chains): G::pi_boost.
 //    Only when some waiter has a real-time priority (or something is still
@@ -42,13 +44,21 @@
 // thread in 1:1 mode, a thread started before goshim's, glibc's helper
 // threads) is raised on its own tid; its own scheduling, read when it is
 // first raised, is given back (a change of its own policy meanwhile is
-// overwritten then). At most 32 such owners raised at once.
+// overwritten then). Any number of them at once (a growable table).
 //
-// Not done: process-shared PI mutexes (the owner may be another process's
-// thread); a boosted G queued behind another G that computes on its P
+// A process-shared PI mutex raises its owner the same way when the owner
+// is a goroutine or a kernel thread of this process (a kernel tid is
+// checked with tgkill(getpid(), tid, 0)). An owner in another process is
+// raised by nobody (its process would have to do it; a shared id decodes
+// here to a virtual tid that is almost surely no live goroutine, the same
+// 1 in 2^30 as shared ids colliding, LD_PRELOAD.md 7.10): the waiter still
+// gets the mutex when that owner unlocks.
+//
+// Not done: a boosted G queued behind another G that computes on its P
 // waits for that G to switch.
 #pragma once
 
+#include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -69,20 +79,32 @@ struct PiWaiter {
   pid_t ktid = 0;             // a kernel thread's tid (g == nullptr)
   int fowner = -1;            // scratch: a foreign owner's slot
   int fwaiter = -1;           // scratch: the waiter's own slot as a foreign owner
+  bool shared = false;        // a process-shared mutex (the word holds shared ids)
   bool linked = false;
+  // A process-shared mutex: the kernel tid its word last named that is no
+  // thread of this process (another process's owner, never raised from
+  // here), not checked again while the word names it; 0: none. Written
+  // under pi_lock, read by the waiter without it.
+  int notours = 0;
 };
 
 // Registered PiWaiters: a PI unlock recomputes only when there are some.
 extern std::atomic<int32_t> pi_nwaiters;
 
 // Any thread, no runtime lock held. The caller is about to wait for the
-// private PI mutex whose lock word is word: registers w and recomputes.
-void pi_wait_begin(PiWaiter* w, const int* word);
+// PI mutex whose lock word is word (shared: process-shared, its owner
+// recorded as tcb::shared_tid): registers w and recomputes.
+void pi_wait_begin(PiWaiter* w, const int* word, bool shared);
+// Whether the calling kernel thread (no goroutine) has a registered wait.
+bool pi_foreign_waiting();
 // Whether the caller's wait must come back every kPiRecheckNs to
 // recompute (it has a priority to give, or an inherited one).
 bool pi_wait_timed(const PiWaiter* w);
-// The caller's wait slice ended: recompute.
-void pi_recompute_now();
+// The caller's wait slice ended: recompute, unless w (the caller's wait)
+// still waits for an owner in another process (PiWaiter::notours): it
+// gives nobody anything, and the waits of those that do have slices of
+// their own.
+void pi_recompute_now(const PiWaiter* w);
 // The caller leaves the wait (lock taken, error, timeout): unregisters w
 // and recomputes. No-op if w was never registered.
 void pi_wait_end(PiWaiter* w);
@@ -110,6 +132,16 @@ inline void pi_sched_in(M* mp, G* gp) {
 }
 // In a fork child, on its only thread (both modes): no waits, no raises.
 void pi_after_fork();
+// In a fork child, after pi_after_fork, on its only thread (shim/fork.cpp):
+// ptid is the parent's thread that forked; if it was raised as a
+// kernel-thread owner, this thread gets that thread's own scheduling back.
+void pi_fork_child_self(pid_t ptid);
+// Whether kernel thread tid of this process is raised as an owner now; if
+// so, its own scheduling (as read when it was raised, SCHED_RESET_ON_FORK
+// included) in *pol, *sp: what it reads back (pthread_getschedparam,
+// sched_getscheduler, sched_getparam), as natively. Any thread; costs a
+// load when nothing is raised.
+bool pi_own_sched(pid_t tid, int* pol, struct sched_param* sp);
 // On the M, for core/rtlock.cpp: sets its own kernel thread's scheduling
 // (policy pol, SCHED_RESET_ON_FORK added; SCHED_OTHER without it where
 // permitted) and, if that succeeds, forgets the boost pi_prio recorded

@@ -10,6 +10,7 @@
 #include "core/sema.hpp"
 
 #include <errno.h>
+#include <limits.h>
 #include <time.h>
 
 #include <new>
@@ -447,11 +448,21 @@ void foreign_cancel_kick(unsigned long t) {
   for (int i = 0; i < 8; i++) {
     // A private wait's word: woken (spuriously for it: it looks at
     // cancelhandling and goes on); a process-shared wait: the signal.
-    if (const uint32_t* w = __atomic_load_n(&st->word, __ATOMIC_SEQ_CST)) sys::futex_wake(w, 1);
+    // Bit 0: a process-shared word (foreign_cancel_publish_shared).
+    if (const uint32_t* w = __atomic_load_n(&st->word, __ATOMIC_SEQ_CST)) {
+      if ((uintptr_t)w & 1)
+        sys::futex_wake_shared((const uint32_t*)((uintptr_t)w & ~(uintptr_t)1), INT_MAX);
+      else
+        sys::futex_wake(w, 1);
+    }
     if (sys::tgkill(pid, tid, 32) < 0) return;  // glibc's SIGCANCEL; ESRCH: gone
     for (int k = 0; k < 50 && __atomic_load_n(&st->on, __ATOMIC_ACQUIRE); k++) sys::sched_yield();
     if (!__atomic_load_n(&st->on, __ATOMIC_ACQUIRE)) return;
   }
+}
+
+void foreign_cancel_publish_shared(const void* word) {
+  sc_store(&fwait.word, word ? (const uint32_t*)((uintptr_t)word | 1) : nullptr);
 }
 
 void sema_init() { register_wait_interrupter(WaitKind::Sema, sema_interrupt); }

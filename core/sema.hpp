@@ -137,6 +137,11 @@ struct ForeignCancelWait {
 };
 // After glibc marked thread t (a pthread_t, its thread pointer) canceled.
 void foreign_cancel_kick(unsigned long t);
+// Inside a ForeignCancelWait whose kernel thread sleeps on the
+// process-shared word with SIGCANCEL blocked: pthread_cancel's kick wakes
+// the word's waiters (a shared futex wake; the others look and sleep
+// again). nullptr: no more.
+void foreign_cancel_publish_shared(const void* word);
 
 // Number of waiters queued on addr (diagnostics and tests).
 int sema_nwaiters(const void* addr);

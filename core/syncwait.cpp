@@ -90,6 +90,63 @@ int kernel_wait_cancellable(const void* addr, uint32_t val, const SyncDeadline& 
   }
 }
 
+// A kernel thread's wait for a process-shared PI mutex in asynchronous
+// cancellation mode: glibc's SIGCANCEL handler would unwind it inside the
+// futex call, and its PiWaiter (core/pi.hpp) lives in a frame that goes.
+// As wait_foreign (core/sema.cpp) for private words: SIGCANCEL stays
+// blocked during the wait, which pthread_cancel's kick wakes (a shared
+// wake of the word, foreign_cancel_publish_shared) and which sleeps in
+// slices of kPiAsyncSliceNs anyway; it ends when a cancellation was
+// requested: the record is dropped, and unblocking then lets the handler
+// act. 0 then (the caller looks again).
+constexpr int64_t kPiAsyncSliceNs = 20 * 1000 * 1000;
+
+int kernel_wait_pi_async(const void* addr, uint32_t val, const SyncDeadline& dl,
+                         uint32_t bitset) {
+  uint64_t block = 1ull << (32 - 1), old = 0;  // glibc's SIGCANCEL
+  sys::rt_sigprocmask(SIG_BLOCK, &block, &old, 8);
+  int r = 0;
+  {
+    ForeignCancelWait mark;  // ends before SIGCANCEL opens
+    foreign_cancel_publish_shared(addr);
+    for (;;) {
+      if (tcb::self_cancel_requested()) {
+        r = 0;
+        break;
+      }
+      struct timespec ts;
+      bool last = false;
+      int op = FUTEX_WAIT_BITSET;
+      int64_t now = dl.abs && dl.clk == CLOCK_REALTIME ? sys::walltime() : sys::nanotime();
+      int64_t end = now + kPiAsyncSliceNs;
+      if (dl.abs) {
+        int64_t u = (int64_t)dl.abs->tv_sec * 1000000000 + dl.abs->tv_nsec;
+        if (u <= end) {
+          end = u;
+          last = true;
+        }
+        if (dl.clk == CLOCK_REALTIME) op |= FUTEX_CLOCK_REALTIME;
+      }
+      ts.tv_sec = end / 1000000000;
+      ts.tv_nsec = end % 1000000000;
+      long k = sys::futex(addr, op, val, &ts, nullptr, bitset);
+      if (k == -ETIMEDOUT) {
+        if (last) {
+          r = ETIMEDOUT;
+          break;
+        }
+        continue;
+      }
+      r = k == 0 ? 0 : (int)-k;  // woken; EAGAIN (the word changed); EINTR (a handler ran)
+      break;
+    }
+    foreign_cancel_publish_shared(nullptr);
+  }
+  if (!(old & block) && tcb::self_cancel_requested()) pi_wait_drop_self();
+  if (!(old & block)) sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
+  return r;
+}
+
 // A goroutine's wait that a signal interrupted: with asynchronous
 // cancellation on and a cancellation pending, the goroutine is canceled
 // here, as glibc's handler would cancel a thread in its futex wait (the
@@ -146,6 +203,7 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
         if (r != EINTR) break;
         if (cancel_async_pending(gp)) {
           watch_unregister(h);
+          if (gp->pi_wait) pi_wait_drop_self();  // its record lives in a frame about to go
           cancel_point();
         }
         if (cancellable && cancel_pending(gp)) break;
@@ -181,6 +239,8 @@ int sync_wait(const void* addr, uint32_t val, const SyncDeadline& dl, WaitReason
     return r;
   }
   if (cancellable) return kernel_wait_cancellable(addr, val, dl, bitset);
+  if (pi_foreign_waiting() && tcb::self_async_cancel())
+    return kernel_wait_pi_async(addr, val, dl, bitset);
   return kernel_wait(addr, val, dl, bitset);
 }
 

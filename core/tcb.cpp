@@ -119,6 +119,14 @@ pid_t shared_tid_of(pid_t tid) {
   return (pid_t)((uint32_t)kVtidBase + ((uint32_t)(tid - kVtidBase) + off) % kVirtualSpan);
 }
 
+pid_t tid_of_shared(pid_t sid) {
+  if (!is_virtual_tid(sid)) return sid;
+  if (!have_offset.load(std::memory_order_acquire)) reset_shared_offset();
+  uint32_t off = shared_offset.load(std::memory_order_relaxed);
+  return (pid_t)((uint32_t)kVtidBase +
+                 ((uint32_t)(sid - kVtidBase) + kVirtualSpan - off) % kVirtualSpan);
+}
+
 pid_t slow_tid() {
   // Before early_init: no goroutine exists yet, so the kernel tid is what
   // glibc has in THREAD_SELF->tid.

@@ -92,6 +92,10 @@ inline pid_t self_tid() {
 // stays in the virtual range, so it never equals a kernel tid. Any thread.
 pid_t shared_tid_of(pid_t tid);
 inline pid_t shared_tid() { return shared_tid_of(self_tid()); }
+// The inverse for this process: the virtual tid whose shared id is sid (a
+// virtual id; for another process's goroutine, some virtual tid that is
+// almost surely no live goroutine here). A kernel tid is returned as is.
+pid_t tid_of_shared(pid_t sid);
 // Recomputes the per-process offset (after fork, in the child).
 void reset_shared_offset();
 

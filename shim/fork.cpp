@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include "core/fork.hpp"
+#include "core/pi.hpp"
 #include "core/real.hpp"
 #include "core/rtlock.hpp"
 #include "shim/shim.hpp"
+#include "syscalls/sys.hpp"
 
 using namespace goshim;
 
@@ -23,6 +25,7 @@ namespace {
 template <typename Call>
 pid_t forked(Call call) {
   fork_wrapper_begin();
+  pid_t ptid = (pid_t)sys::gettid();  // the forking kernel thread (the child's copy of this frame)
   pid_t pid = call();
   if (pid == 0 && mn_active()) {
     fork_child_reset();
@@ -30,6 +33,9 @@ pid_t forked(Call call) {
   } else if (pid == 0) {
     fork_child_reset_1to1();  // glibc's handler did it (fork), or not (_Fork)
   }
+  // A kernel-thread owner raised by priority inheritance: the child has
+  // its own scheduling (pi_after_fork kept the parent's table for this).
+  if (pid == 0) pi_fork_child_self(ptid);
   fork_wrapper_end(pid == 0 && mn_active());
   return pid;
 }

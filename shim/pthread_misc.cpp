@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "core/cputime.hpp"
+#include "core/pi.hpp"
 #include "core/proc.hpp"
 #include "core/rtlock.hpp"
 #include "core/sched.hpp"
+#include "core/tcb.hpp"
 #include "shim/shim.hpp"
 #include "shim/sync.hpp"
 #include "syscalls/sys.hpp"
@@ -231,6 +233,12 @@ GOSHIM_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sc
 
 GOSHIM_EXPORT int pthread_getschedparam(pthread_t t, int* policy, struct sched_param* p) {
   if (!ours(t)) {
+    // A kernel thread raised as a PI mutex owner: its own scheduling, as
+    // natively (and glibc, which reads the kernel's the first time and
+    // keeps it, never sees the raised one).
+    size_t off = tcb::tid_off.load(std::memory_order_relaxed);
+    pid_t tid = off ? __atomic_load_n((pid_t*)((uintptr_t)t + off), __ATOMIC_RELAXED) : 0;
+    if (tid > 0 && pi_own_sched(tid, policy, p)) return 0;
     shim::ensure_real();
     return real::pthread_getschedparam(t, policy, p);
   }
@@ -303,6 +311,11 @@ GOSHIM_EXPORT int sched_getscheduler(pid_t pid) {
   // A bound G's kernel thread has its policy (with goshim's SCHED_RESET_ON_FORK).
   long r = sys::sched_getscheduler(self ? 0 : pid);
   if (self && r >= 0) r &= ~SCHED_RESET_ON_FORK;
+  int pol;
+  struct sched_param sp;
+  // A kernel thread raised as a PI mutex owner: its own policy, as natively.
+  if (!self && r >= 0 && pid >= 0 && pi_own_sched(pid ? pid : (pid_t)sys::gettid(), &pol, &sp))
+    r = pol;
   return r < 0 ? fail((int)-r) : (int)r;
 }
 
@@ -397,6 +410,11 @@ GOSHIM_EXPORT int sched_getparam(pid_t pid, struct sched_param* p) {
     return 0;
   }
   long r = sys::sched_getparam(pid, p);
+  int pol;
+  struct sched_param sp;
+  // A kernel thread raised as a PI mutex owner: its own priority, as natively.
+  if (r >= 0 && pid >= 0 && pi_own_sched(pid ? pid : (pid_t)sys::gettid(), &pol, &sp))
+    *p = sp;
   return r < 0 ? fail((int)-r) : 0;
 }
 

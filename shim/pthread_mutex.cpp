@@ -18,8 +18,9 @@
 //       (robust_exit below) when it exits; both mark the word kOwnerDied
 //       and the next locker gets EOWNERDEAD. Priority inheritance (the
 //       kernel's PI futex would see a virtual tid) is core/pi.hpp's: a
-//       waiter of a private PI mutex registers while it waits, and the
-//       owner's M runs at the highest waiter's priority until it unlocks.
+//       waiter of a PI mutex (private or process-shared) registers while
+//       it waits, and the owner's M runs at the highest waiter's priority
+//       until it unlocks (an owner of this process only).
 //   priority protect: ceiling << 19 | the simple 0/1/2 state.
 //       The ceiling is checked (EINVAL), and a real-time caller's kernel
 //       priority raised to it, as glibc's tpp does (pp_change below).
@@ -218,12 +219,21 @@ void poll_deadline(const SyncDeadline& user, PollDeadline* out,
 
 // ---- tid-word protocol (robust and/or priority inherit) ---------------------
 
+// tidword_lock_wait's answer when leave_on_cancel and a cancellation was
+// requested while it waited (not an errno).
+constexpr int kLeftForCancel = -1;
+
 // piw: the caller's priority-inheritance record (core/pi.hpp), registered
-// while it waits for a private PI mutex; the caller unregisters it.
+// while it waits for a PI mutex (private or process-shared); the caller
+// unregisters it. leave_on_cancel: the caller (a kernel thread in
+// asynchronous cancellation mode) keeps SIGCANCEL blocked; once a
+// cancellation is requested, the wait is left (kLeftForCancel) so that
+// the caller can drop piw before the handler unwinds it.
 __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const SyncDeadline* dl,
-                                                LockMode mode, PiWaiter* piw) {
+                                                LockMode mode, PiWaiter* piw,
+                                                bool leave_on_cancel) {
   bool robust = kind & kMutexRobust;
-  bool pi = (kind & (kMutexPI | kMutexPshared)) == kMutexPI;
+  bool pi = kind & kMutexPI;
   bool shared = kind & kMutexPshared;
   int type = kind & kMutexKindMask;
   bool cond = mode == LockMode::CondRelock || mode == LockMode::CondContended;
@@ -286,16 +296,16 @@ __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const Syn
     int r;
     // A PI mutex: the waiter's priority goes to the owner (core/pi.hpp);
     // a waiter with one to give recomputes after every slice.
-    if (pi && !piw->linked) pi_wait_begin(piw, &m->lock);
+    if (pi && !piw->linked) pi_wait_begin(piw, &m->lock, shared);
     bool pi_timed = pi && pi_wait_timed(piw);
     if (pi_timed || (robust && !shared && !is_virtual_tid(oldval & kTidMask))) {
       PollDeadline pd;
       poll_deadline(user, &pd, pi_timed ? kPiRecheckNs : kForeignOwnerPollNs);
-      r = sync_wait(&m->lock, (uint32_t)oldval, pd.dl, WaitReason::Mutex, false, ~0u, nullptr,
+      r = sync_wait(&m->lock, (uint32_t)oldval, pd.dl, WaitReason::Mutex, shared, ~0u, nullptr,
                     false, &lw);
       if (r == ETIMEDOUT && pd.capped) {
         r = 0;
-        if (pi_timed) pi_recompute_now();
+        if (pi_timed) pi_recompute_now(piw);
       }
     } else {
       r = sync_wait(&m->lock, (uint32_t)oldval, user, WaitReason::Mutex, shared, ~0u, nullptr,
@@ -305,6 +315,10 @@ __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const Syn
     if (r == ETIMEDOUT) {
       set_pending(head, nullptr);
       return ETIMEDOUT;
+    }
+    if (leave_on_cancel && tcb::self_cancel_requested()) {
+      set_pending(head, nullptr);
+      return kLeftForCancel;
     }
     oldval = ld(&m->lock);
   }
@@ -326,9 +340,50 @@ __attribute__((noinline)) int tidword_lock_wait(MutexObj* m, int kind, const Syn
   return 0;
 }
 
+// A kernel thread that is no goroutine (1:1 mode, a foreign thread) in
+// asynchronous cancellation mode, locking a PI mutex: glibc's SIGCANCEL
+// handler would unwind it wherever the signal lands, also while its
+// PiWaiter (in this frame) is registered or pi_lock held. SIGCANCEL stays
+// blocked from before the registration to after it is dropped (the waits
+// inside end when a cancellation is requested: wait_foreign, syncwait's
+// kernel_wait_pi_async); unblocking then lets the handler act, as it
+// would have in the wait. (A goroutine's handler never unwinds goshim's
+// frames: core/preempt.cpp async_cancel_safe.)
+__attribute__((noinline)) int tidword_lock_guarded(MutexObj* m, int kind, const SyncDeadline* dl,
+                                                   LockMode mode) {
+  const uint64_t block = 1ull << (32 - 1);  // glibc's SIGCANCEL
+  for (;;) {
+    uint64_t old = 0;
+    sys::rt_sigprocmask(SIG_BLOCK, &block, &old, 8);
+    bool opened = !(old & block);  // else nothing can unwind this thread here
+    PiWaiter piw;
+    int r = tidword_lock_wait(m, kind, dl, mode, &piw, opened);
+    if (piw.linked) pi_wait_end(&piw);
+    if (opened) sys::rt_sigprocmask(SIG_SETMASK, &old, nullptr, 8);
+    if (r != kLeftForCancel) return r;
+    // The handler did not act (cancellation disabled meanwhile): again.
+  }
+}
+
 int tidword_lock(MutexObj* m, int kind, const SyncDeadline* dl, LockMode mode) {
+  if (__builtin_expect((kind & kMutexPI) && mode != LockMode::Try, 0)) {
+    G* g = tls_g;
+    if (!(g && !g->is_g0()) && tcb::self_async_cancel()) {
+      // Nothing is registered (and nothing to guard) unless it waits: a
+      // free mutex (or an answer without waiting: EDEADLK, a recursive
+      // count, EOWNERDEAD) as a trylock would take it, which is what a
+      // lock does up to its first wait; only EBUSY goes on to the guarded
+      // wait (two rt_sigprocmask calls).
+      if (mode == LockMode::Lock) {
+        PiWaiter piw;
+        int r = tidword_lock_wait(m, kind, dl, LockMode::Try, &piw, false);
+        if (r != EBUSY) return r;
+      }
+      return tidword_lock_guarded(m, kind, dl, mode);
+    }
+  }
   PiWaiter piw;
-  int r = tidword_lock_wait(m, kind, dl, mode, &piw);
+  int r = tidword_lock_wait(m, kind, dl, mode, &piw, false);
   if (__builtin_expect(piw.linked, 0)) pi_wait_end(&piw);
   return r;
 }
@@ -377,7 +432,7 @@ __attribute__((noinline)) int tidword_unlock(MutexObj* m, int kind, bool decr) {
   // waiters left (core/pi.hpp).
   // A boosted owner woken here onto a run queue: this M has its priority
   // now and runs it next, as after a hand-over.
-  if ((kind & (kMutexPI | kMutexPshared)) == kMutexPI && pi_after_unlock(true) && decr)
+  if ((kind & kMutexPI) && pi_after_unlock(true) && decr)
     rel = LockRelease::HandedToG;
   if (rel == LockRelease::HandedToG && decr) yield_to_new_owner();
   return 0;

@@ -39,15 +39,26 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "common.h"
 
 #define WORK 1000000000L /* L's computation under the mutex: 0.2-0.5 s of CPU */
 #define DEADLINE_S 2     /* M's bound: L alone gets <= 0.1 s of CPU in it (throttling) */
 
-static pthread_mutex_t ma, mb;
+/* PI_PSHARED (mutex_pi_pshared.c): the same with process-shared mutexes in
+ * shared memory, and one more phase, "other process". */
+#ifndef PI_PSHARED
+#define PI_PSHARED 0
+#endif
+
+#if !PI_PSHARED
+static pthread_mutex_t mstore[2];
+#endif
+static pthread_mutex_t *ma, *mb;
 static atomic_int seq;
 static atomic_int held;        /* L (or L2) holds its mutex */
 static atomic_int h_waiting;   /* H is about to lock A */
@@ -109,21 +120,21 @@ static void *holder(void *arg) {
 static atomic_int l1_has_a;
 static void *middle_owner(void *arg) {
   (void)arg;
-  CHECK_EQ(pthread_mutex_lock(&ma), 0);
+  CHECK_EQ(pthread_mutex_lock(ma), 0);
   atomic_store(&l1_has_a, 1);
-  CHECK_EQ(pthread_mutex_lock(&mb), 0);
-  CHECK_EQ(pthread_mutex_unlock(&mb), 0);
-  CHECK_EQ(pthread_mutex_unlock(&ma), 0);
+  CHECK_EQ(pthread_mutex_lock(mb), 0);
+  CHECK_EQ(pthread_mutex_unlock(mb), 0);
+  CHECK_EQ(pthread_mutex_unlock(ma), 0);
   return NULL;
 }
 
 static void *high(void *arg) {
   (void)arg;
   atomic_store(&h_waiting, 1);
-  CHECK_EQ(pthread_mutex_lock(&ma), 0);
+  CHECK_EQ(pthread_mutex_lock(ma), 0);
   h_got_seq = atomic_fetch_add(&seq, 1);
   atomic_store(&h_got, 1);
-  CHECK_EQ(pthread_mutex_unlock(&ma), 0);
+  CHECK_EQ(pthread_mutex_unlock(ma), 0);
   return NULL;
 }
 
@@ -170,14 +181,14 @@ static void *timed_high(void *arg) {
     ts.tv_nsec -= 1000000000;
   }
   atomic_store(&h_waiting, 1);
-  CHECK_EQ(pthread_mutex_timedlock(&ma, &ts), ETIMEDOUT);
+  CHECK_EQ(pthread_mutex_timedlock(ma, &ts), ETIMEDOUT);
   atomic_store(&h_left, 1);
   return NULL;
 }
 static void *timeout_holder(void *arg) {
   (void)arg;
   l_prio_before = kernel_prio();
-  CHECK_EQ(pthread_mutex_lock(&ma), 0);
+  CHECK_EQ(pthread_mutex_lock(ma), 0);
   atomic_store(&held, 1);
   while (!atomic_load(&h_waiting)) sched_yield();
   /* It sleeps between looks: H must get the CPU to give up (at H's
@@ -189,7 +200,7 @@ static void *timeout_holder(void *arg) {
   }
   l_prio_after = kernel_prio();
   l_prio_work = raised ? -31 : l_prio_after;
-  CHECK_EQ(pthread_mutex_unlock(&ma), 0);
+  CHECK_EQ(pthread_mutex_unlock(ma), 0);
   return NULL;
 }
 
@@ -212,6 +223,56 @@ static void phase_timeout(void) {
   printf("timeout: L raised while H waited, back once H gave up\n");
 }
 
+#if PI_PSHARED
+/* Phase "other process": a child process owns A while H waits; nobody in
+ * this process can raise it (natively the kernel does), but H gets A once
+ * the child unlocks. */
+static atomic_int h_tid;
+static void *other_high(void *arg) {
+  (void)arg;
+  atomic_store(&h_tid, self_tid());
+  CHECK_EQ(pthread_mutex_lock(ma), 0);
+  atomic_store(&h_got, 1);
+  CHECK_EQ(pthread_mutex_unlock(ma), 0);
+  return NULL;
+}
+
+static void phase_other_process(void) {
+  int ready[2], go[2];
+  CHECK_EQ(pipe(ready), 0);
+  CHECK_EQ(pipe(go), 0);
+  atomic_store(&h_got, 0);
+  atomic_store(&h_tid, 0);
+  pid_t c = fork();
+  CHECK(c >= 0, "fork: %s", strerror(errno));
+  if (c == 0) {
+    char b = 1;
+    if (pthread_mutex_lock(ma) != 0 || write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) != 1 ||
+        pthread_mutex_unlock(ma) != 0)
+      _exit(1);
+    _exit(0);
+  }
+  char b;
+  CHECK_EQ(read(ready[0], &b, 1), 1);
+  int err;
+  pthread_t h = rt_thread(other_high, 30, &err);
+  CHECK_EQ(err, 0);
+  while (!atomic_load(&h_tid)) sched_yield();
+  wait_tid_asleep(atomic_load(&h_tid), (const volatile int *)&h_got);
+  CHECK_EQ(write(go[1], &b, 1), 1);
+  CHECK_EQ(pthread_join(h, NULL), 0);
+  CHECK(atomic_load(&h_got), "other process: H never had the mutex");
+  int st;
+  CHECK_EQ(waitpid(c, &st, 0), c);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "other process: the child failed (status %#x)", st);
+  close(ready[0]);
+  close(ready[1]);
+  close(go[0]);
+  close(go[1]);
+  printf("other process: H got the mutex once the other process's owner unlocked\n");
+}
+#endif
+
 static void phase(int is_chain) {
   chain = is_chain;
   atomic_store(&seq, 0);
@@ -221,7 +282,7 @@ static void phase(int is_chain) {
   atomic_store(&l1_has_a, 0);
   m_timed_out = 0;
   pthread_t l, l1 = 0, m;
-  CHECK_EQ(pthread_create(&l, NULL, holder, chain ? &mb : &ma), 0);
+  CHECK_EQ(pthread_create(&l, NULL, holder, chain ? mb : ma), 0);
   while (!atomic_load(&held)) sched_yield();
   if (chain) {
     CHECK_EQ(pthread_create(&l1, NULL, middle_owner, NULL), 0);
@@ -291,10 +352,22 @@ int main(int argc, char **argv) {
   pthread_mutexattr_t at;
   CHECK_EQ(pthread_mutexattr_init(&at), 0);
   CHECK_EQ(pthread_mutexattr_setprotocol(&at, PTHREAD_PRIO_INHERIT), 0);
-  CHECK_EQ(pthread_mutex_init(&ma, &at), 0);
-  CHECK_EQ(pthread_mutex_init(&mb, &at), 0);
+#if PI_PSHARED
+  CHECK_EQ(pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED), 0);
+  void *mem = mmap(NULL, 2 * sizeof(pthread_mutex_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CHECK(mem != MAP_FAILED, "mmap: %s", strerror(errno));
+  ma = (pthread_mutex_t *)mem;
+#else
+  ma = &mstore[0];
+#endif
+  mb = ma + 1;
+  CHECK_EQ(pthread_mutex_init(ma, &at), 0);
+  CHECK_EQ(pthread_mutex_init(mb, &at), 0);
   phase(0);
   phase(1);
   phase_timeout();
+#if PI_PSHARED
+  phase_other_process();
+#endif
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -17,14 +18,19 @@
 #define ROUNDS 100
 #define NCANCEL 4
 
-static pthread_mutex_t m;
+/* PI_PSHARED (mutex_pi_cancel_pshared.c): a process-shared mutex. */
+#ifndef PI_PSHARED
+#define PI_PSHARED 0
+#endif
+
+static pthread_mutex_t mstore, *m = &mstore;
 static atomic_int started;
 
 static void *cancelled(void *arg) {
   (void)arg;
   CHECK_EQ(pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL), 0);
   atomic_fetch_add(&started, 1);
-  pthread_mutex_lock(&m); /* held by main until they are cancelled */
+  pthread_mutex_lock(m); /* held by main until they are cancelled */
   return NULL;
 }
 
@@ -33,15 +39,15 @@ static void *filler(void *arg) {
   char big[64 * 1024];
   memset(big, 0x5a, sizeof big);
   __asm__ volatile("" : : "r"(big) : "memory");
-  CHECK_EQ(pthread_mutex_lock(&m), 0);
-  CHECK_EQ(pthread_mutex_unlock(&m), 0);
+  CHECK_EQ(pthread_mutex_lock(m), 0);
+  CHECK_EQ(pthread_mutex_unlock(m), 0);
   return NULL;
 }
 
 static void *rt_waiter(void *arg) {
   (void)arg;
-  CHECK_EQ(pthread_mutex_lock(&m), 0);
-  CHECK_EQ(pthread_mutex_unlock(&m), 0);
+  CHECK_EQ(pthread_mutex_lock(m), 0);
+  CHECK_EQ(pthread_mutex_unlock(m), 0);
   return NULL;
 }
 
@@ -49,10 +55,16 @@ int main(void) {
   pthread_mutexattr_t at;
   CHECK_EQ(pthread_mutexattr_init(&at), 0);
   CHECK_EQ(pthread_mutexattr_setprotocol(&at, PTHREAD_PRIO_INHERIT), 0);
-  CHECK_EQ(pthread_mutex_init(&m, &at), 0);
+#if PI_PSHARED
+  CHECK_EQ(pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED), 0);
+  void *mem = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CHECK(mem != MAP_FAILED, "mmap failed");
+  m = (pthread_mutex_t *)mem;
+#endif
+  CHECK_EQ(pthread_mutex_init(m, &at), 0);
   int rt_runs = 0;
   for (int round = 0; round < ROUNDS; round++) {
-    CHECK_EQ(pthread_mutex_lock(&m), 0);
+    CHECK_EQ(pthread_mutex_lock(m), 0);
     pthread_t th[NCANCEL];
     atomic_store(&started, 0);
     for (int i = 0; i < NCANCEL; i++) CHECK_EQ(pthread_create(&th[i], NULL, cancelled, NULL), 0);
@@ -76,7 +88,7 @@ int main(void) {
     int e = pthread_create(&r, &a, rt_waiter, NULL); /* EPERM without the privilege */
     pthread_attr_destroy(&a);
     usleep(500);
-    CHECK_EQ(pthread_mutex_unlock(&m), 0);
+    CHECK_EQ(pthread_mutex_unlock(m), 0);
     for (int i = 0; i < NCANCEL; i++) CHECK_EQ(pthread_join(f[i], NULL), 0);
     if (e == 0) {
       CHECK_EQ(pthread_join(r, NULL), 0);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "arch/arch.hpp"
+#include "core/proc.hpp"
 #include "core/real.hpp"
 #include "core/tcb.hpp"
 
@@ -46,4 +47,20 @@ Test(tcb, cancel_offset_same_on_other_thread) {
   void* r;
   pthread_join(t, &r);
   cr_expect_eq((size_t)r, tcb::find_cancel_offset(self_pd()));
+}
+
+// A process-shared object records a goroutine's shared id (its virtual tid
+// moved by the per-process offset); core/pi.cpp turns it back into the
+// virtual tid to find the owner. Kernel tids pass through both unchanged.
+Test(tcb, shared_tid_round_trip) {
+  const int32_t span = (1 << 30) - kVtidBase;
+  const int32_t vtids[] = {kVtidBase, kVtidBase + 1, kVtidBase + 2, kVtidBase + 12345,
+                           kVtidBase + span / 2, (1 << 30) - 2, (1 << 30) - 1};
+  for (int32_t v : vtids) {
+    pid_t s = tcb::shared_tid_of(v);
+    cr_expect(is_virtual_tid(s) && s < (1 << 30), "shared id %d of %d out of range", s, v);
+    cr_expect_eq(tcb::tid_of_shared(s), v, "%d -> %d -> %d", v, s, tcb::tid_of_shared(s));
+  }
+  cr_expect_eq(tcb::shared_tid_of(4321), 4321);
+  cr_expect_eq(tcb::tid_of_shared(4321), 4321);
 }
