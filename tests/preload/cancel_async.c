@@ -80,7 +80,7 @@ static void run_lock_case(pthread_mutex_t *m, const char *what, int iters) {
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, async_lock, m), 0);
     while (!started) sched_yield();
-    for (int k = 0; k < (i % 8) * 50; k++) sched_yield(); /* vary where it is */
+    yield_a_while((i % 8) * 50, 2000); /* vary where it is */
     CHECK_EQ(pthread_cancel(t), 0);
     void *r;
     CHECK_EQ(pthread_join(t, &r), 0);

@@ -77,7 +77,7 @@ int main(void) {
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, churn, (void *)(long)i), 0);
     while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) sched_yield();
-    for (int k = 0; k < (i % 16) * 20; k++) sched_yield(); /* vary where it is */
+    yield_a_while((i % 16) * 20, 2000); /* vary where it is */
     CHECK_EQ(pthread_cancel(t), 0);
     void *r;
     CHECK_EQ(pthread_join(t, &r), 0);

@@ -251,6 +251,16 @@ static inline void wait_flag(const volatile int *flag) {
   }
 }
 
+/* Lets other threads run for a while, to vary where they are when the
+ * caller acts next: n sched_yield calls, but at most max_us of time.
+ * Natively a yield hands the CPU to whatever else is runnable on a loaded
+ * machine, so n yields could take seconds and a test minutes; under goshim
+ * a yield is a goroutine switch and n of them take far less than max_us. */
+static inline void yield_a_while(int n, long max_us) {
+  long long t0 = mono_ns_();
+  for (int k = 0; k < n && mono_ns_() - t0 < max_us * 1000LL; k++) sched_yield();
+}
+
 /* A round of thread churn: n threads created, started together (a
  * barrier), each taking and releasing one mutex 200 times, then joined; the
  * count is checked. The send-to-self tests (kill_self_sync,
