@@ -732,17 +732,25 @@ top:
 
     // Sleep in netpoll until the earliest timer (or an fd event). Not for
     // the purge alone: an M in netpoll is not on the idle list, and the
-    // next wakep would start a new kernel thread beside it.
-    if ((netpoll_any_waiters() || poll_until != 0) &&
-        sched.lastpoll.load(std::memory_order_relaxed) != 0) {
-      // Off the idle list before sleeping in netpoll (or handed a P).
+    // next wakep would start a new kernel thread beside it. The M becomes
+    // the poller (lastpoll 0) first and then takes itself off the idle
+    // list; handed a P meanwhile, it gives the poller's place back and
+    // takes the P. (Deciding the two on separate looks let an M sleep in
+    // netpoll still listed: startm handed it a P it did not take, or
+    // listed it twice, the list a cycle: "stopm: M holds a P or spins",
+    // "startm: idle M in bad state", or a hang in midle_remove, a few
+    // runs in a hundred of a program polling from many threads.)
+    int64_t lastpoll_was = 0;
+    if (netpoll_any_waiters() || poll_until != 0)
+      lastpoll_was = sched.lastpoll.exchange(0, std::memory_order_seq_cst);
+    if (lastpoll_was != 0) {
       sched.lock.lock();
       bool free = unlist_early_locked(mp);
       sched.lock.unlock();
-      if (!free) goto park;
-    }
-    if ((netpoll_any_waiters() || poll_until != 0) &&
-        sched.lastpoll.exchange(0, std::memory_order_seq_cst) != 0) {
+      if (!free) {
+        sc_store(sched.lastpoll, lastpoll_was);
+        goto park;
+      }
       if (purge_at != 0 && (poll_until == 0 || purge_at < poll_until)) poll_until = purge_at;
       sc_store(sched.pollUntil, poll_until);
       int64_t delay = -1;
@@ -751,6 +759,7 @@ top:
         if (delay < 0) delay = 0;
       }
       GQueue q;
+      GOSHIM_DCHECK(!mp->listed_early, "find_runnable: M sleeps in netpoll still on the idle list");
       mp->blocked = true;
       if (delay != 0) signal_m_sleep(mp);
       netpoll(delay, q);

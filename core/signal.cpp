@@ -1942,7 +1942,9 @@ void signal_apply(M* mp, G* gp) {
 }
 
 void signal_apply_resume(M* mp, G* gp) {
-  GOSHIM_ON_G0();
+  // On g0, or on the stack of the G park's direct hand-off switched to
+  // (park_switch_post: gp must not park after all); never on gp's own.
+  GOSHIM_DCHECK(getg() && getg() != gp, "contract: signal_apply_resume on the resuming G's stack");
   uintptr_t lo = (uintptr_t)gp->altstack.ss_sp;
   if (__builtin_expect(!(gp->altstack.ss_flags & SS_DISABLE), 0) && gp->sched_sp > lo &&
       gp->sched_sp <= lo + gp->altstack.ss_size) {

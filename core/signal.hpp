@@ -83,7 +83,8 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old);
 // Applies gp's mask (and alternate signal stack) to the current M if they
 // differ from what it has. On g0, before running gp.
 void signal_apply(M* mp, G* gp);
-// On g0, about to run gp (execute): signal_apply, except that when gp
+// On g0 (or the stack of the G park's direct hand-off switched to, never
+// gp's own), about to run gp (execute): signal_apply, except that when gp
 // resumes on its own alternate stack every signal stays blocked (the
 // caller's g0 would otherwise take a signal at that stack's top).
 void signal_apply_resume(M* mp, G* gp);
