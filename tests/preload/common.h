@@ -89,8 +89,10 @@ static inline int env_int(const char *name, int dflt) {
  * states work the same way (proc_state; all_tasks_asleep, wait_all_asleep
  * for every thread of a child process). */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -250,6 +252,44 @@ static inline void wait_flag(const volatile int *flag) {
     sched_yield();
   }
 }
+
+/* For a test that needs every thread on one CPU: unless the environment
+ * variable env is set, pins the process to the first CPU of the calling
+ * kernel thread's mask (raw system calls: the kernel's view), makes it
+ * `nicer` nice steps nicer (up to 19; 0: unchanged; kept by the exec and
+ * by every thread made afterwards), sets env and executes itself again, so
+ * that every thread, goshim's too, starts pinned. Returns at once when env
+ * is set; otherwise returns only on failure, with the exit status to use
+ * (77, SKIP, when the CPU cannot be pinned; 1 when the exec failed). */
+#ifdef __USE_GNU /* (cpu_set_t: not in a program without _GNU_SOURCE) */
+static inline int pin_one_cpu_reexec(const char *env, char **argv, int nicer) {
+  if (getenv(env)) return 0;
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  if (syscall(SYS_sched_getaffinity, 0, sizeof s, &s) < 0) {
+    fprintf(stderr, "SKIP: sched_getaffinity failed: cannot pin\n");
+    return 77;
+  }
+  int c = 0;
+  while (c < CPU_SETSIZE && !CPU_ISSET(c, &s)) c++;
+  CPU_ZERO(&s);
+  CPU_SET(c, &s);
+  if (syscall(SYS_sched_setaffinity, 0, sizeof s, &s) < 0) {
+    fprintf(stderr, "SKIP: sched_setaffinity failed: cannot pin\n");
+    return 77;
+  }
+  if (nicer > 0) {
+    errno = 0;
+    int n = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0 && n < 19)
+      CHECK_EQ(setpriority(PRIO_PROCESS, 0, n + nicer < 19 ? n + nicer : 19), 0);
+  }
+  setenv(env, "1", 1);
+  execv("/proc/self/exe", argv);
+  fprintf(stderr, "re-exec failed: %s\n", strerror(errno));
+  return 1;
+}
+#endif
 
 /* Lets other threads run for a while, to vary where they are when the
  * caller acts next: n sched_yield calls, but at most max_us of time.

@@ -308,35 +308,14 @@ static void phase(int is_chain) {
 
 int main(int argc, char **argv) {
   (void)argc;
-  if (!getenv("MUTEX_PI_BOOST_PINNED")) {
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    if (syscall(SYS_sched_getaffinity, 0, sizeof s, &s) < 0) {
-      fprintf(stderr, "SKIP: sched_getaffinity failed: cannot pin\n");
-      return 77;
-    }
-    int c = 0;
-    while (c < CPU_SETSIZE && !CPU_ISSET(c, &s)) c++;
-    CPU_ZERO(&s);
-    CPU_SET(c, &s);
-    if (syscall(SYS_sched_setaffinity, 0, sizeof s, &s) < 0) {
-      fprintf(stderr, "SKIP: sched_setaffinity failed: cannot pin\n");
-      return 77;
-    }
-    /* Five steps nicer (up to 19), kept by the exec and by every thread
-     * made from then on: a SCHED_OTHER thread's priority read below is its
-     * own nice, also on a kernel thread a real-time one created (natively
-     * each thread has its creator's nice; under goshim an M started from a
-     * real-time M came up at nice 0, SCHED_RESET_ON_FORK's reset, and L's
-     * reading after its unlock was 20 where its own was 25). */
-    errno = 0;
-    int n = getpriority(PRIO_PROCESS, 0);
-    if (errno == 0 && n < 19) CHECK_EQ(setpriority(PRIO_PROCESS, 0, n + 5 < 19 ? n + 5 : 19), 0);
-    setenv("MUTEX_PI_BOOST_PINNED", "1", 1);
-    execv("/proc/self/exe", argv);
-    fprintf(stderr, "re-exec failed\n");
-    return 1;
-  }
+  /* Pinned, and five steps nicer (up to 19), kept by the exec and by every
+   * thread made from then on: a SCHED_OTHER thread's priority read below is
+   * its own nice, also on a kernel thread a real-time one created (natively
+   * each thread has its creator's nice; under goshim an M started from a
+   * real-time M came up at nice 0, SCHED_RESET_ON_FORK's reset, and L's
+   * reading after its unlock was 20 where its own was 25). */
+  int rc = pin_one_cpu_reexec("MUTEX_PI_BOOST_PINNED", argv, 5);
+  if (rc) return rc;
   /* A real-time thread that never blocks is killed (SIGXCPU, then SIGKILL)
    * rather than keep the CPU. */
   struct rlimit rl = {5000000, 6000000};

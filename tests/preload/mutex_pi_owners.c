@@ -162,29 +162,8 @@ __attribute__((constructor)) static void early(void) {
 
 int main(int argc, char **argv) {
   (void)argc;
-  if (!getenv("MUTEX_PI_OWNERS_PINNED")) {
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    if (syscall(SYS_sched_getaffinity, 0, sizeof s, &s) < 0) {
-      fprintf(stderr, "SKIP: sched_getaffinity failed: cannot pin\n");
-      return 77;
-    }
-    int c = 0;
-    while (c < CPU_SETSIZE && !CPU_ISSET(c, &s)) c++;
-    CPU_ZERO(&s);
-    CPU_SET(c, &s);
-    if (syscall(SYS_sched_setaffinity, 0, sizeof s, &s) < 0) {
-      fprintf(stderr, "SKIP: sched_setaffinity failed: cannot pin\n");
-      return 77;
-    }
-    errno = 0;
-    int n = getpriority(PRIO_PROCESS, 0);
-    if (errno == 0 && n < 19) CHECK_EQ(setpriority(PRIO_PROCESS, 0, n + 5 < 19 ? n + 5 : 19), 0);
-    setenv("MUTEX_PI_OWNERS_PINNED", "1", 1);
-    execv("/proc/self/exe", argv);
-    fprintf(stderr, "re-exec failed\n");
-    return 1;
-  }
+  int rc = pin_one_cpu_reexec("MUTEX_PI_OWNERS_PINNED", argv, 5);
+  if (rc) return rc;
   struct rlimit rl = {5000000, 6000000};
   setrlimit(RLIMIT_RTTIME, &rl);
   int err;

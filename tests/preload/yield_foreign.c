@@ -47,26 +47,9 @@ __attribute__((constructor)) static void early(void) {
 int main(int argc, char **argv) {
   (void)argc;
   if (!pinned) {
-    /* The calling kernel thread's mask (a raw system call), one CPU of
-     * it; exec keeps it. */
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    if (syscall(SYS_sched_getaffinity, 0, sizeof s, &s) < 0) {
-      fprintf(stderr, "sched_getaffinity failed: cannot pin\n");
-      return 77;
-    }
-    int c = 0;
-    while (c < CPU_SETSIZE && !CPU_ISSET(c, &s)) c++;
-    CPU_ZERO(&s);
-    CPU_SET(c, &s);
-    if (syscall(SYS_sched_setaffinity, 0, sizeof s, &s) < 0) {
-      fprintf(stderr, "sched_setaffinity failed: cannot pin\n");
-      return 77;
-    }
-    setenv("YIELD_FOREIGN_PINNED", "1", 1);
-    execv("/proc/self/exe", argv);
-    fprintf(stderr, "re-exec failed\n");
-    return 1;
+    /* One CPU of the calling kernel thread's mask; exec keeps it. */
+    int rc = pin_one_cpu_reexec("YIELD_FOREIGN_PINNED", argv, 0);
+    if (rc) return rc;
   }
   CHECK_EQ(cpus_of_thread(), 1);
   for (int i = 0; i < ROUNDS; i++) {
