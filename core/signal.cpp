@@ -673,10 +673,15 @@ void die_default(int sig) {
   if (default_ignored(sig)) return;
   // The arena is out of core dumps: the live goroutines' slots go back in.
   if (dumps_core(sig)) arena_core_dump_mark(tls_g);
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  real::sigaction(sig, &dfl, nullptr);
+  // The kernel's sigaction: also before libc's is resolved (a fatal error
+  // at start-up), and no lock of libc's is taken.
+  struct {
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    uint64_t mask;
+  } dfl = {nullptr /* SIG_DFL */, 0, nullptr, 0};
+  sys::raw4(SYS_rt_sigaction, sig, (long)&dfl, 0, 8);
   set_wrapped(sig, false);
   uint64_t b = bit(sig);
   sys::rt_sigprocmask(SIG_UNBLOCK, &b, nullptr, 8);
