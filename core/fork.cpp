@@ -233,7 +233,7 @@ void fork_child_reset() {
 
 void fork_child_start_threads() {
   threads_deferred = false;
-  if (own_allocator()) privfd_start();  // else when first needed (core/privfd.hpp)
+  privfd_start();  // before the child's program goes on (core/privfd.hpp)
   mstarter_start();
   sysmon_start();
 }

@@ -15,16 +15,20 @@
 // opens there has a number in the program's table, not even for an
 // instant. Callers hand it a function and wait (a futex) for the result.
 //
-// The thread starts at the first read that needs it, not at every process
-// start (nor in every fork child, most of which exec at once): a program
-// that never reads through it (one that makes no thread, sets no
-// credentials and is never dumped) never has it. Until it runs (before the
-// runtime, in 1:1 mode, when the caller may not start it: a signal
-// handler, g0, a foreign thread, the process's only goroutine, or when
-// the kernel refuses unshare) the function runs on the caller, as before.
-// With an allocator of the executable's own, the thread starts with the
-// runtime as before (a start from a caller inside that allocator would
-// enter it again: pthread_create callocs).
+// The thread starts with the runtime and again in every fork child, before
+// the program's code goes on, not at the first read that needs it: its
+// private table begins as a copy of the program's (the kernel has no other
+// way to give a thread an empty one), which holds every open file until
+// the thread has emptied it. Started while the program ran, that copy kept
+// a pipe end the program had just closed open for that moment: a write
+// into a pipe whose reader was closed succeeded, a read of one whose writer
+// was closed found no end-of-file (tests/preload/pipe_close_release).
+// Started while the program's own table holds the same files and nothing
+// of the program runs beside it, the copy changes nothing anyone can see.
+// Until it runs (before the runtime, in 1:1 mode, when the kernel refuses
+// a thread or unshare; a later read tries again where the caller may start
+// it: not a signal handler, g0, a foreign thread, nor the process's only
+// goroutine) the function runs on the caller, as before.
 #pragma once
 
 #include <stddef.h>
@@ -46,10 +50,10 @@ long privfd_read(const char* path, char* buf, size_t size);
 // not run yet: before a caller takes a lock the start would wait for
 // (setxid_all's broadcast: a thread created during it waits for its end).
 void privfd_prepare();
-// Starts the thread now (runtime init, and a fork child, when the process
-// allocator is the executable's own: then it starts nowhere else).
+// Starts the thread now (runtime init, and a fork child before its
+// program goes on).
 void privfd_start();
-// In a fork child (the thread did not survive): it starts again when needed.
+// In a fork child (the thread did not survive): privfd_start follows.
 void privfd_after_fork();
 
 // Whether the calling thread is the privfd thread (tests, contracts).
