@@ -544,8 +544,21 @@ long fdio_kt(int fd, IoOp* op) {
   return out;
 }
 
+// A write that failed with EPIPE or EFBIG (or stopped short for it) made
+// the kernel raise SIGPIPE or SIGXFSZ on this kernel thread; one the G
+// blocks is its own, not the M's.
+inline void claim_raised(G* gp, const IoOp* op, long r) {
+  if (op->mode != kModeWrite) return;
+  if (r < 0 ? (r == -EPIPE || r == -EFBIG) : (op->complete && (size_t)r < op->total))
+    signal_claim_raised(gp, kSigRaisedByCall);
+}
+
 long run(int fd, IoOp* op) {
-  if (io_user_g()) return fdio_g(fd, op);
+  if (G* gp = io_user_g()) {
+    long r = fdio_g(fd, op);
+    claim_raised(gp, op, r);
+    return r;
+  }
   if (__builtin_expect(real::read == nullptr, 0)) {  // before goshim's constructor
     real::resolve();
   }
@@ -1202,6 +1215,7 @@ long twofd(TwoFd* t) {
   pd_put(pout);
   pd_put(pin);
   if (r == -EINTR) cancel_point();
+  if (r == -EPIPE) signal_claim_raised(io_user_g(), kSigRaisedByCall);
   return r;
 }
 

@@ -520,11 +520,14 @@ inline uint64_t sysmon_leaves_since(uint64_t gen) {
   return sysmon_leaves.load(std::memory_order_seq_cst);
 }
 
+void hand_stale_raised(M* mp, uint64_t opens);
+
 // Sets mp's kernel mask (the calling thread's) to k, minus the forwards
 // in flight to it.
 inline void set_kmask(M* mp, uint64_t k) {
   k = with_fwd(mp, k);
   if (mp->cur_sigmask != k) {
+    if (uint64_t opens = mp->cur_sigmask & ~k & kSigRaisedByCall) hand_stale_raised(mp, opens);
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
     __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
     // sysmon leaves what this M opens to it ("The kernel's order across
@@ -1190,6 +1193,52 @@ bool sent_to_process(int sig, const siginfo_t* si) {
     // thread the timer interrupted (send_sigqueue), where goshim finds it.
     default:
       return false;
+  }
+}
+
+// ---- Signals raised by a call ----
+//
+// The kernel raises SIGPIPE (EPIPE) and SIGXFSZ (EFBIG) on the thread
+// whose write caused them. While the G that wrote blocks the signal, so
+// does its M's kernel mask, and the instance stays pending on that kernel
+// thread, not on the G: no wait of the G looks there, and the next G the
+// M runs that leaves the signal open got it (its handler ran on the wrong
+// thread, or the default action ended the process, where natively it
+// stays pending on the writer until the writer takes it or exits). So:
+// the fd layer moves it onto the G right after a write goshim runs
+// (signal_claim_raised); sigpending and the sigwait family move it when
+// the G looks (a write inside libc, stdio's, is not goshim's to see); an
+// exiting G takes it along; and before an M's kernel mask opens it (a G
+// that leaves it open comes, set_kmask), one still pending there goes to
+// the last G that ran on the M blocking it (M::raised_owner), or is
+// dropped with it if that G has exited. Signal-safe.
+void hand_stale_raised(M* mp, uint64_t opens) {
+  uint64_t k = 0;
+  if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0 || !(k & opens)) return;
+  G* owner = mp->raised_owner;
+  uint64_t goid = mp->raised_goid;
+  for (uint64_t s = k & opens; s; s &= s - 1) {
+    int sig = __builtin_ctzll(s) + 1;
+    uint64_t b = bit(sig);
+    siginfo_t si;
+    struct timespec zero = {0, 0};
+    if (sys::raw4(SYS_rt_sigtimedwait, (long)&b, (long)&si, (long)&zero, 8) != sig) continue;
+    if (sent_to_process(sig, &si)) {
+      defer(sig, &si);
+      continue;
+    }
+    if (!owner || __atomic_load_n(&owner->goid, __ATOMIC_ACQUIRE) != goid ||
+        (owner->sigpending.load(std::memory_order_acquire) & b))
+      continue;  // its writer is gone (natively the instance went with it), or one is pending
+    pool_push((uintptr_t)owner, goid, sig, &si, false, false);
+    owner->sigpending.fetch_or(b, std::memory_order_seq_cst);
+    // As a pthread_kill to it: a wait for it ends, an open mask delivers it.
+    if (owner->sigwaiting.load(std::memory_order_seq_cst) & b) {
+      wake_waiter_later();
+    } else if (!(owner->sigmask & b)) {
+      g_unrouted.store(true, std::memory_order_release);
+      sysmon_wake();
+    }
   }
 }
 
@@ -1937,11 +1986,21 @@ inline void set_altstack(M* mp, const stack_t& want) {
 }
 }  // namespace
 
+// gp runs on mp blocking a signal a call may raise: the owner of one left
+// pending there (hand_stale_raised).
+inline void note_raised_owner(M* mp, G* gp) {
+  if (__builtin_expect(gp->sigmask & kSigRaisedByCall, 0)) {
+    mp->raised_owner = gp;
+    mp->raised_goid = gp->goid;
+  }
+}
+
 void signal_apply(M* mp, G* gp) {
   // (What a G that left this M was about to open: sysmon_close_wait.)
   if (__builtin_expect(mp->open_soon.load(std::memory_order_relaxed) != 0, 0))
     sc_store(mp->open_soon, 0);
   set_kmask(mp, kmask(gp->sigmask));
+  note_raised_owner(mp, gp);
   // The G's own alternate stack, else the M's (M::sigstk).
   set_altstack(mp, (gp->altstack.ss_flags & SS_DISABLE) ? mp->sigstk : gp->altstack);
 }
@@ -2129,8 +2188,15 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // still on the way: the loop delivers them in order with the rest.)
   if (signal_has_pending(gp) || (gp->sigpending_proc.load(std::memory_order_acquire) & ~gp->sigmask))
     signal_deliver(gp);
-  if (M* mp = gp->m) set_kmask(mp, kmask(gp->sigmask));
+  if (M* mp = gp->m) {
+    set_kmask(mp, kmask(gp->sigmask));
+    note_raised_owner(mp, gp);
+  }
   if (soon) opener->open_soon.fetch_and(~soon, std::memory_order_seq_cst);
+  // A SIGPIPE or SIGXFSZ of gp's own the mask change took from its M's
+  // kernel thread as it opened (hand_stale_raised): delivered before the
+  // call returns, as the kernel would have.
+  if ((unblocked & kSigRaisedByCall) && signal_has_pending(gp)) signal_deliver(gp);
   return 0;
 }
 
@@ -2434,10 +2500,51 @@ int signal_send(G* target, int sig, const union sigval* value) {
   return 0;  // Runnable: it delivers when it next runs
 }
 
+void signal_claim_raised(G* gp, uint64_t set, const uint64_t* kpending) {
+  GOSHIM_ON_USER_G();
+  M* mp = gp->m;
+  if (!mp) return;
+  // A forward in flight to this M opens its signal in the kernel mask: the
+  // handler has had (or routes) whatever the kernel made pending for it.
+  set &= kSigRaisedByCall & gp->sigmask & ~internal_mask() & ~mp->fwd_bits.load(std::memory_order_seq_cst);
+  if (!set) return;
+  uint64_t k = 0;
+  if (kpending) {
+    k = *kpending;
+  } else if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0) {
+    return;
+  }
+  for (uint64_t s = k & set; s; s &= s - 1) {
+    int sig = __builtin_ctzll(s) + 1;
+    uint64_t b = bit(sig);
+    siginfo_t si;
+    struct timespec zero = {0, 0};
+    // The kernel dequeues this thread's own instance before the process's.
+    if (sys::raw4(SYS_rt_sigtimedwait, (long)&b, (long)&si, (long)&zero, 8) != sig) continue;
+    if (sent_to_process(sig, &si)) {
+      defer(sig, &si);  // as sysmon would have taken it
+      continue;
+    }
+    // Standard signals: one pending instance per thread; the kernel
+    // accepted this one, so it is kept whatever the count.
+    if (gp->sigpending.load(std::memory_order_acquire) & b) continue;
+    pool_push((uintptr_t)gp, gp->goid, sig, &si, false, false);
+    gp->sigpending.fetch_or(b, std::memory_order_seq_cst);
+  }
+}
+
 void signal_pending_set(G* gp, sigset_t* out) {
   sigset_t k;
   sigemptyset(&k);
   sys::raw2(SYS_rt_sigpending, (long)&k, 8);
+  if (gp) {
+    uint64_t kb = to_bits(&k);
+    if (kb & kSigRaisedByCall & gp->sigmask) {
+      signal_claim_raised(gp, kSigRaisedByCall, &kb);
+      sigemptyset(&k);
+      sys::raw2(SYS_rt_sigpending, (long)&k, 8);
+    }
+  }
   uint64_t v = to_bits(&k) | proc_pending.load() | (gp ? gp->sigpending.load() : 0);
   // A process signal gp blocks that sysmon (or an M on g0) took from the
   // kernel before the look above may still be on its way into what goshim
@@ -2613,6 +2720,10 @@ void signal_waiting(G* gp, uint64_t set) {
 // instead lost it when gp was the only G that left it open (the program
 // waited forever for its handler; Open POSIX pthread_cond_timedwait/4-3).
 void signal_g_exit(G* gp) {
+  // A SIGPIPE or SIGXFSZ raised for one of gp's writes that goshim did not
+  // see (stdio's, glibc's own write) and still pending on its M goes with
+  // gp (pool_drop below), not to the next G the M runs.
+  signal_claim_raised(gp, kSigRaisedByCall);
   // From here on gp counts as blocking everything.
   nexiting.fetch_add(1, std::memory_order_seq_cst);
   account_mask_change(gp->sigmask, 0);
