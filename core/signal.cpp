@@ -419,6 +419,28 @@ int64_t read_sigq() {
   return v;
 }
 
+// Signal-safe. Which of bits are pending on the calling kernel thread
+// itself (SigPnd), not on the process (rt_sigpending reports both, and
+// rt_sigtimedwait takes the process's once the thread has none: a
+// kill(getpid(), SIGPIPE) looks exactly like the kernel's own SIGPIPE for
+// a write). 0 if unreadable.
+uint64_t thread_private_pending(uint64_t bits) {
+  char path[48], buf[4096];
+  rawfmt(path, sizeof path, "/proc/self/task/%d/status", (int)sys::gettid());
+  if (privfd_read(path, buf, sizeof buf) <= 0) return 0;
+  const char* p = strstr(buf, "SigPnd:");
+  if (!p) return 0;
+  p += 7;
+  while (*p == ' ' || *p == '\t') p++;
+  uint64_t v = 0;
+  for (;; p++) {
+    int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+    if (d < 0) break;
+    v = v << 4 | (uint64_t)d;
+  }
+  return v & bits;
+}
+
 // Signal-safe. Whether the instances goshim holds (pool and standard),
 // plus extra more, fit with the kernel's count of the user's queued
 // signals under the current soft limit.
@@ -523,16 +545,25 @@ inline uint64_t sysmon_leaves_since(uint64_t gen) {
 void hand_stale_raised(M* mp, uint64_t opens);
 
 // Sets mp's kernel mask (the calling thread's) to k, minus the forwards
-// in flight to it.
-inline void set_kmask(M* mp, uint64_t k) {
+// in flight to it. runs: the G that runs on mp under k (null: g0, an idle
+// M), the owner of a SIGPIPE or SIGXFSZ the kernel raises on mp while k
+// blocks it ("Signals raised by a call").
+inline void set_kmask(M* mp, uint64_t k, G* runs = nullptr) {
   k = with_fwd(mp, k);
   if (mp->cur_sigmask != k) {
-    if (uint64_t opens = mp->cur_sigmask & ~k & kSigRaisedByCall) hand_stale_raised(mp, opens);
+    // (Not a forward's signal: its mark routes that instance.)
+    if (uint64_t opens = mp->cur_sigmask & ~k & kSigRaisedByCall &
+                         ~mp->fwd_bits.load(std::memory_order_seq_cst))
+      hand_stale_raised(mp, opens);
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
     __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
     // sysmon leaves what this M opens to it ("The kernel's order across
     // takers"): it looks now rather than at its next nap's end.
     if (~k & sysmon_leaves_since(mask_gen.load(std::memory_order_acquire))) sysmon_wake();
+  }
+  if (runs && (k & kSigRaisedByCall)) {
+    mp->raised_owner = runs;
+    mp->raised_goid = runs->goid;
   }
   m_progress(mp);
 }
@@ -1215,6 +1246,10 @@ bool sent_to_process(int sig, const siginfo_t* si) {
 void hand_stale_raised(M* mp, uint64_t opens) {
   uint64_t k = 0;
   if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0 || !(k & opens)) return;
+  // A process-wide one stays where it is: the kernel gives it to whoever
+  // leaves it open, as natively.
+  k = thread_private_pending(k & opens);
+  if (!k) return;
   G* owner = mp->raised_owner;
   uint64_t goid = mp->raised_goid;
   for (uint64_t s = k & opens; s; s &= s - 1) {
@@ -1986,21 +2021,11 @@ inline void set_altstack(M* mp, const stack_t& want) {
 }
 }  // namespace
 
-// gp runs on mp blocking a signal a call may raise: the owner of one left
-// pending there (hand_stale_raised).
-inline void note_raised_owner(M* mp, G* gp) {
-  if (__builtin_expect(gp->sigmask & kSigRaisedByCall, 0)) {
-    mp->raised_owner = gp;
-    mp->raised_goid = gp->goid;
-  }
-}
-
 void signal_apply(M* mp, G* gp) {
   // (What a G that left this M was about to open: sysmon_close_wait.)
   if (__builtin_expect(mp->open_soon.load(std::memory_order_relaxed) != 0, 0))
     sc_store(mp->open_soon, 0);
-  set_kmask(mp, kmask(gp->sigmask));
-  note_raised_owner(mp, gp);
+  set_kmask(mp, kmask(gp->sigmask), gp);
   // The G's own alternate stack, else the M's (M::sigstk).
   set_altstack(mp, (gp->altstack.ss_flags & SS_DISABLE) ? mp->sigstk : gp->altstack);
 }
@@ -2188,10 +2213,7 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // still on the way: the loop delivers them in order with the rest.)
   if (signal_has_pending(gp) || (gp->sigpending_proc.load(std::memory_order_acquire) & ~gp->sigmask))
     signal_deliver(gp);
-  if (M* mp = gp->m) {
-    set_kmask(mp, kmask(gp->sigmask));
-    note_raised_owner(mp, gp);
-  }
+  if (M* mp = gp->m) set_kmask(mp, kmask(gp->sigmask), gp);
   if (soon) opener->open_soon.fetch_and(~soon, std::memory_order_seq_cst);
   // A SIGPIPE or SIGXFSZ of gp's own the mask change took from its M's
   // kernel thread as it opened (hand_stale_raised): delivered before the
@@ -2332,7 +2354,7 @@ void signal_deliver(G* gp) {
     ucontext_t uc;
     getcontext(&uc);
     uint64_t during = kmask(gp->sigmask | prog_blocks(sig));
-    set_kmask(gp->m, during);
+    set_kmask(gp->m, during, gp);
     if ((prog_flags[sig].load() & SA_RESETHAND) && prog_handler[sig].load() > kHandlerIgn) {
       struct sigaction dfl;
       memset(&dfl, 0, sizeof dfl);
@@ -2353,7 +2375,11 @@ void signal_deliver(G* gp) {
   }
   // The G's own mask again, once nothing more is due: a signal still
   // queued in the kernel comes after those goshim delivered here.
-  set_kmask(gp->m, kmask(gp->sigmask));
+  set_kmask(gp->m, kmask(gp->sigmask), gp);
+  // One of gp's own writes in a handler whose sa_mask blocked SIGPIPE or
+  // SIGXFSZ, taken from the M as the mask opened: due now, as natively.
+  if (gp->sigpending.load(std::memory_order_acquire) & kSigRaisedByCall & ~gp->sigmask)
+    signal_deliver(gp);
 }
 
 // Interrupts target where it runs (user code or a blocking call), as the
@@ -2500,7 +2526,7 @@ int signal_send(G* target, int sig, const union sigval* value) {
   return 0;  // Runnable: it delivers when it next runs
 }
 
-void signal_claim_raised(G* gp, uint64_t set, const uint64_t* kpending) {
+void signal_claim_raised(G* gp, uint64_t set, bool raised_now, const uint64_t* kpending) {
   GOSHIM_ON_USER_G();
   M* mp = gp->m;
   if (!mp) return;
@@ -2514,6 +2540,10 @@ void signal_claim_raised(G* gp, uint64_t set, const uint64_t* kpending) {
   } else if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0) {
     return;
   }
+  // Right after the write that raised it, this thread's own instance is
+  // there and is taken first; otherwise only one pending on this thread
+  // itself is gp's (a process-wide one is the process's).
+  if ((k & set) && !raised_now) k = thread_private_pending(k & set);
   for (uint64_t s = k & set; s; s &= s - 1) {
     int sig = __builtin_ctzll(s) + 1;
     uint64_t b = bit(sig);
@@ -2540,7 +2570,7 @@ void signal_pending_set(G* gp, sigset_t* out) {
   if (gp) {
     uint64_t kb = to_bits(&k);
     if (kb & kSigRaisedByCall & gp->sigmask) {
-      signal_claim_raised(gp, kSigRaisedByCall, &kb);
+      signal_claim_raised(gp, kSigRaisedByCall, false, &kb);
       sigemptyset(&k);
       sys::raw2(SYS_rt_sigpending, (long)&k, 8);
     }
@@ -2723,7 +2753,7 @@ void signal_g_exit(G* gp) {
   // A SIGPIPE or SIGXFSZ raised for one of gp's writes that goshim did not
   // see (stdio's, glibc's own write) and still pending on its M goes with
   // gp (pool_drop below), not to the next G the M runs.
-  signal_claim_raised(gp, kSigRaisedByCall);
+  signal_claim_raised(gp, kSigRaisedByCall, false);
   // From here on gp counts as blocking everything.
   nexiting.fetch_add(1, std::memory_order_seq_cst);
   account_mask_change(gp->sigmask, 0);
@@ -2807,6 +2837,7 @@ void signal_g_gone() { nexiting.fetch_sub(1, std::memory_order_seq_cst); }
 
 void signal_after_fork(G* gp, M* mp) {
   for (auto& n : nblock) n.store(0, std::memory_order_relaxed);
+  if (mp) mp->raised_owner = nullptr;  // the parent's Gs are gone
   nmasked.store(0, std::memory_order_relaxed);
   nexiting.store(0, std::memory_order_relaxed);
   if (gp) account_mask_change(0, gp->sigmask);

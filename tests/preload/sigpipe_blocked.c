@@ -11,13 +11,17 @@
  * another thread: threads that block it write to broken pipes and exit
  * without taking it, beside threads that leave it open (its handler, which
  * counts, runs 0 times; at the default action the process lives); one's
- * own, unblocked, runs its handler before pthread_sigmask returns. */
+ * own, unblocked, runs its handler before pthread_sigmask returns; one
+ * raised inside a handler whose sa_mask blocks it runs on that thread once
+ * the handler returns; and a kill() of the process, which looks the same,
+ * stays the process's (a thread's exit or sigpending leaves it for main). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -231,6 +235,109 @@ static void strays(void) {
   CHECK(!sigismember(&pend, SIGPIPE), "main: SIGPIPE pending after the writers exited");
 }
 
+/* A thread that leaves SIGPIPE open writes to a broken pipe inside a
+ * SIGUSR1 handler whose sa_mask blocks SIGPIPE: its SIGPIPE handler runs
+ * on it once the SIGUSR1 handler returns, before raise() does; not on
+ * another thread that blocks SIGPIPE and ran on the same kernel thread. */
+static volatile sig_atomic_t masked_hits;
+static pthread_t masked_on;
+static int broken_wr;
+static pthread_mutex_t hm = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hc = PTHREAD_COND_INITIALIZER;
+static int b_done;
+static void on_pipe_masked(int sig) {
+  (void)sig;
+  masked_hits++;
+  masked_on = pthread_self();
+}
+static void on_usr1_write(int sig) {
+  (void)sig;
+  if (write(broken_wr, "x", 1) != -1 || errno != EPIPE) _exit(3);
+}
+static void *blocker(void *arg) {
+  (void)arg;
+  block(SIGPIPE);
+  yield_a_while(100, 50000);
+  pthread_mutex_lock(&hm);
+  while (!b_done) pthread_cond_wait(&hc, &hm);
+  pthread_mutex_unlock(&hm);
+  sigset_t p;
+  CHECK_EQ(sigpending(&p), 0);
+  CHECK(!sigismember(&p, SIGPIPE), "another thread's SIGPIPE is pending on a thread that blocks it");
+  return NULL;
+}
+static void *writer_in_handler(void *arg) {
+  (void)arg;
+  yield_a_while(100, 50000);
+  int before = masked_hits;
+  CHECK_EQ(raise(SIGUSR1), 0);
+  CHECK(masked_hits == before + 1, "SIGPIPE of a write in a handler ran %d times",
+        masked_hits - before);
+  CHECK(pthread_equal(masked_on, pthread_self()), "SIGPIPE's handler ran on another thread");
+  pthread_mutex_lock(&hm);
+  b_done = 1;
+  pthread_cond_broadcast(&hc);
+  pthread_mutex_unlock(&hm);
+  return NULL;
+}
+static void handler_mask(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_pipe_masked;
+  CHECK_EQ(sigaction(SIGPIPE, &sa, NULL), 0);
+  sa.sa_handler = on_usr1_write;
+  sigaddset(&sa.sa_mask, SIGPIPE);
+  CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+  for (int i = 0; i < 20; i++) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(close(p[0]), 0);
+    broken_wr = p[1];
+    b_done = 0;
+    pthread_t a, b;
+    CHECK_EQ(pthread_create(&a, NULL, blocker, NULL), 0);
+    CHECK_EQ(pthread_create(&b, NULL, writer_in_handler, NULL), 0);
+    CHECK_EQ(pthread_join(b, NULL), 0);
+    CHECK_EQ(pthread_join(a, NULL), 0);
+    CHECK_EQ(close(p[1]), 0);
+  }
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+  CHECK_EQ(sigaction(SIGPIPE, &sa, NULL), 0);
+}
+
+/* kill(getpid(), SIGPIPE) while every thread blocks it looks like the
+ * kernel's own SIGPIPE for a write, but is the process's: a thread's
+ * sigpending shows it, a thread's exit does not take it away, and main's
+ * sigtimedwait takes it. */
+static void *look_and_exit(void *arg) {
+  sigset_t p;
+  CHECK_EQ(sigpending(&p), 0);
+  CHECK(sigismember(&p, SIGPIPE), "a thread's sigpending: the process's SIGPIPE is not pending");
+  return arg;
+}
+static void process_sigpipe(void) {
+  block(SIGPIPE);
+  for (int i = 0; i < 10; i++) {
+    CHECK_EQ(kill(getpid(), SIGPIPE), 0);
+    for (int k = 0; k < 3; k++) {
+      pthread_t t;
+      CHECK_EQ(pthread_create(&t, NULL, look_and_exit, NULL), 0);
+      CHECK_EQ(pthread_join(t, NULL), 0);
+    }
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGPIPE);
+    struct timespec ten = {10, 0};
+    siginfo_t si;
+    int sig = sigtimedwait(&s, &si, &ten);
+    CHECK(sig == SIGPIPE, "main could not take the process's SIGPIPE (%d, errno %d)", sig, errno);
+    CHECK(si.si_code == SI_USER && si.si_pid == getpid(), "process SIGPIPE: code %d pid %d",
+          si.si_code, (int)si.si_pid);
+  }
+}
+
 int main(void) {
   sigset_t all;
   sigemptyset(&all);
@@ -257,6 +364,8 @@ int main(void) {
   sa.sa_handler = SIG_DFL;
   CHECK_EQ(sigaction(SIGPIPE, &sa, NULL), 0);
   strays();  /* a stray one ends the process (SIGPIPE's default action) */
+  handler_mask();
+  process_sigpipe();
   printf("SIGPIPE after EPIPE: pending, taken, gone (write, send, writev, stdio, splice, "
          "syscall; main and a thread); SIGXFSZ after EFBIG the same; none outlives its thread\n");
   return 0;
