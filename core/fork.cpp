@@ -233,7 +233,7 @@ void fork_child_reset() {
 
 void fork_child_start_threads() {
   threads_deferred = false;
-  privfd_start();  // before the child's program goes on (core/privfd.hpp)
+  if (own_allocator()) privfd_start();  // else at the child's first thread (core/privfd.hpp)
   mstarter_start();
   sysmon_start();
 }

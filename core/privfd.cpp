@@ -166,6 +166,11 @@ bool ensure_running() {
 
 void privfd_prepare() { ensure_running(); }
 
+void privfd_before_second_goroutine() {
+  uint32_t s = state.load(std::memory_order_acquire);
+  if (s == kNone && sched.ngoroutines.load(std::memory_order_acquire) <= 1) start_thread(s);
+}
+
 void privfd_start() {
   uint32_t s = state.load(std::memory_order_acquire);
   if (s != kRunning && s != kFailed) start_thread(s);

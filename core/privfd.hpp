@@ -15,20 +15,26 @@
 // opens there has a number in the program's table, not even for an
 // instant. Callers hand it a function and wait (a futex) for the result.
 //
-// The thread starts with the runtime and again in every fork child, before
-// the program's code goes on, not at the first read that needs it: its
+// The thread starts with the runtime, and in a fork child when the child
+// creates its first thread, not at the first read that needs it: its
 // private table begins as a copy of the program's (the kernel has no other
 // way to give a thread an empty one), which holds every open file until
 // the thread has emptied it. Started while the program ran, that copy kept
 // a pipe end the program had just closed open for that moment: a write
 // into a pipe whose reader was closed succeeded, a read of one whose writer
 // was closed found no end-of-file (tests/preload/pipe_close_release).
-// Started while the program's own table holds the same files and nothing
-// of the program runs beside it, the copy changes nothing anyone can see.
-// Until it runs (before the runtime, in 1:1 mode, when the kernel refuses
-// a thread or unshare; a later read tries again where the caller may start
-// it: not a signal handler, g0, a foreign thread, nor the process's only
-// goroutine) the function runs on the caller, as before.
+// Started while the program's own table holds the same files and no other
+// code of the program runs (at init; in the only goroutine's
+// pthread_create, before the second exists), the copy changes nothing
+// anyone can see. Not in every fork child: most exec at once, and with
+// thousands of descriptors the copy and the emptying doubled the cost of
+// a fork and exec. Until it runs (before the runtime, in 1:1 mode, when
+// the kernel refuses a thread or unshare; a later read tries again where
+// the caller may start it: sysmon, or a goroutine while the process has
+// others) the function runs on the caller, as before. A start by such a
+// later read (a fork child's only goroutine stuck long enough for sysmon
+// to look, or a thread refused at init) still copies while the program
+// runs.
 #pragma once
 
 #include <stddef.h>
@@ -50,10 +56,15 @@ long privfd_read(const char* path, char* buf, size_t size);
 // not run yet: before a caller takes a lock the start would wait for
 // (setxid_all's broadcast: a thread created during it waits for its end).
 void privfd_prepare();
-// Starts the thread now (runtime init, and a fork child before its
-// program goes on).
+// Starts the thread now (runtime init; a fork child of a program with its
+// own allocator, before the program goes on).
 void privfd_start();
-// In a fork child (the thread did not survive): privfd_start follows.
+// On the process's only goroutine, about to create the second (a fork
+// child's first thread, or after a refused start): starts the thread if
+// it does not run.
+void privfd_before_second_goroutine();
+// In a fork child (the thread did not survive): it starts at the child's
+// first thread creation (privfd_before_second_goroutine).
 void privfd_after_fork();
 
 // Whether the calling thread is the privfd thread (tests, contracts).
