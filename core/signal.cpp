@@ -1848,6 +1848,11 @@ int signal_longjmp_mask(G* gp, const sigset_t* saved) {
     uint64_t k = 0;
     sys::rt_sigprocmask(SIG_BLOCK, nullptr, &k, 8);
     __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
+    // gp ran here under it ("Signals raised by a call").
+    if (k & kSigRaisedByCall) {
+      mp->raised_owner = gp;
+      mp->raised_goid = gp->goid;
+    }
   }
   sigset_t set;
   from_bits(n, &set);
@@ -2270,6 +2275,7 @@ void signal_sent_to_self(G* gp, int sig, uint32_t handled0) {
 }
 
 void signal_deliver(G* gp) {
+again:
   // gp->m is read afresh where it is used: a handler may park (it should
   // not, but it may), and a local live across getcontext could be
   // clobbered if the program returns through the saved context.
@@ -2378,8 +2384,9 @@ void signal_deliver(G* gp) {
   set_kmask(gp->m, kmask(gp->sigmask), gp);
   // One of gp's own writes in a handler whose sa_mask blocked SIGPIPE or
   // SIGXFSZ, taken from the M as the mask opened: due now, as natively.
-  if (gp->sigpending.load(std::memory_order_acquire) & kSigRaisedByCall & ~gp->sigmask)
-    signal_deliver(gp);
+  // (A loop, not a call: a handler that raises it again each time loops
+  // natively too, and must not grow the stack here.)
+  if (gp->sigpending.load(std::memory_order_acquire) & kSigRaisedByCall & ~gp->sigmask) goto again;
 }
 
 // Interrupts target where it runs (user code or a blocking call), as the
@@ -2543,6 +2550,9 @@ void signal_claim_raised(G* gp, uint64_t set, bool raised_now, const uint64_t* k
   // Right after the write that raised it, this thread's own instance is
   // there and is taken first; otherwise only one pending on this thread
   // itself is gp's (a process-wide one is the process's).
+  // One gp has pending already (claimed before in the same call: a
+  // blocking write's) stays; another the kernel has is not gp's to merge.
+  set &= ~gp->sigpending.load(std::memory_order_acquire);
   if ((k & set) && !raised_now) k = thread_private_pending(k & set);
   for (uint64_t s = k & set; s; s &= s - 1) {
     int sig = __builtin_ctzll(s) + 1;
@@ -2837,7 +2847,11 @@ void signal_g_gone() { nexiting.fetch_sub(1, std::memory_order_seq_cst); }
 
 void signal_after_fork(G* gp, M* mp) {
   for (auto& n : nblock) n.store(0, std::memory_order_relaxed);
-  if (mp) mp->raised_owner = nullptr;  // the parent's Gs are gone
+  if (mp) {
+    // The parent's Gs are gone; the caller's pending instances came along.
+    mp->raised_owner = gp;
+    mp->raised_goid = gp ? gp->goid : 0;
+  }
   nmasked.store(0, std::memory_order_relaxed);
   nexiting.store(0, std::memory_order_relaxed);
   if (gp) account_mask_change(0, gp->sigmask);

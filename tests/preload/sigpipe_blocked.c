@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "common.h"
@@ -338,6 +339,38 @@ static void process_sigpipe(void) {
   }
 }
 
+/* A fork child, SIGPIPE blocked since before the fork: a stdio write to a
+ * broken pipe leaves it pending; unblocking runs its handler once. */
+static void fork_child_unblock(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_own;
+  CHECK_EQ(sigaction(SIGPIPE, &sa, NULL), 0);
+  block(SIGPIPE);
+  for (int i = 0; i < 5; i++) {
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+      int fd[2];
+      if (pipe(fd) != 0 || close(fd[0]) != 0) _exit(2);
+      errno = 0;
+      if (write_one(fd[1], STDIO) != -1 || errno != EPIPE) _exit(3);
+      int before = own;
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, SIGPIPE);
+      if (pthread_sigmask(SIG_UNBLOCK, &s, NULL) != 0) _exit(4);
+      _exit(own == before + 1 ? 0 : 5);
+    }
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork child: status 0x%x", st);
+  }
+  sa.sa_handler = SIG_DFL;
+  CHECK_EQ(sigaction(SIGPIPE, &sa, NULL), 0);
+}
+
 int main(void) {
   sigset_t all;
   sigemptyset(&all);
@@ -365,6 +398,7 @@ int main(void) {
   CHECK_EQ(sigaction(SIGPIPE, &sa, NULL), 0);
   strays();  /* a stray one ends the process (SIGPIPE's default action) */
   handler_mask();
+  fork_child_unblock();
   process_sigpipe();
   printf("SIGPIPE after EPIPE: pending, taken, gone (write, send, writev, stdio, splice, "
          "syscall; main and a thread); SIGXFSZ after EFBIG the same; none outlives its thread\n");
