@@ -15,26 +15,25 @@
 // opens there has a number in the program's table, not even for an
 // instant. Callers hand it a function and wait (a futex) for the result.
 //
-// The thread starts with the runtime, and in a fork child when the child
-// creates its first thread, not at the first read that needs it: its
-// private table begins as a copy of the program's (the kernel has no other
-// way to give a thread an empty one), which holds every open file until
-// the thread has emptied it. Started while the program ran, that copy kept
-// a pipe end the program had just closed open for that moment: a write
+// The thread starts when the process (or a fork child) creates its first
+// thread, on its only goroutine inside pthread_create, before the second
+// goroutine exists; not at the first read that needs it while threads
+// run: its private table begins as a copy of the program's (the kernel has
+// no other way to give a thread an empty one), which holds every open file
+// until the thread has emptied it. Started while threads ran, that copy
+// kept a pipe end one thread had just closed open for that moment: a write
 // into a pipe whose reader was closed succeeded, a read of one whose writer
 // was closed found no end-of-file (tests/preload/pipe_close_release).
-// Started while the program's own table holds the same files and no other
-// code of the program runs (at init; in the only goroutine's
-// pthread_create, before the second exists), the copy changes nothing
-// anyone can see. Not in every fork child: most exec at once, and with
-// thousands of descriptors the copy and the emptying doubled the cost of
-// a fork and exec. Until it runs (before the runtime, in 1:1 mode, when
-// the kernel refuses a thread or unshare; a later read tries again where
-// the caller may start it: sysmon, or a goroutine while the process has
-// others) the function runs on the caller, as before. A start by such a
-// later read (a fork child's only goroutine stuck long enough for sysmon
-// to look, or a thread refused at init) still copies while the program
-// runs.
+// Started while no other code of the program runs, the copy changes
+// nothing anyone can see. Not at every start nor in every fork child: a
+// process that never makes a thread needs it rarely, most fork children
+// exec at once, and with thousands of descriptors the copy and the
+// emptying doubled the cost of a fork and exec. Until it runs (before the
+// runtime, in 1:1 mode, when the kernel refuses a thread or unshare) the
+// function runs on the caller, as before; sysmon may still start it for
+// a process with one goroutine (to look at that goroutine's kernel thread,
+// stuck in a system call: the copy is made while that thread waits there),
+// and a goroutine while the process has others after a refused start.
 #pragma once
 
 #include <stddef.h>
@@ -56,7 +55,7 @@ long privfd_read(const char* path, char* buf, size_t size);
 // not run yet: before a caller takes a lock the start would wait for
 // (setxid_all's broadcast: a thread created during it waits for its end).
 void privfd_prepare();
-// Starts the thread now (runtime init; a fork child of a program with its
+// Starts the thread now (runtime init and fork child of a program with its
 // own allocator, before the program goes on).
 void privfd_start();
 // On the process's only goroutine, about to create the second (a fork

@@ -688,9 +688,11 @@ static bool runtime_init_mn() {
     trace_ev(TraceEv::GStart, getg());
   }
   mcache_runtime_arena_init();  // before goshim's own threads start
-  // The privfd thread now, before sysmon (which reads /proc through it),
-  // while no code of the program runs beside it (core/privfd.hpp).
-  privfd_start();
+  // With goshim's allocator the privfd thread starts at the first thread
+  // creation (core/privfd.hpp); with the executable's own, now, before
+  // sysmon (which reads /proc through it): nowhere later is it known to be
+  // outside that allocator.
+  if (own_allocator()) privfd_start();
   mstarter_start();
   sysmon_start();
   if (config.stats) atexit(print_stats_mn);
