@@ -198,9 +198,22 @@ bool settle(IoOp* op, long r, long* out) {
   return false;
 }
 
+// A write that failed with EPIPE or EFBIG (or stopped short for it) made
+// the kernel raise SIGPIPE or SIGXFSZ on this kernel thread; one the G
+// blocks is its own, not the M's.
+inline void claim_raised(G* gp, const IoOp* op, long r) {
+  if (op->mode != kModeWrite || (op->flags & MSG_NOSIGNAL)) return;
+  if (r < 0 ? (r == -EPIPE || r == -EFBIG) : (op->complete && (size_t)r < op->total))
+    signal_claim_raised(gp, kSigRaisedByCall, r < 0);
+}
+
 long run_blocking(IoOp* op, int fd, BlockKind kind) {
+  G* gp = io_user_g();
   BlockingCall bc(kind, op->name);
-  return op->attempt(op, fd);
+  long r = op->attempt(op, fd);
+  // Before the blocking call's end, which may move the G to another M.
+  if (gp && (r == -EPIPE || r == -EFBIG)) claim_raised(gp, op, r);
+  return r;
 }
 
 // An operation whose descriptor was closed before it could take a
@@ -545,7 +558,11 @@ long fdio_kt(int fd, IoOp* op) {
 }
 
 long run(int fd, IoOp* op) {
-  if (io_user_g()) return fdio_g(fd, op);
+  if (G* gp = io_user_g()) {
+    long r = fdio_g(fd, op);
+    claim_raised(gp, op, r);
+    return r;
+  }
   if (__builtin_expect(real::read == nullptr, 0)) {  // before goshim's constructor
     real::resolve();
   }
@@ -1202,6 +1219,7 @@ long twofd(TwoFd* t) {
   pd_put(pout);
   pd_put(pin);
   if (r == -EINTR) cancel_point();
+  if (r == -EPIPE) signal_claim_raised(io_user_g(), kSigRaisedByCall, true);
   return r;
 }
 

@@ -207,12 +207,12 @@ void fork_child_reset() {
     gp->preempt.store(false, std::memory_order_relaxed);
     cputime_reset(gp, true);  // the child's thread starts with no CPU time
   }
+  privfd_after_fork();  // first: the parent's thread is gone, reads run here until it starts
   signal_after_fork(gp, mp);
 
   if (char* st = real::lazy::__libc_single_threaded()) *st = 0;
   for (int i = 0; i < nhooks; i++) hooks[i]();
   memclass_init();
-  privfd_after_fork();
   mstarter_after_fork();
   // goshim's own threads. glibc runs the atfork child handlers in the
   // order they were registered, goshim's (at start-up) first: when the
@@ -233,7 +233,7 @@ void fork_child_reset() {
 
 void fork_child_start_threads() {
   threads_deferred = false;
-  if (own_allocator()) privfd_start();  // else when first needed (core/privfd.hpp)
+  if (own_allocator()) privfd_start();  // else at the child's first thread (core/privfd.hpp)
   mstarter_start();
   sysmon_start();
 }

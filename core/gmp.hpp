@@ -419,6 +419,12 @@ struct M {
   // them (core/signal.cpp, "Forwards"), so a forward is never left pending
   // on an M that no longer runs its G.
   std::atomic<uint64_t> fwd_bits{0};
+  // The last G that ran here blocking SIGPIPE or SIGXFSZ, and its goid:
+  // the owner of one the kernel raised for a write of its that goshim did
+  // not see and left pending on this thread (core/signal.cpp, "Signals
+  // raised by a call").
+  G* raised_owner = nullptr;
+  uint64_t raised_goid = 0;
   stack_t cur_altstack = {nullptr, SS_DISABLE, 0};  // and its sigaltstack
   // This M's own signal stack (core/signal.cpp, "The M's signal stack"):
   // its kernel sigaltstack whenever the G it runs has none (and on g0).

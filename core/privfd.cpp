@@ -166,6 +166,11 @@ bool ensure_running() {
 
 void privfd_prepare() { ensure_running(); }
 
+void privfd_before_second_goroutine() {
+  uint32_t s = state.load(std::memory_order_acquire);
+  if (s == kNone && sched.ngoroutines.load(std::memory_order_acquire) <= 1) start_thread(s);
+}
+
 void privfd_start() {
   uint32_t s = state.load(std::memory_order_acquire);
   if (s != kRunning && s != kFailed) start_thread(s);
@@ -173,6 +178,12 @@ void privfd_start() {
 
 long privfd_run(long (*fn)(void*), void* arg) {
   if (on_thread || !ensure_running()) return fn(arg);
+  // The request and what fn writes live in the caller's frames until done
+  // is set: nothing may leave them meanwhile (a program handler's
+  // siglongjmp, an asynchronous cancellation), or the thread would write
+  // into reused stack. Every signal but the credential broadcast waits.
+  uint64_t block = ~(1ull << (33 - 1)), saved = 0;
+  sys::rt_sigprocmask(SIG_BLOCK, &block, &saved, 8);
   Req r;
   r.fn = fn;
   r.arg = arg;
@@ -185,6 +196,7 @@ long privfd_run(long (*fn)(void*), void* arg) {
   pushes.fetch_add(1, std::memory_order_release);
   sys::futex_wake(&pushes, 1);
   while (r.done.load(std::memory_order_acquire) == 0) sys::futex_wait(&r.done, 0, nullptr);
+  sys::rt_sigprocmask(SIG_SETMASK, &saved, nullptr, 8);
   return r.result;
 }
 

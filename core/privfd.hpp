@@ -15,16 +15,25 @@
 // opens there has a number in the program's table, not even for an
 // instant. Callers hand it a function and wait (a futex) for the result.
 //
-// The thread starts at the first read that needs it, not at every process
-// start (nor in every fork child, most of which exec at once): a program
-// that never reads through it (one that makes no thread, sets no
-// credentials and is never dumped) never has it. Until it runs (before the
-// runtime, in 1:1 mode, when the caller may not start it: a signal
-// handler, g0, a foreign thread, the process's only goroutine, or when
-// the kernel refuses unshare) the function runs on the caller, as before.
-// With an allocator of the executable's own, the thread starts with the
-// runtime as before (a start from a caller inside that allocator would
-// enter it again: pthread_create callocs).
+// The thread starts when the process (or a fork child) creates its first
+// thread, on its only goroutine inside pthread_create, before the second
+// goroutine exists; not at the first read that needs it while threads
+// run: its private table begins as a copy of the program's (the kernel has
+// no other way to give a thread an empty one), which holds every open file
+// until the thread has emptied it. Started while threads ran, that copy
+// kept a pipe end one thread had just closed open for that moment: a write
+// into a pipe whose reader was closed succeeded, a read of one whose writer
+// was closed found no end-of-file (tests/preload/pipe_close_release).
+// Started while no other code of the program runs, the copy changes
+// nothing anyone can see. Not at every start nor in every fork child: a
+// process that never makes a thread needs it rarely, most fork children
+// exec at once, and with thousands of descriptors the copy and the
+// emptying doubled the cost of a fork and exec. Until it runs (before the
+// runtime, in 1:1 mode, when the kernel refuses a thread or unshare) the
+// function runs on the caller, as before; sysmon may still start it for
+// a process with one goroutine (to look at that goroutine's kernel thread,
+// stuck in a system call: the copy is made while that thread waits there),
+// and a goroutine while the process has others after a refused start.
 #pragma once
 
 #include <stddef.h>
@@ -46,10 +55,15 @@ long privfd_read(const char* path, char* buf, size_t size);
 // not run yet: before a caller takes a lock the start would wait for
 // (setxid_all's broadcast: a thread created during it waits for its end).
 void privfd_prepare();
-// Starts the thread now (runtime init, and a fork child, when the process
-// allocator is the executable's own: then it starts nowhere else).
+// Starts the thread now (runtime init and fork child of a program with its
+// own allocator, before the program goes on).
 void privfd_start();
-// In a fork child (the thread did not survive): it starts again when needed.
+// On the process's only goroutine, about to create the second (a fork
+// child's first thread, or after a refused start): starts the thread if
+// it does not run.
+void privfd_before_second_goroutine();
+// In a fork child (the thread did not survive): it starts at the child's
+// first thread creation (privfd_before_second_goroutine).
 void privfd_after_fork();
 
 // Whether the calling thread is the privfd thread (tests, contracts).

@@ -32,6 +32,7 @@
 // the rest of a slot stack that sat on the global list for a while goes
 // back too (gfree_scavenge).
 #include "core/proc.hpp"
+#include "core/privfd.hpp"
 #include "core/rtlock.hpp"
 
 #include <errno.h>
@@ -638,8 +639,10 @@ void gfree_scavenge(int64_t now) {
 
 int thread_create(const CreateAttr& a, void* (*fn)(void*), void* arg, pthread_t* out) {
   // Before the process has a second goroutine (the first creation sets
-  // libunwind up, on this G, in the program's context, core/dump.hpp).
+  // libunwind up, on this G, in the program's context, core/dump.hpp),
+  // and the privfd thread then in a fork child (core/privfd.hpp).
   dump_unwinder_init();
+  privfd_before_second_goroutine();
   G* cur = getg();
   M* mp = (cur && cur->m) ? cur->m : nullptr;
   P* pp = mp ? mp->p : nullptr;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "core/signal.hpp"
 #include "syscalls/sys.hpp"
 
 namespace goshim {
@@ -156,12 +157,14 @@ void rawlog_fd(int fd, const char* fmt, ...) {
 }
 
 [[noreturn]] static void die() {
-  // Abort like abort(3) would, without going through libc (which may take
-  // locks held by a parked goroutine): unblock and raise SIGABRT, then
-  // exit_group if a handler returned.
-  uint64_t set = 1ull << (SIGABRT - 1);
-  sys::rt_sigprocmask(SIG_UNBLOCK, &set, nullptr, 8);
-  sys::tgkill(sys::getpid(), sys::gettid(), SIGABRT);
+  // SIGABRT's default action, without going through libc (which may take
+  // locks held by a parked goroutine) and without the program's handler
+  // (the runtime that would route it is what failed): the process ends
+  // as a crash, with a core dump where RLIMIT_CORE allows, the
+  // goroutines' stacks in it (signal_die_default). goshim's own handler,
+  // left installed, made it a plain exit with status 134 and ran the
+  // program's SIGABRT handler. exit_group only if that did not end it.
+  signal_die_default(SIGABRT);
   sys::exit_group(134);
 }
 

@@ -688,9 +688,10 @@ static bool runtime_init_mn() {
     trace_ev(TraceEv::GStart, getg());
   }
   mcache_runtime_arena_init();  // before goshim's own threads start
-  // With goshim's allocator the privfd thread starts when first needed;
-  // with the executable's own, now, before sysmon (which reads /proc
-  // through it): nowhere later is it known to be outside that allocator.
+  // With goshim's allocator the privfd thread starts at the first thread
+  // creation (core/privfd.hpp); with the executable's own, now, before
+  // sysmon (which reads /proc through it): nowhere later is it known to be
+  // outside that allocator.
   if (own_allocator()) privfd_start();
   mstarter_start();
   sysmon_start();

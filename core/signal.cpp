@@ -419,6 +419,28 @@ int64_t read_sigq() {
   return v;
 }
 
+// Signal-safe. Which of bits are pending on the calling kernel thread
+// itself (SigPnd), not on the process (rt_sigpending reports both, and
+// rt_sigtimedwait takes the process's once the thread has none: a
+// kill(getpid(), SIGPIPE) looks exactly like the kernel's own SIGPIPE for
+// a write). 0 if unreadable.
+uint64_t thread_private_pending(uint64_t bits) {
+  char path[48], buf[4096];
+  rawfmt(path, sizeof path, "/proc/self/task/%d/status", (int)sys::gettid());
+  if (privfd_read(path, buf, sizeof buf) <= 0) return 0;
+  const char* p = strstr(buf, "SigPnd:");
+  if (!p) return 0;
+  p += 7;
+  while (*p == ' ' || *p == '\t') p++;
+  uint64_t v = 0;
+  for (;; p++) {
+    int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+    if (d < 0) break;
+    v = v << 4 | (uint64_t)d;
+  }
+  return v & bits;
+}
+
 // Signal-safe. Whether the instances goshim holds (pool and standard),
 // plus extra more, fit with the kernel's count of the user's queued
 // signals under the current soft limit.
@@ -520,16 +542,28 @@ inline uint64_t sysmon_leaves_since(uint64_t gen) {
   return sysmon_leaves.load(std::memory_order_seq_cst);
 }
 
+void hand_stale_raised(M* mp, uint64_t opens);
+
 // Sets mp's kernel mask (the calling thread's) to k, minus the forwards
-// in flight to it.
-inline void set_kmask(M* mp, uint64_t k) {
+// in flight to it. runs: the G that runs on mp under k (null: g0, an idle
+// M), the owner of a SIGPIPE or SIGXFSZ the kernel raises on mp while k
+// blocks it ("Signals raised by a call").
+inline void set_kmask(M* mp, uint64_t k, G* runs = nullptr) {
   k = with_fwd(mp, k);
   if (mp->cur_sigmask != k) {
+    // (Not a forward's signal: its mark routes that instance.)
+    if (uint64_t opens = mp->cur_sigmask & ~k & kSigRaisedByCall &
+                         ~mp->fwd_bits.load(std::memory_order_seq_cst))
+      hand_stale_raised(mp, opens);
     sys::rt_sigprocmask(SIG_SETMASK, &k, nullptr, 8);
     __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
     // sysmon leaves what this M opens to it ("The kernel's order across
     // takers"): it looks now rather than at its next nap's end.
     if (~k & sysmon_leaves_since(mask_gen.load(std::memory_order_acquire))) sysmon_wake();
+  }
+  if (runs && (k & kSigRaisedByCall)) {
+    mp->raised_owner = runs;
+    mp->raised_goid = runs->goid;
   }
   m_progress(mp);
 }
@@ -673,10 +707,15 @@ void die_default(int sig) {
   if (default_ignored(sig)) return;
   // The arena is out of core dumps: the live goroutines' slots go back in.
   if (dumps_core(sig)) arena_core_dump_mark(tls_g);
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  real::sigaction(sig, &dfl, nullptr);
+  // The kernel's sigaction: also before libc's is resolved (a fatal error
+  // at start-up), and no lock of libc's is taken.
+  struct {
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    uint64_t mask;
+  } dfl = {nullptr /* SIG_DFL */, 0, nullptr, 0};
+  sys::raw4(SYS_rt_sigaction, sig, (long)&dfl, 0, 8);
   set_wrapped(sig, false);
   uint64_t b = bit(sig);
   sys::rt_sigprocmask(SIG_UNBLOCK, &b, nullptr, 8);
@@ -1185,6 +1224,56 @@ bool sent_to_process(int sig, const siginfo_t* si) {
     // thread the timer interrupted (send_sigqueue), where goshim finds it.
     default:
       return false;
+  }
+}
+
+// ---- Signals raised by a call ----
+//
+// The kernel raises SIGPIPE (EPIPE) and SIGXFSZ (EFBIG) on the thread
+// whose write caused them. While the G that wrote blocks the signal, so
+// does its M's kernel mask, and the instance stays pending on that kernel
+// thread, not on the G: no wait of the G looks there, and the next G the
+// M runs that leaves the signal open got it (its handler ran on the wrong
+// thread, or the default action ended the process, where natively it
+// stays pending on the writer until the writer takes it or exits). So:
+// the fd layer moves it onto the G right after a write goshim runs
+// (signal_claim_raised); sigpending and the sigwait family move it when
+// the G looks (a write inside libc, stdio's, is not goshim's to see); an
+// exiting G takes it along; and before an M's kernel mask opens it (a G
+// that leaves it open comes, set_kmask), one still pending there goes to
+// the last G that ran on the M blocking it (M::raised_owner), or is
+// dropped with it if that G has exited. Signal-safe.
+void hand_stale_raised(M* mp, uint64_t opens) {
+  uint64_t k = 0;
+  if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0 || !(k & opens)) return;
+  // A process-wide one stays where it is: the kernel gives it to whoever
+  // leaves it open, as natively.
+  k = thread_private_pending(k & opens);
+  if (!k) return;
+  G* owner = mp->raised_owner;
+  uint64_t goid = mp->raised_goid;
+  for (uint64_t s = k & opens; s; s &= s - 1) {
+    int sig = __builtin_ctzll(s) + 1;
+    uint64_t b = bit(sig);
+    siginfo_t si;
+    struct timespec zero = {0, 0};
+    if (sys::raw4(SYS_rt_sigtimedwait, (long)&b, (long)&si, (long)&zero, 8) != sig) continue;
+    if (sent_to_process(sig, &si)) {
+      defer(sig, &si);
+      continue;
+    }
+    if (!owner || __atomic_load_n(&owner->goid, __ATOMIC_ACQUIRE) != goid ||
+        (owner->sigpending.load(std::memory_order_acquire) & b))
+      continue;  // its writer is gone (natively the instance went with it), or one is pending
+    pool_push((uintptr_t)owner, goid, sig, &si, false, false);
+    owner->sigpending.fetch_or(b, std::memory_order_seq_cst);
+    // As a pthread_kill to it: a wait for it ends, an open mask delivers it.
+    if (owner->sigwaiting.load(std::memory_order_seq_cst) & b) {
+      wake_waiter_later();
+    } else if (!(owner->sigmask & b)) {
+      g_unrouted.store(true, std::memory_order_release);
+      sysmon_wake();
+    }
   }
 }
 
@@ -1759,6 +1848,11 @@ int signal_longjmp_mask(G* gp, const sigset_t* saved) {
     uint64_t k = 0;
     sys::rt_sigprocmask(SIG_BLOCK, nullptr, &k, 8);
     __atomic_store_n(&mp->cur_sigmask, k, __ATOMIC_RELEASE);
+    // gp ran here under it ("Signals raised by a call").
+    if (k & kSigRaisedByCall) {
+      mp->raised_owner = gp;
+      mp->raised_goid = gp->goid;
+    }
   }
   sigset_t set;
   from_bits(n, &set);
@@ -1936,7 +2030,7 @@ void signal_apply(M* mp, G* gp) {
   // (What a G that left this M was about to open: sysmon_close_wait.)
   if (__builtin_expect(mp->open_soon.load(std::memory_order_relaxed) != 0, 0))
     sc_store(mp->open_soon, 0);
-  set_kmask(mp, kmask(gp->sigmask));
+  set_kmask(mp, kmask(gp->sigmask), gp);
   // The G's own alternate stack, else the M's (M::sigstk).
   set_altstack(mp, (gp->altstack.ss_flags & SS_DISABLE) ? mp->sigstk : gp->altstack);
 }
@@ -2124,8 +2218,12 @@ int signal_setmask(G* gp, int how, const sigset_t* set, sigset_t* old) {
   // still on the way: the loop delivers them in order with the rest.)
   if (signal_has_pending(gp) || (gp->sigpending_proc.load(std::memory_order_acquire) & ~gp->sigmask))
     signal_deliver(gp);
-  if (M* mp = gp->m) set_kmask(mp, kmask(gp->sigmask));
+  if (M* mp = gp->m) set_kmask(mp, kmask(gp->sigmask), gp);
   if (soon) opener->open_soon.fetch_and(~soon, std::memory_order_seq_cst);
+  // A SIGPIPE or SIGXFSZ of gp's own the mask change took from its M's
+  // kernel thread as it opened (hand_stale_raised): delivered before the
+  // call returns, as the kernel would have.
+  if ((unblocked & kSigRaisedByCall) && signal_has_pending(gp)) signal_deliver(gp);
   return 0;
 }
 
@@ -2177,6 +2275,7 @@ void signal_sent_to_self(G* gp, int sig, uint32_t handled0) {
 }
 
 void signal_deliver(G* gp) {
+again:
   // gp->m is read afresh where it is used: a handler may park (it should
   // not, but it may), and a local live across getcontext could be
   // clobbered if the program returns through the saved context.
@@ -2261,7 +2360,7 @@ void signal_deliver(G* gp) {
     ucontext_t uc;
     getcontext(&uc);
     uint64_t during = kmask(gp->sigmask | prog_blocks(sig));
-    set_kmask(gp->m, during);
+    set_kmask(gp->m, during, gp);
     if ((prog_flags[sig].load() & SA_RESETHAND) && prog_handler[sig].load() > kHandlerIgn) {
       struct sigaction dfl;
       memset(&dfl, 0, sizeof dfl);
@@ -2282,7 +2381,12 @@ void signal_deliver(G* gp) {
   }
   // The G's own mask again, once nothing more is due: a signal still
   // queued in the kernel comes after those goshim delivered here.
-  set_kmask(gp->m, kmask(gp->sigmask));
+  set_kmask(gp->m, kmask(gp->sigmask), gp);
+  // One of gp's own writes in a handler whose sa_mask blocked SIGPIPE or
+  // SIGXFSZ, taken from the M as the mask opened: due now, as natively.
+  // (A loop, not a call: a handler that raises it again each time loops
+  // natively too, and must not grow the stack here.)
+  if (gp->sigpending.load(std::memory_order_acquire) & kSigRaisedByCall & ~gp->sigmask) goto again;
 }
 
 // Interrupts target where it runs (user code or a blocking call), as the
@@ -2429,10 +2533,58 @@ int signal_send(G* target, int sig, const union sigval* value) {
   return 0;  // Runnable: it delivers when it next runs
 }
 
+void signal_claim_raised(G* gp, uint64_t set, bool raised_now, const uint64_t* kpending) {
+  GOSHIM_ON_USER_G();
+  M* mp = gp->m;
+  if (!mp) return;
+  // A forward in flight to this M opens its signal in the kernel mask: the
+  // handler has had (or routes) whatever the kernel made pending for it.
+  set &= kSigRaisedByCall & gp->sigmask & ~internal_mask() & ~mp->fwd_bits.load(std::memory_order_seq_cst);
+  if (!set) return;
+  uint64_t k = 0;
+  if (kpending) {
+    k = *kpending;
+  } else if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0) {
+    return;
+  }
+  // Right after the write that raised it, this thread's own instance is
+  // there and is taken first; otherwise only one pending on this thread
+  // itself is gp's (a process-wide one is the process's).
+  // One gp has pending already (claimed before in the same call: a
+  // blocking write's) stays; another the kernel has is not gp's to merge.
+  set &= ~gp->sigpending.load(std::memory_order_acquire);
+  if ((k & set) && !raised_now) k = thread_private_pending(k & set);
+  for (uint64_t s = k & set; s; s &= s - 1) {
+    int sig = __builtin_ctzll(s) + 1;
+    uint64_t b = bit(sig);
+    siginfo_t si;
+    struct timespec zero = {0, 0};
+    // The kernel dequeues this thread's own instance before the process's.
+    if (sys::raw4(SYS_rt_sigtimedwait, (long)&b, (long)&si, (long)&zero, 8) != sig) continue;
+    if (sent_to_process(sig, &si)) {
+      defer(sig, &si);  // as sysmon would have taken it
+      continue;
+    }
+    // Standard signals: one pending instance per thread; the kernel
+    // accepted this one, so it is kept whatever the count.
+    if (gp->sigpending.load(std::memory_order_acquire) & b) continue;
+    pool_push((uintptr_t)gp, gp->goid, sig, &si, false, false);
+    gp->sigpending.fetch_or(b, std::memory_order_seq_cst);
+  }
+}
+
 void signal_pending_set(G* gp, sigset_t* out) {
   sigset_t k;
   sigemptyset(&k);
   sys::raw2(SYS_rt_sigpending, (long)&k, 8);
+  if (gp) {
+    uint64_t kb = to_bits(&k);
+    if (kb & kSigRaisedByCall & gp->sigmask) {
+      signal_claim_raised(gp, kSigRaisedByCall, false, &kb);
+      sigemptyset(&k);
+      sys::raw2(SYS_rt_sigpending, (long)&k, 8);
+    }
+  }
   uint64_t v = to_bits(&k) | proc_pending.load() | (gp ? gp->sigpending.load() : 0);
   // A process signal gp blocks that sysmon (or an M on g0) took from the
   // kernel before the look above may still be on its way into what goshim
@@ -2608,6 +2760,10 @@ void signal_waiting(G* gp, uint64_t set) {
 // instead lost it when gp was the only G that left it open (the program
 // waited forever for its handler; Open POSIX pthread_cond_timedwait/4-3).
 void signal_g_exit(G* gp) {
+  // A SIGPIPE or SIGXFSZ raised for one of gp's writes that goshim did not
+  // see (stdio's, glibc's own write) and still pending on its M goes with
+  // gp (pool_drop below), not to the next G the M runs.
+  signal_claim_raised(gp, kSigRaisedByCall, false);
   // From here on gp counts as blocking everything.
   nexiting.fetch_add(1, std::memory_order_seq_cst);
   account_mask_change(gp->sigmask, 0);
@@ -2691,6 +2847,11 @@ void signal_g_gone() { nexiting.fetch_sub(1, std::memory_order_seq_cst); }
 
 void signal_after_fork(G* gp, M* mp) {
   for (auto& n : nblock) n.store(0, std::memory_order_relaxed);
+  if (mp) {
+    // The parent's Gs are gone; the caller's pending instances came along.
+    mp->raised_owner = gp;
+    mp->raised_goid = gp ? gp->goid : 0;
+  }
   nmasked.store(0, std::memory_order_relaxed);
   nexiting.store(0, std::memory_order_relaxed);
   if (gp) account_mask_change(0, gp->sigmask);

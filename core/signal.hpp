@@ -174,6 +174,23 @@ inline bool signal_has_pending(G* gp) {
   return gp->sigpending.load(std::memory_order_relaxed) & ~gp->sigmask;
 }
 
+// The signals the kernel raises on the thread whose system call caused
+// them (SIGPIPE for EPIPE, SIGXFSZ for EFBIG). While gp blocks one, its
+// M's kernel mask blocks it too, and the instance stays pending on that
+// kernel thread, where no wait of gp looks and whatever G the M runs next
+// would get it.
+constexpr uint64_t kSigRaisedByCall = (1ull << (SIGPIPE - 1)) | (1ull << (SIGXFSZ - 1));
+// On gp, on the M that made the call: moves the raised signals of set
+// (kSigRaisedByCall) that gp blocks and its M's kernel thread has pending
+// onto gp, with the kernel's siginfo, as a pthread_kill to gp would queue
+// them. raised_now: gp's write on this thread just failed with EPIPE or
+// EFBIG (without MSG_NOSIGNAL), so the thread's own instance is there;
+// otherwise only instances pending on the thread itself are taken (read
+// from /proc: a kill() of the process looks the same). A process-wide
+// instance taken instead goes where sysmon would put it. kpending: the
+// kernel's pending set of this thread if the caller just read it, or null.
+// Holds no lock; costs a system call only when one of set is blocked.
+void signal_claim_raised(G* gp, uint64_t set, bool raised_now, const uint64_t* kpending = nullptr);
 // sigpending for gp: what is pending on it, on its M and on the process.
 void signal_pending_set(G* gp, sigset_t* out);
 // Takes a signal of set pending on gp or on the process, if any (sigwait
