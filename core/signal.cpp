@@ -406,14 +406,20 @@ uint64_t sigpending_limit() {
 
 // Signal-safe. The kernel's count of queued signals of this process's
 // user (SigQ), or -1 if unreadable.
+// The value of a /proc status line ("Key:\tvalue"), or null.
+const char* status_value(const char* buf, const char* key) {
+  const char* p = strstr(buf, key);
+  if (!p) return nullptr;
+  p += strlen(key);
+  while (*p == ' ' || *p == '\t') p++;
+  return p;
+}
+
 int64_t read_sigq() {
   char buf[4096];
   if (privfd_read("/proc/self/status", buf, sizeof buf) <= 0) return -1;
-  const char* p = strstr(buf, "SigQ:");
-  if (!p) return -1;
-  p += 5;
-  while (*p == ' ' || *p == '\t') p++;
-  if (*p < '0' || *p > '9') return -1;
+  const char* p = status_value(buf, "SigQ:");
+  if (!p || *p < '0' || *p > '9') return -1;
   int64_t v = 0;
   while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
   return v;
@@ -428,10 +434,8 @@ uint64_t thread_private_pending(uint64_t bits) {
   char path[48], buf[4096];
   rawfmt(path, sizeof path, "/proc/self/task/%d/status", (int)sys::gettid());
   if (privfd_read(path, buf, sizeof buf) <= 0) return 0;
-  const char* p = strstr(buf, "SigPnd:");
+  const char* p = status_value(buf, "SigPnd:");
   if (!p) return 0;
-  p += 7;
-  while (*p == ' ' || *p == '\t') p++;
   uint64_t v = 0;
   for (;; p++) {
     int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
@@ -1243,17 +1247,16 @@ bool sent_to_process(int sig, const siginfo_t* si) {
 // that leaves it open comes, set_kmask), one still pending there goes to
 // the last G that ran on the M blocking it (M::raised_owner), or is
 // dropped with it if that G has exited. Signal-safe.
-void hand_stale_raised(M* mp, uint64_t opens) {
-  uint64_t k = 0;
-  if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0 || !(k & opens)) return;
-  // A process-wide one stays where it is: the kernel gives it to whoever
-  // leaves it open, as natively.
-  k = thread_private_pending(k & opens);
-  if (!k) return;
-  G* owner = mp->raised_owner;
-  uint64_t goid = mp->raised_goid;
-  for (uint64_t s = k & opens; s; s &= s - 1) {
-    int sig = __builtin_ctzll(s) + 1;
+// Signal-safe. Takes each signal of sigs from the calling thread's
+// kernel queue (its own instance first) and queues it on owner (goid: the
+// thread it must still be), with the kernel's siginfo, as a pthread_kill
+// to it would: a wait for it ends, an open mask delivers it. One that
+// turns out to be the process's goes where sysmon would put it; one whose
+// owner is gone (natively it went with that thread), or has it pending
+// already (one standard instance per thread), is dropped.
+void move_raised(G* owner, uint64_t goid, uint64_t sigs) {
+  for (; sigs; sigs &= sigs - 1) {
+    int sig = __builtin_ctzll(sigs) + 1;
     uint64_t b = bit(sig);
     siginfo_t si;
     struct timespec zero = {0, 0};
@@ -1264,10 +1267,9 @@ void hand_stale_raised(M* mp, uint64_t opens) {
     }
     if (!owner || __atomic_load_n(&owner->goid, __ATOMIC_ACQUIRE) != goid ||
         (owner->sigpending.load(std::memory_order_acquire) & b))
-      continue;  // its writer is gone (natively the instance went with it), or one is pending
-    pool_push((uintptr_t)owner, goid, sig, &si, false, false);
+      continue;
+    pool_push((uintptr_t)owner, goid, sig, &si, false, false);  // the kernel accepted it
     owner->sigpending.fetch_or(b, std::memory_order_seq_cst);
-    // As a pthread_kill to it: a wait for it ends, an open mask delivers it.
     if (owner->sigwaiting.load(std::memory_order_seq_cst) & b) {
       wake_waiter_later();
     } else if (!(owner->sigmask & b)) {
@@ -1275,6 +1277,14 @@ void hand_stale_raised(M* mp, uint64_t opens) {
       sysmon_wake();
     }
   }
+}
+
+void hand_stale_raised(M* mp, uint64_t opens) {
+  uint64_t k = 0;
+  if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0 || !(k & opens)) return;
+  // A process-wide one stays where it is: the kernel gives it to whoever
+  // leaves it open, as natively.
+  move_raised(mp->raised_owner, mp->raised_goid, thread_private_pending(k & opens));
 }
 
 }  // namespace
@@ -2547,30 +2557,15 @@ void signal_claim_raised(G* gp, uint64_t set, bool raised_now, const uint64_t* k
   } else if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0) {
     return;
   }
-  // Right after the write that raised it, this thread's own instance is
-  // there and is taken first; otherwise only one pending on this thread
-  // itself is gp's (a process-wide one is the process's).
   // One gp has pending already (claimed before in the same call: a
   // blocking write's) stays; another the kernel has is not gp's to merge.
   set &= ~gp->sigpending.load(std::memory_order_acquire);
-  if ((k & set) && !raised_now) k = thread_private_pending(k & set);
-  for (uint64_t s = k & set; s; s &= s - 1) {
-    int sig = __builtin_ctzll(s) + 1;
-    uint64_t b = bit(sig);
-    siginfo_t si;
-    struct timespec zero = {0, 0};
-    // The kernel dequeues this thread's own instance before the process's.
-    if (sys::raw4(SYS_rt_sigtimedwait, (long)&b, (long)&si, (long)&zero, 8) != sig) continue;
-    if (sent_to_process(sig, &si)) {
-      defer(sig, &si);  // as sysmon would have taken it
-      continue;
-    }
-    // Standard signals: one pending instance per thread; the kernel
-    // accepted this one, so it is kept whatever the count.
-    if (gp->sigpending.load(std::memory_order_acquire) & b) continue;
-    pool_push((uintptr_t)gp, gp->goid, sig, &si, false, false);
-    gp->sigpending.fetch_or(b, std::memory_order_seq_cst);
-  }
+  k &= set;
+  // Right after the write that raised it, this thread's own instance is
+  // there and is taken first; otherwise only one pending on this thread
+  // itself is gp's (a process-wide one is the process's).
+  if (k && !raised_now) k = thread_private_pending(k);
+  move_raised(gp, gp->goid, k);
 }
 
 void signal_pending_set(G* gp, sigset_t* out) {

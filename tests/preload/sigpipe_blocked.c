@@ -66,6 +66,16 @@ static long write_one(int wr, int how) {
   return write(wr, "x", 1);
 }
 
+/* A pipe whose reader is closed, written to `how`: EPIPE. */
+static void epipe_write(const char *who, int how) {
+  int fd[2];
+  CHECK_EQ(pipe(fd), 0);
+  CHECK_EQ(close(fd[0]), 0);
+  long r = write_one(fd[1], how);
+  CHECK(r == -1 && errno == EPIPE, "%s %s: %ld errno %d", who, hows[how], r, errno);
+  CHECK_EQ(close(fd[1]), 0);
+}
+
 static void one(const char *who, int how, int look_first) {
   int fd[2];
   int sock = how == SEND || how == WRITEV;
@@ -169,13 +179,8 @@ static void *unblock_delivers(void *arg) {
   (void)arg;
   for (int i = 0; i < 40; i++) {
     block(SIGPIPE);
-    int fd[2];
-    CHECK_EQ(pipe(fd), 0);
-    CHECK_EQ(close(fd[0]), 0);
     int how = i % 2 ? STDIO : WRITE;
-    long r = write_one(fd[1], how);
-    CHECK(r == -1 && errno == EPIPE, "unblock %s: %ld errno %d", hows[how], r, errno);
-    CHECK_EQ(close(fd[1]), 0);
+    epipe_write("unblock", how);
     if (i % 4 == 1) sched_yield();
     int before = own;
     sigset_t s;
@@ -203,13 +208,7 @@ static void *leave_pending(void *arg) {
   static const int pipe_hows[] = {WRITE, STDIO, SPLICE, RAW};
   block(SIGPIPE);
   for (int i = 0; i < 30; i++) {
-    int how = pipe_hows[((long)arg + i) % 4];
-    int fd[2];
-    CHECK_EQ(pipe(fd), 0);
-    CHECK_EQ(close(fd[0]), 0);
-    long r = write_one(fd[1], how);
-    CHECK(r == -1 && errno == EPIPE, "leave_pending %s: %ld errno %d", hows[how], r, errno);
-    CHECK_EQ(close(fd[1]), 0);
+    epipe_write("leave_pending", pipe_hows[((long)arg + i) % 4]);
     if (i % 8 == 0) sched_yield();
   }
   return NULL;
