@@ -16,6 +16,7 @@
 #include "core/netpoll.hpp"
 #include "core/privfd.hpp"
 #include "core/proc.hpp"
+#include "core/procstatus.hpp"
 #include "core/rawlog.hpp"
 #include "core/runtime.hpp"
 #include "core/sched.hpp"
@@ -36,10 +37,8 @@ std::atomic<uint64_t> npinned{0};
 
 // Kernel threads of the process (/proc/self/status), or -1.
 int kernel_threads() {
-  char buf[2048];
-  if (privfd_read("/proc/self/status", buf, sizeof buf) <= 0) return -1;
-  const char* p = strstr(buf, "Threads:");
-  return p ? atoi(p + 8) : -1;
+  StatusField f = {"Threads", 10, 0, false};
+  return proc_status("/proc/self/status", &f, 1) && f.found ? (int)f.value : -1;
 }
 
 void note_kthreads() {

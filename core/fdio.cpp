@@ -44,6 +44,7 @@ struct IoOp {
   bool plain = false;            // a plain read/write: the same-process handoff applies
   bool cancellable = true;       // a cancellation point (sendfile is none)
   bool raw_used = false;         // set by attempt (accept: the new fd is O_NONBLOCK)
+  bool raised_claimed = false;   // claim_raised ran (inside a blocking call's scope)
   size_t total = 0;
   size_t done = 0;
   long timeout_result = -EAGAIN;
@@ -201,18 +202,24 @@ bool settle(IoOp* op, long r, long* out) {
 // A write that failed with EPIPE or EFBIG (or stopped short for it) made
 // the kernel raise SIGPIPE or SIGXFSZ on this kernel thread; one the G
 // blocks is its own, not the M's.
-inline void claim_raised(G* gp, const IoOp* op, long r) {
-  if (op->mode != kModeWrite || (op->flags & MSG_NOSIGNAL)) return;
-  if (r < 0 ? (r == -EPIPE || r == -EFBIG) : (op->complete && (size_t)r < op->total))
-    signal_claim_raised(gp, kSigRaisedByCall, r < 0);
+// Once per operation: a second claim, after the G moved to another M,
+// would take that M's instances. short_any: one system call made the
+// whole operation, so any short write may have stopped for it.
+inline void claim_raised(G* gp, IoOp* op, long r, bool short_any = false) {
+  if (op->raised_claimed || op->mode != kModeWrite || (op->flags & MSG_NOSIGNAL)) return;
+  if (r < 0 ? (r == -EPIPE || r == -EFBIG) : (op->complete || short_any) && (size_t)r < op->total) {
+    op->raised_claimed = true;
+    signal_claim_raised(gp, kSigRaisedByCall, r < 0 ? Raised::Now : Raised::Mine);
+  }
 }
 
 long run_blocking(IoOp* op, int fd, BlockKind kind) {
   G* gp = io_user_g();
   BlockingCall bc(kind, op->name);
   long r = op->attempt(op, fd);
-  // Before the blocking call's end, which may move the G to another M.
-  if (gp && (r == -EPIPE || r == -EFBIG)) claim_raised(gp, op, r);
+  // Before the blocking call's end, which may move the G to another M
+  // (a short write too: a pipe's reader went away part way).
+  if (gp) claim_raised(gp, op, r, true);
   return r;
 }
 
@@ -1184,11 +1191,17 @@ long twofd(TwoFd* t) {
   bool wout = end_waits(pout, t->out, &foreign);
   FileRec* fout = pout->file;
   long r;
+  bool claimed = false;
   if (nowait || (!win && !wout)) {
     bump_peer(fout);
     if (foreign) {
       BlockingCall bc(BlockKind::Long, t->is_tee ? "tee" : "splice");
       r = twofd_attempt(t);
+      // Before the blocking call's end (run_blocking).
+      if (r == -EPIPE) {
+        signal_claim_raised(io_user_g(), kSigRaisedByCall, Raised::Now);
+        claimed = true;
+      }
     } else {
       r = twofd_attempt(t);
     }
@@ -1219,7 +1232,7 @@ long twofd(TwoFd* t) {
   pd_put(pout);
   pd_put(pin);
   if (r == -EINTR) cancel_point();
-  if (r == -EPIPE) signal_claim_raised(io_user_g(), kSigRaisedByCall, true);
+  if (r == -EPIPE && !claimed) signal_claim_raised(io_user_g(), kSigRaisedByCall, Raised::Now);
   return r;
 }
 

@@ -18,6 +18,7 @@
 #include "arch/arch.hpp"
 #include "core/lock.hpp"
 #include "core/privfd.hpp"
+#include "core/procstatus.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/scstore.hpp"
@@ -154,18 +155,14 @@ bool glibc_threads(std::atomic<uint64_t>* map) {
 enum class Reach { Gone, Blocked, Stopped, Other };
 
 Reach reach_of(long tid) {
-  char path[64], buf[2048];
+  char path[48];
   rawfmt(path, sizeof path, "/proc/self/task/%ld/status", tid);
-  long n = privfd_read(path, buf, sizeof buf);
-  if (n <= 0) return Reach::Gone;
-  const char* st = strstr(buf, "\nState:\t");
-  if (st && (st[8] == 'T' || st[8] == 't')) return Reach::Stopped;
-  if (st && (st[8] == 'Z' || st[8] == 'X')) return Reach::Gone;
-  const char* blk = strstr(buf, "\nSigBlk:\t");
-  if (blk) {
-    uint64_t m = strtoull(blk + 9, nullptr, 16);
-    if (m >> (kSigSetxid - 1) & 1) return Reach::Blocked;
-  }
+  StatusField f[2] = {{"State", 0, 0, false}, {"SigBlk", 16, 0, false}};
+  if (!proc_status(path, f, 2)) return Reach::Gone;
+  char st = f[0].found ? (char)f[0].value : 0;
+  if (st == 'T' || st == 't') return Reach::Stopped;
+  if (st == 'Z' || st == 'X') return Reach::Gone;
+  if (f[1].found && (f[1].value >> (kSigSetxid - 1) & 1)) return Reach::Blocked;
   return Reach::Other;
 }
 

@@ -29,6 +29,7 @@
 #include "core/preempt.hpp"
 #include "core/privfd.hpp"
 #include "core/proc.hpp"
+#include "core/procstatus.hpp"
 #include "core/rawlog.hpp"
 #include "core/real.hpp"
 #include "core/sched.hpp"
@@ -406,42 +407,21 @@ uint64_t sigpending_limit() {
 
 // Signal-safe. The kernel's count of queued signals of this process's
 // user (SigQ), or -1 if unreadable.
-// The value of a /proc status line ("Key:\tvalue"), or null.
-const char* status_value(const char* buf, const char* key) {
-  const char* p = strstr(buf, key);
-  if (!p) return nullptr;
-  p += strlen(key);
-  while (*p == ' ' || *p == '\t') p++;
-  return p;
-}
-
 int64_t read_sigq() {
-  char buf[4096];
-  if (privfd_read("/proc/self/status", buf, sizeof buf) <= 0) return -1;
-  const char* p = status_value(buf, "SigQ:");
-  if (!p || *p < '0' || *p > '9') return -1;
-  int64_t v = 0;
-  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
-  return v;
+  StatusField f = {"SigQ", 10, 0, false};
+  if (!proc_status("/proc/self/status", &f, 1) || !f.found) return -1;
+  return (int64_t)f.value;
 }
 
 // Signal-safe. Which of bits are pending on the calling kernel thread
 // itself (SigPnd), not on the process (rt_sigpending reports both, and
 // rt_sigtimedwait takes the process's once the thread has none: a
 // kill(getpid(), SIGPIPE) looks exactly like the kernel's own SIGPIPE for
-// a write). 0 if unreadable.
-uint64_t thread_private_pending(uint64_t bits) {
-  char path[48], buf[4096];
-  rawfmt(path, sizeof path, "/proc/self/task/%d/status", (int)sys::gettid());
-  if (privfd_read(path, buf, sizeof buf) <= 0) return 0;
-  const char* p = status_value(buf, "SigPnd:");
-  if (!p) return 0;
-  uint64_t v = 0;
-  for (;; p++) {
-    int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
-    if (d < 0) break;
-    v = v << 4 | (uint64_t)d;
-  }
+// a write). If the status file cannot be read: unknown, the caller's
+// guess.
+uint64_t thread_private_pending(uint64_t bits, uint64_t unknown) {
+  uint64_t v;
+  if (!task_status(sys::gettid(), "SigPnd", 16, &v)) return unknown & bits;
   return v & bits;
 }
 
@@ -1284,7 +1264,7 @@ void hand_stale_raised(M* mp, uint64_t opens) {
   if (sys::raw2(SYS_rt_sigpending, (long)&k, 8) != 0 || !(k & opens)) return;
   // A process-wide one stays where it is: the kernel gives it to whoever
   // leaves it open, as natively.
-  move_raised(mp->raised_owner, mp->raised_goid, thread_private_pending(k & opens));
+  move_raised(mp->raised_owner, mp->raised_goid, thread_private_pending(k & opens, 0));
 }
 
 }  // namespace
@@ -2543,7 +2523,7 @@ int signal_send(G* target, int sig, const union sigval* value) {
   return 0;  // Runnable: it delivers when it next runs
 }
 
-void signal_claim_raised(G* gp, uint64_t set, bool raised_now, const uint64_t* kpending) {
+void signal_claim_raised(G* gp, uint64_t set, Raised how, const uint64_t* kpending) {
   GOSHIM_ON_USER_G();
   M* mp = gp->m;
   if (!mp) return;
@@ -2564,7 +2544,7 @@ void signal_claim_raised(G* gp, uint64_t set, bool raised_now, const uint64_t* k
   // Right after the write that raised it, this thread's own instance is
   // there and is taken first; otherwise only one pending on this thread
   // itself is gp's (a process-wide one is the process's).
-  if (k && !raised_now) k = thread_private_pending(k);
+  if (k && how != Raised::Now) k = thread_private_pending(k, how == Raised::Mine ? k : 0);
   move_raised(gp, gp->goid, k);
 }
 
@@ -2575,7 +2555,7 @@ void signal_pending_set(G* gp, sigset_t* out) {
   if (gp) {
     uint64_t kb = to_bits(&k);
     if (kb & kSigRaisedByCall & gp->sigmask) {
-      signal_claim_raised(gp, kSigRaisedByCall, false, &kb);
+      signal_claim_raised(gp, kSigRaisedByCall, Raised::Mine, &kb);
       sigemptyset(&k);
       sys::raw2(SYS_rt_sigpending, (long)&k, 8);
     }
@@ -2758,7 +2738,7 @@ void signal_g_exit(G* gp) {
   // A SIGPIPE or SIGXFSZ raised for one of gp's writes that goshim did not
   // see (stdio's, glibc's own write) and still pending on its M goes with
   // gp (pool_drop below), not to the next G the M runs.
-  signal_claim_raised(gp, kSigRaisedByCall, false);
+  signal_claim_raised(gp, kSigRaisedByCall, Raised::Exit);
   // From here on gp counts as blocking everything.
   nexiting.fetch_add(1, std::memory_order_seq_cst);
   account_mask_change(gp->sigmask, 0);

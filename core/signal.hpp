@@ -183,14 +183,20 @@ constexpr uint64_t kSigRaisedByCall = (1ull << (SIGPIPE - 1)) | (1ull << (SIGXFS
 // On gp, on the M that made the call: moves the raised signals of set
 // (kSigRaisedByCall) that gp blocks and its M's kernel thread has pending
 // onto gp, with the kernel's siginfo, as a pthread_kill to gp would queue
-// them. raised_now: gp's write on this thread just failed with EPIPE or
-// EFBIG (without MSG_NOSIGNAL), so the thread's own instance is there;
-// otherwise only instances pending on the thread itself are taken (read
-// from /proc: a kill() of the process looks the same). A process-wide
-// instance taken instead goes where sysmon would put it. kpending: the
-// kernel's pending set of this thread if the caller just read it, or null.
-// Holds no lock; costs a system call only when one of set is blocked.
-void signal_claim_raised(G* gp, uint64_t set, bool raised_now, const uint64_t* kpending = nullptr);
+// them. Which instances are gp's:
+// - RaisedNow: gp's write on this thread just failed with EPIPE or EFBIG
+//   (without MSG_NOSIGNAL), so the thread's own instance is there;
+// - otherwise only instances pending on the thread itself (read from
+//   /proc: a kill() of the process looks the same). If /proc cannot be
+//   read, RaisedMine (gp's sigpending or sigwait) takes them all, since
+//   the writer is almost always gp itself; RaisedExit (gp exits) takes
+//   none, since a process one it took would die with gp.
+// A process-wide instance taken instead goes where sysmon would put it.
+// kpending: the kernel's pending set of this thread if the caller just
+// read it, or null. Holds no lock; costs a system call only when one of
+// set is blocked.
+enum class Raised { Now, Mine, Exit };
+void signal_claim_raised(G* gp, uint64_t set, Raised how, const uint64_t* kpending = nullptr);
 // sigpending for gp: what is pending on it, on its M and on the process.
 void signal_pending_set(G* gp, sigset_t* out);
 // Takes a signal of set pending on gp or on the process, if any (sigwait

@@ -54,7 +54,7 @@ int wait_for(G* gp, uint64_t set, siginfo_t* info, int64_t deadline, bool eintr)
   set &= ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
   // A SIGPIPE or SIGXFSZ the kernel raised for gp's write is pending on
   // this kernel thread (fwrite's write is glibc's own, not goshim's).
-  signal_claim_raised(gp, set, false);
+  signal_claim_raised(gp, set, Raised::Mine);
   for (;;) {
     cancel_point();
     uint32_t seq = __atomic_load_n(&gp->sigwait_word, __ATOMIC_SEQ_CST);
