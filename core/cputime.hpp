@@ -4,14 +4,20 @@
 // Always on, from the process's start, with no system call on the switch
 // path. Each M keeps a window: its kernel thread's CPU clock when the
 // window opened, and which Gs ran in it for how long, measured in cycle
-// counter ticks (rdtsc; cntvct_el0 on aarch64): one tick read per switch
-// and a few stores to the M and the G. The M reads its real CPU clock (a
-// system call) only to close a window, and then divides the exact CPU time
-// its kernel thread used in the window among the Gs that ran in it, in
-// proportion to their ticks; the ticks the M spent on its own scheduler
-// code count in the total and their share goes to nobody. A window closes:
+// counter ticks (rdtsc; cntvct_el0 on aarch64): one counter read per
+// switch (taken before the switch: cputime_switch_tick; a second one when
+// the scheduler had to search for the next G) and a few stores to the M
+// and the G. The run queues' ready stamps reuse the M's last reading
+// (core/runq.cpp), so a switch reads the counter as often as before. The M
+// reads its real CPU clock (a system call, ~0.8 us here) only to close a
+// window, and then divides the exact CPU time its kernel thread used in the
+// window among the Gs that ran in it, in proportion to their ticks; the
+// ticks the M spent in its own scheduler count in the total and their share
+// goes to nobody (but a G the scheduler found on its first look is charged
+// that short search). A window closes:
 //   - at a switch out once it is open ~1 ms (kCloseNs), or when it has
-//     kEntries different Gs: at most ~1,000 clock reads a second per M;
+//     kEntries different Gs: at most ~1,000 clock reads a second per M
+//     (under 0.1 % of a CPU);
 //   - when a G reads its own CPU clock (the read's system call; the G gets
 //     everything its M's windows owe it, exactly);
 //   - after a blocking call (syscalls/blocking.cpp) that lasted over
@@ -35,8 +41,9 @@
 // 1 ms of CPU, or one time slice when a G computes without switching), and
 // preemption falls on the Gs in proportion to their run time on average.
 // A blocked or parked G accrues nothing (parked: no ticks; a blocking call
-// over kLongBlockNs: only its kernel CPU; a shorter call counts up to
-// kLongBlockNs of its wall time as run time). A G's time in a window that
+// over kLongBlockNs: its kernel CPU, give or take the split's estimate of
+// the window before the call; a shorter call counts up to kLongBlockNs of
+// its wall time as run time). A G's time in a window that
 // is still open on another M (it moved on) is added when that M closes it,
 // so a G's own reading can lag its true value by up to a window on each M
 // it left since. Reading another G's clock adds the ticks of its open
