@@ -207,13 +207,9 @@ struct G {
   // CPU time (core/cputime.hpp): the ns settled by closed windows (low 56
   // bits) under this run's incarnation tag (high 8 bits: a window closed
   // after the G was reused adds nothing); the largest value read (readings
-  // never go back); the M window holding its latest entry (written by the
-  // M running the G).
+  // never go back). Its window entry: cpu_win_* at the end.
   std::atomic<uint64_t> cpu_word{0};
   std::atomic<int64_t> cpu_seen{0};
-  M* cpu_win_m = nullptr;
-  uint32_t cpu_win_gen = 0;
-  uint8_t cpu_win_idx = 0;
   std::atomic<G*> joiner{nullptr};
   // Signals and cancellation (process semantics); more below.
   uint64_t sigmask = 0;                     // the program's blocked set for this G
@@ -327,6 +323,13 @@ struct G {
   // token of the current wait, and the record of a single-fd wait.
   std::atomic<uint64_t> wtoken{0};
   PollWaiter pw;
+  // The M window holding its latest CPU time entry (core/cputime.hpp;
+  // written by the M running the G). At the end: the fields above keep
+  // their places (in the middle, shifted by 16 bytes, a 2-processor
+  // ping-pong was slower).
+  M* cpu_win_m = nullptr;
+  uint32_t cpu_win_gen = 0;
+  uint8_t cpu_win_idx = 0;
 
   bool is_g0() const { return flags & kGFlagG0; }
   bool is_main() const { return flags & kGFlagMain; }
@@ -416,7 +419,6 @@ struct M {
   // in the middle of an allocation, core/mcache.hpp), or nullptr.
   std::atomic<uintptr_t> tcache_owner{0};
   alignas(64) char tcache_pad_ = 0;
-  CpuWindow cw;  // CPU time accounting (core/cputime.hpp)
   uint64_t rand = 0;        // per-M fast random state
   // park continuation (park.cpp)
   bool (*waitunlockf)(G*, void*) = nullptr;
@@ -467,6 +469,10 @@ struct M {
   // when one is woken here (only the sum over allm and netpoll_epoll.cpp's
   // global means anything). Written only by this M: no locked instruction.
   std::atomic<int32_t> npwait{0};
+  // CPU time accounting (core/cputime.hpp), written at every switch: last,
+  // on lines of its own (in the middle of M, it shifted the fields above
+  // and a 2-processor ping-pong was slower).
+  alignas(64) CpuWindow cw;
 };
 
 // The M (the calling thread's own) ran user-level code of its own (M::uprog).
