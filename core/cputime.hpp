@@ -9,9 +9,9 @@
 // the scheduler had to search for the next G) and a few stores to the M
 // and the G. The run queues' ready stamps reuse the M's last reading
 // (core/runq.cpp), so a switch reads the counter as often as before. The M
-// reads its real CPU clock (a system call, ~0.8 us here) only to close a
-// window, and then divides the exact CPU time its kernel thread used in the
-// window among the Gs that ran in it, in proportion to their ticks; the
+// reads its kernel thread's CPU time (a system call, ~0.8 us here) only to
+// close a window, and then divides the CPU time its kernel thread used in
+// the window among the Gs that ran in it, in proportion to their ticks; the
 // ticks the M spent in its own scheduler count in the total and their share
 // goes to nobody (but a G the scheduler found on its first look is charged
 // that short search). A window closes:
@@ -29,6 +29,21 @@
 //     counts as running. No clock read at a blocking call's entry.
 // An M's sleep (stopm, netpoll) is in no window: its ticks are skipped
 // (a window open ~1 ms closes as the M goes to sleep).
+// Which reading: a G's own clock read and the blocking-call split read the
+// thread's CPU clock (exact); the windows that close on their own (age, a
+// 17th G, an M's sleep or exit) take getrusage(RUSAGE_THREAD), the time the
+// kernel last accounted (at the thread's last switch or tick): a CPU clock
+// read also updates the scheduler's account of the running thread, and on
+// Linux 6.6+ (EEVDF) ends its time slice there when it is used up, which
+// every ~1 ms cost a 2-processor ping-pong under load ~20 % (cputime.cpp,
+// self_cpu_lazy). A window's start never goes back (an exact reading may be
+// ahead of a later lazy one), so the division stays conserved. The cost: a
+// lazy reading's lag (up to a tick) goes to the next window's Gs. Where an
+// M alternates a G that computes whole time slices with Gs that run in
+// short bursts, the lag at the bursts' last window tends to go to the
+// computing G (its slice's end is a kernel update point: more often fresh),
+// so the bursting Gs lose up to a tick per slice (measured under load: 20 %
+// of a ping-pong pair's 30 ms beside two 220 ms computing threads).
 //
 // Accuracy. Every M's CPU time is conserved: each window's CPU is divided
 // (rounded down) among its Gs and the M's own share, never more; so a G's
