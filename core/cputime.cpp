@@ -32,7 +32,7 @@ int64_t self_cpu() {
 // to date (its last switch, wakeup on its CPU, or tick), ns:
 // getrusage(RUSAGE_THREAD)'s user + system time, which the kernel scales to
 // that total (microseconds). Read at the windows that close on their own
-// (age, a 17th G, an M's sleep or exit): unlike reading the thread's CPU
+// at a switch (age, a 17th G): unlike reading the thread's CPU
 // clock (self_cpu), it does not update the scheduler's account of the
 // running thread, which on Linux 6.6+ (EEVDF) also ends the thread's time
 // slice there when it is used up. A clock read every window (~1 ms) made
@@ -141,6 +141,11 @@ void cputime_close(M* mp, uint64_t now) {
   close_at(mp, now, cpu, cpu - mp->cw.start_cpu, nullptr, 0);
 }
 
+void cputime_close_exact(M* mp, uint64_t now) {
+  int64_t cpu = self_cpu();
+  close_at(mp, now, cpu, cpu - mp->cw.start_cpu, nullptr, 0);
+}
+
 // gp's first run in mp's window: a new entry with t ticks (a full window
 // closes first: t goes to the next one).
 static void add_entry(M* mp, G* gp, uint64_t t, uint64_t now) {
@@ -170,7 +175,7 @@ void cputime_m_start(M* mp) {
 }
 
 void cputime_m_exit(M* mp) {
-  if (mp->cw.n) cputime_close(mp, cputicks());
+  if (mp->cw.n) cputime_close_exact(mp, cputicks());  // the thread ends: no slice to end early
 }
 
 void cputime_block_enter(G* gp) {

@@ -29,9 +29,9 @@
 //     counts as running. No clock read at a blocking call's entry.
 // An M's sleep (stopm, netpoll) is in no window: its ticks are skipped
 // (a window open ~1 ms closes as the M goes to sleep).
-// Which reading: a G's own clock read and the blocking-call split read the
-// thread's CPU clock (exact); the windows that close on their own (age, a
-// 17th G, an M's sleep or exit) take getrusage(RUSAGE_THREAD), the time the
+// Which reading: a G's own clock read, the blocking-call split and an M's
+// sleep or exit read the thread's CPU clock (exact); the windows that close
+// at a switch (age, a 17th G) take getrusage(RUSAGE_THREAD), the time the
 // kernel last accounted (at the thread's last switch or tick): a CPU clock
 // read also updates the scheduler's account of the running thread, and on
 // Linux 6.6+ (EEVDF) ends its time slice there when it is used up, which
@@ -89,7 +89,11 @@ inline uint64_t cputicks() {
 #endif
 }
 
+// Closes mp's window (on mp's thread): with the kernel's last account of
+// the thread (a switch's) / with its exact CPU clock (where the thread
+// blocks or ends next anyway).
 void cputime_close(M* mp, uint64_t now);
+void cputime_close_exact(M* mp, uint64_t now);
 void cputime_add_entry(M* mp, G* gp, uint64_t t, uint64_t now);
 
 // Its scheduler (g0) starts a run of gp on the calling kernel thread (mp).
@@ -135,7 +139,9 @@ inline void cputime_switch_tick(M* mp, G* gp) {
 inline void cputime_m_sleep(M* mp) {
   uint64_t now = cputicks();
   cputime_in(mp, now);
-  if (mp->cw.n && now - mp->cw.opened >= mp->cw.close_ticks) cputime_close(mp, now);
+  // Exact: the thread blocks next, so the read's end of its time slice
+  // costs nothing, and no lag goes to the Gs of the window after the sleep.
+  if (mp->cw.n && now - mp->cw.opened >= mp->cw.close_ticks) cputime_close_exact(mp, now);
 }
 inline void cputime_m_wake(M* mp) { mp->cw.last = cputicks(); }
 
