@@ -205,7 +205,7 @@ void fork_child_reset() {
   if (gp) {
     tls::set_tid(gp->tp, gp->vtid);
     gp->preempt.store(false, std::memory_order_relaxed);
-    cputime_reset(gp, true);  // the child's thread starts with no CPU time
+    if (mp) cputime_after_fork(gp, mp);  // the child's thread starts with no CPU time
   }
   privfd_after_fork();  // first: the parent's thread is gone, reads run here until it starts
   signal_after_fork(gp, mp);

@@ -204,11 +204,12 @@ struct G {
   // Join protocol (proc.cpp): kJoin* bits; the word is also a sema address.
   std::atomic<uint32_t> join_state{0};
   int sched_policy = 0;
-  // CPU time (core/cputime.hpp): ns used in finished runs, and its M's
-  // thread CPU clock when the current run began (-1: not running, or not
-  // accounted).
-  std::atomic<int64_t> cpu_ns{0};
-  std::atomic<int64_t> cpu_mark{-1};
+  // CPU time (core/cputime.hpp): the ns settled by closed windows (low 56
+  // bits) under this run's incarnation tag (high 8 bits: a window closed
+  // after the G was reused adds nothing); the largest value read (readings
+  // never go back). Its window entry: cpu_win_* at the end.
+  std::atomic<uint64_t> cpu_word{0};
+  std::atomic<int64_t> cpu_seen{0};
   std::atomic<G*> joiner{nullptr};
   // Signals and cancellation (process semantics); more below.
   uint64_t sigmask = 0;                     // the program's blocked set for this G
@@ -322,6 +323,13 @@ struct G {
   // token of the current wait, and the record of a single-fd wait.
   std::atomic<uint64_t> wtoken{0};
   PollWaiter pw;
+  // The M window holding its latest CPU time entry (core/cputime.hpp;
+  // written by the M running the G). At the end: the fields above keep
+  // their places (in the middle, shifted by 16 bytes, a 2-processor
+  // ping-pong was slower).
+  M* cpu_win_m = nullptr;
+  uint32_t cpu_win_gen = 0;
+  uint8_t cpu_win_idx = 0;
 
   bool is_g0() const { return flags & kGFlagG0; }
   bool is_main() const { return flags & kGFlagMain; }
@@ -345,6 +353,29 @@ enum : uint32_t {
 };
 
 // ---------------------------------------------------------------------------
+// An M's CPU time window (core/cputime.hpp). Written only by the M's own
+// thread; other threads read gen, last, rate and entries racily (estimates).
+struct CpuEntry {
+  G* g;
+  uint64_t ticks;
+  uint8_t tag;  // g's incarnation (G::cpu_word's high byte) when it ran
+};
+struct CpuWindow {
+  static constexpr int kEntries = 16;
+  uint64_t last = 0;         // ticks at the last accounting point (0: not started)
+  uint64_t opened = 0;       // ticks when the window opened
+  uint64_t total = 0;        // ticks in it: the entries' and the M's own
+  uint64_t close_ticks = 3000000;  // ~kCloseNs in ticks
+  int64_t start_cpu = 0;     // the kernel thread's CPU clock (ns) when it opened
+  uint64_t rate_q32 = 0;     // the last closed window's CPU ns per tick, << 32 (0: none)
+  uint64_t block_at = 0;     // ticks when the running G's blocking call began (0: none)
+  uint64_t sw_tick = 0;      // park's reading for its continuation (core/park.cpp)
+  bool quick = false;        // find_runnable found the next G on its first look
+  uint32_t gen = 1;          // the window's number (G::cpu_win_gen)
+  uint32_t n = 0;            // entries used
+  CpuEntry ent[kEntries];
+};
+
 struct M {
   G g0;                     // scheduler G: its stack and TLS are the M's own
   G* curg = nullptr;        // the user G running, or nullptr on g0
@@ -438,6 +469,10 @@ struct M {
   // when one is woken here (only the sum over allm and netpoll_epoll.cpp's
   // global means anything). Written only by this M: no locked instruction.
   std::atomic<int32_t> npwait{0};
+  // CPU time accounting (core/cputime.hpp), written at every switch: last,
+  // on lines of its own (in the middle of M, it shifted the fields above
+  // and a 2-processor ping-pong was slower).
+  alignas(64) CpuWindow cw;
 };
 
 // The M (the calling thread's own) ran user-level code of its own (M::uprog).

@@ -84,7 +84,10 @@ static inline void chain_link(P* pp) {
   M* mp = getg()->m;
   mp->curg = gp;
   gp->m = mp;
-  cputime_in(gp);
+  // A G found at once by the scheduler starts at the last one's end (its
+  // search is charged to it); else now, the search is the M's own.
+  cputime_in(mp, mp->cw.quick ? mp->cw.last : cputicks());
+  mp->cw.quick = false;
   gp->status.store(GStatus::Running, std::memory_order_relaxed);
   // A pending real-time request (core/rtlock.hpp) is served at its next call.
   gp->preempt.store(gp->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -111,7 +114,7 @@ static void park_g0(void* arg) {
   M* mp = gp->m;
   signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Park, gp->waitobj);
-  cputime_out(gp);
+  cputime_out(gp, mp, mp->cw.sw_tick);  // park's tick
   mcache_lend(gp);  // before gp is published
   // [S] the G is parked once this store is visible; its registers are saved.
   gp->status.store(GStatus::Waiting, std::memory_order_release);
@@ -156,7 +159,8 @@ static void park_switch_post(void* arg) {
   M* mp = gp->m;
   G* next = getg();
   signal_leave_altstack(mp);  // before gp is published (signal.hpp)
-  cputime_out(gp);  // before gp is published: a waker may run it elsewhere at once
+  uint64_t now = mp->cw.sw_tick;  // park's
+  cputime_out(gp, mp, now);  // before gp is published: a waker may run it elsewhere at once
   // This stack is next's: whatever unlockf calls that looks at
   // getg()->m (ready() puts on that M's P, the lock-order checker) must
   // find this M, not the one that last ran next.
@@ -181,7 +185,7 @@ static void park_switch_post(void* arg) {
     execute(gp, true);
   }
   mp->curg = next;
-  cputime_in(next);
+  cputime_in(mp, now);
   next->status.store(GStatus::Running, std::memory_order_relaxed);
   next->preempt.store(next->rt_pending.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // inherits the time slice, as a runnext G does in schedule()
@@ -237,6 +241,7 @@ void park(bool (*unlockf)(G*, void*), void* arg, WaitReason reason, const void* 
   mp->waitlock = arg;
   gp->waitreason = reason;
   gp->waitobj = obj;
+  cputime_switch_tick(mp, gp);  // the run's end for its CPU time, before the switch
   int64_t now = sys::coarsetime();
   gp->waitsince = now;  // for dumps: the coarse clock is enough
   // A futile wait (sema_wait): the G it woke is in runnext; queued Gs
@@ -317,7 +322,7 @@ static void gosched_g0(void* arg) {
   M* mp = gp->m;
   signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);
-  cputime_out(gp);
+  cputime_out(gp, mp, mp->cw.sw_tick);  // its caller's tick
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -333,7 +338,7 @@ static void gosched_global_g0(void* arg) {
   M* mp = gp->m;
   signal_leave_altstack(mp);  // before gp is published (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Yield);  // no-op after a preemption's stop
-  cputime_out(gp);
+  cputime_out(gp, mp, mp->cw.sw_tick);  // its caller's tick
   gp->status.store(GStatus::Runnable, std::memory_order_release);
   mp->curg = nullptr;
   gp->m = nullptr;
@@ -359,6 +364,7 @@ bool gosched() {
   // Like Go's Gosched: to the global queue, so that the yielder runs after
   // everything runnable anywhere, on whichever P gets to it first.
   leave_altstack_guard(mp);
+  cputime_switch_tick(mp, gp);  // the run's end (see park)
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
   if (__builtin_expect(signal_has_pending(gp), 0)) signal_deliver(gp);
   return true;
@@ -371,6 +377,7 @@ void gosched_local() {
   G* gp = getg();
   M* mp = gp->m;
   leave_altstack_guard(mp);
+  cputime_switch_tick(mp, gp);  // the run's end (see park)
   goshim_mcall(gp, gosched_g0, mp->g0_sp, mp->g0.tp);
 }
 
@@ -381,6 +388,7 @@ void gosched_global() {
   G* gp = getg();
   M* mp = gp->m;
   leave_altstack_guard(mp);
+  cputime_switch_tick(mp, gp);  // the run's end (see park)
   goshim_mcall(gp, gosched_global_g0, mp->g0_sp, mp->g0.tp);
 }
 

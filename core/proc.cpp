@@ -333,6 +333,7 @@ void goexit_g0(void* arg) {
   signal_leave_altstack(mp);  // the exited G's stack may be freed at once (signal.hpp)
   trace_ev(TraceEv::GStop, gp, (uint64_t)TraceStop::Exit);
   cputime_out(gp);
+  mp->cw.block_at = 0;  // (an exit from inside a blocking call: a handler's pthread_exit)
   mp->curg = nullptr;
   gp->m = nullptr;
   gp->rt_locked = false;
@@ -700,7 +701,7 @@ stack_set:
   gp->retval = nullptr;
   gp->join_state.store(a.detached ? (uint32_t)kJoinDetached : 0u, std::memory_order_relaxed);
   gp->joiner.store(nullptr, std::memory_order_relaxed);
-  cputime_reset(gp, false);
+  cputime_reset(gp);
   gp->goid = sched.goidgen.fetch_add(1, std::memory_order_relaxed) + 1;
   gp->creator_goid = cur ? cur->goid : 0;
   gp->started = false;

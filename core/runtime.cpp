@@ -1,6 +1,7 @@
 // Runtime start-up, M creation and mstart.
 #include "core/runtime.hpp"
 #include "core/mcache.hpp"
+#include "core/cputime.hpp"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -129,6 +130,7 @@ void* mstart(void* arg) {
   mp->tid = (pid_t)sys::gettid();
   mp->pthread = (unsigned long)tls::pthread_of(mp->g0.tp);
   m_take_base_nice();
+  cputime_m_start(mp);
   // Every mcall restarts g0 here, below this (never returning) frame.
   mp->g0_sp = (arch::get_sp() - 1024) & ~(uintptr_t)15;
   // The thread started with every signal blocked (signal_create_begin);
@@ -644,6 +646,7 @@ static bool runtime_init_mn() {
   signal_g_start(g1);
   g1->status.store(GStatus::Running, std::memory_order_relaxed);
   m0->curg = g1;
+  cputime_m_start(m0);  // main's CPU time from the process's start is in M0's first window
   {
     // A sigaltstack set before the runtime started is main's own (G1's);
     // else M0's own signal stack goes in (signal.cpp, "The M's signal

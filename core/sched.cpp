@@ -23,6 +23,7 @@
 // meantime hands the P back to it rather than starting one more kernel
 // thread, which the M:N promise (GOSHIM_MAXPROCS + a few) does not allow.
 #include "core/contract.hpp"
+#include "core/cputime.hpp"
 #include "core/sched.hpp"
 #include "core/scstore.hpp"
 #include "core/signal.hpp"
@@ -253,6 +254,7 @@ static std::atomic<M*> purge_sleeper{nullptr};
   M* mp = getg()->m;
   M* me = mp;
   purge_sleeper.compare_exchange_strong(me, nullptr, std::memory_order_release);
+  cputime_m_exit(mp);
   mcache_destroy(mp);  // its cached objects go back to the arenas
   signal_m_stack_free(mp);
   mp->dead = true;
@@ -328,6 +330,7 @@ bool stopm_until(int64_t deadline) {
   sched.lock.unlock();
   pi_m_idle(mp);  // an inherited priority is not kept asleep (core/pi.hpp)
   mp->blocked = true;
+  cputime_m_sleep(mp);  // the sleep is in no CPU time window
   signal_m_sleep(mp);
   if (deadline == 0) {
     mp->park.sleep();
@@ -339,12 +342,14 @@ bool stopm_until(int64_t deadline) {
     // just now, and its wakeup follows.
     if (!taken) {
       mp->blocked = false;
+      cputime_m_wake(mp);
       return false;
     }
     mp->park.sleep();
   }
   mp->park.clear();
   mp->blocked = false;
+  cputime_m_wake(mp);
   if (mp->exit_requested) mexit();  // sysmon retires surplus idle Ms
   acquirep(mp->nextp);
   mp->nextp = nullptr;
@@ -618,7 +623,9 @@ G* find_runnable(bool* inherit) {
   int64_t purge_at = 0;
   bool was_spinning = false;
   bool taken = false;  // listed early and handed a P meanwhile
+  int passes = 0;
 top:
+  passes++;
   m_progress(mp);
   P* pp = mp->p;
   *inherit = false;
@@ -633,7 +640,12 @@ top:
     if (netpoll_if_due(now != 0 ? now : sys::nanotime()))
       if (G* gp = steal_stalled(pp)) runqput(pp, gp, false);  // behind this P's older Gs
 
-  if (G* gp = runq_pick(pp, inherit)) return gp;
+  if (G* gp = runq_pick(pp, inherit)) {
+    // Found at once: this search's time goes to gp (execute reads no
+    // counter; core/cputime.hpp).
+    mp->cw.quick = passes == 1;
+    return gp;
+  }
 
   // Older work before newer: Gs already queued on another P before fresh
   // network events. Go polls first; but when that P's M is held off the CPU
@@ -762,8 +774,10 @@ top:
       GOSHIM_DCHECK(!mp->listed_early, "find_runnable: M sleeps in netpoll still on the idle list");
       mp->blocked = true;
       if (delay != 0) signal_m_sleep(mp);
+      cputime_m_sleep(mp);
       netpoll(delay, q);
       mp->blocked = false;
+      cputime_m_wake(mp);
       now = sys::nanotime();
       sc_store(sched.pollUntil, 0);
       sc_store(sched.lastpoll, now);

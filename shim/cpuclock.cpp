@@ -1,8 +1,9 @@
 // Per-thread CPU clocks of goroutines: clock_gettime/clock_getres on
 // CLOCK_THREAD_CPUTIME_ID and on the clock pthread_getcpuclockid gives for
 // a goroutine, and getrusage(RUSAGE_THREAD). A goroutine's CPU time is
-// accounted by core/cputime (from its Ms' thread CPU clocks, starting at
-// the first such request); every other clock goes to glibc untouched.
+// accounted by core/cputime from the start (its Ms' kernel-thread CPU time
+// divided by cycle-counter run time); every other clock goes to glibc
+// untouched.
 #include <errno.h>
 #include <sys/resource.h>
 #include <time.h>

@@ -157,9 +157,7 @@ GOSHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t* clk) {
   if (!gp) return ESRCH;
   // The goroutine's own CPU clock, as glibc encodes a thread's
   // (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)) with its virtual tid;
-  // clock_gettime serves it (shim/cpuclock.cpp). Asking starts the
-  // accounting (core/cputime.hpp).
-  cputime_enable(shim::user_g());
+  // clock_gettime serves it (shim/cpuclock.cpp).
   *clk = (clockid_t)((~(unsigned)gp->vtid << 3) | 6);
   return 0;
 }

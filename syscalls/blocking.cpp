@@ -36,6 +36,7 @@ void enter_blocking(BlockKind kind, const char* what) {
   G* gp = getg();
   M* mp = gp->m;
   P* pp = mp->p;
+  cputime_block_enter(gp);
   if (__builtin_expect(pp->retired.load(std::memory_order_acquire), 0)) {
     // Replaced while this M was stuck: give it up now, return without one.
     int saved = errno;
@@ -116,6 +117,7 @@ void exit_blocking() {
   M* mp = gp->m;
   P* oldp = mp->oldp;
   mp->oldp = nullptr;
+  cputime_block_exit(gp);
   trace_ev(TraceEv::BlockEnd, gp);
   gp->blocking_what = nullptr;
   // Fast path: the P is still reserved for us.

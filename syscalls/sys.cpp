@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 
 #include "core/real.hpp"
@@ -150,6 +151,8 @@ long clock_gettime(int clk, struct timespec* ts) {
   }
   return 0;
 }
+
+long getrusage_thread(struct rusage* ru) { return raw2(SYS_getrusage, RUSAGE_THREAD, (long)ru); }
 
 int64_t nanotime() {
   struct timespec ts;

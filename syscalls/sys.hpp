@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -57,6 +58,7 @@ long sched_getparam(long pid, void* param);
 long sched_getaffinity(long pid, size_t size, void* mask);
 long nanosleep(const struct timespec* req, struct timespec* rem);
 long clock_gettime(int clk, struct timespec* ts);  // vDSO through libc; never blocks
+long getrusage_thread(struct rusage* ru);  // getrusage(RUSAGE_THREAD), the system call
 [[noreturn]] void exit_group(int code);
 [[noreturn]] void exit_thread(int code);
 
