@@ -1808,6 +1808,12 @@ bool signal_longjmp(const void* env, const sigset_t* saved) {
       // The jump leaves handler k and those nested in it: their frames
       // (run_program's among them) are gone.
       __atomic_store_n(&gp->insig, k, __ATOMIC_RELAXED);
+      // Out of every handler: a sigwait-family call or sigsuspend the
+      // first one interrupted (they wait only outside handlers) is left
+      // too. Its published set would make sysmon route a process signal
+      // to gp as a waiter, where nobody takes it (another thread's
+      // sigtimedwait of it timed out; test sigwait_jump_out).
+      if (k == 0 && gp->sigwaiting.load(std::memory_order_relaxed) != 0) signal_waiting(gp, 0);
       break;
     }
   }
