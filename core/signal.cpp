@@ -316,15 +316,15 @@ bool pool_take(uintptr_t owner, uint64_t goid, int sig, siginfo_t* out) {
 }
 
 // Frees every instance queued on gp (its exit: a thread's pending signals
-// go with it).
-void pool_drop(G* gp) {
+// go with it); with a goid, only that incarnation's.
+void pool_drop(G* gp, uint64_t goid = 0) {
   uint32_t h = pool_hwm.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < h; i++) {
     SigNode& n = pool[i];
     if (n.state.load(std::memory_order_acquire) != 2 || n.owner != (uintptr_t)gp) continue;
     uint32_t two = 2;
     if (n.state.compare_exchange_strong(two, 3, std::memory_order_acquire)) {
-      if (n.owner == (uintptr_t)gp) node_free(n);
+      if (n.owner == (uintptr_t)gp && (!goid || n.goid == goid)) node_free(n);
       else n.state.store(2, std::memory_order_release);
     }
   }
@@ -2470,16 +2470,34 @@ static void reach_running(G* gp, int sig) {
   }
 }
 
+// An instance just queued on target (incarnation goid) that target's exit
+// may have missed: its exit marks it exiting (sig_exiting), then drops
+// what is queued on it (pool_drop); a push seen before the mark is
+// dropped there, one after it is dropped here. Natively the thread's
+// pending signals go with it.
+bool exited_after_push(G* target, uint64_t goid) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!target->sig_exiting.load(std::memory_order_seq_cst)) return false;
+  pool_drop(target, goid);
+  return true;
+}
+
 int signal_send(G* target, int sig, const union sigval* value) {
   if (sig < 0 || sig > 64) return EINVAL;
   if (sig == 0) return 0;
   if (sig == kSigCancel || sig == kSigSetxid) return EINVAL;
+  // An exited thread (not joined yet): glibc's pthread_kill does not send
+  // (the tid may name another thread by now) and returns 0. An instance
+  // queued on the dead G would sit in the pool until its slot is reused.
+  if (thread_exited(target)) return 0;
+  uint64_t goid = target->goid;
   uint64_t b = bit(sig);
   if (sig >= kSigRtMin) {
     // Real-time: every instance queues; EAGAIN where the kernel's queue
     // would refuse it (RLIMIT_SIGPENDING: tgkill and rt_tgsigqueueinfo
     // both, their si_code being negative).
     if (!gq_push(target, sig, value ? SI_QUEUE : SI_TKILL, value)) return EAGAIN;
+    if (exited_after_push(target, goid)) return 0;
   } else if (value) {
     // Standard: one pending instance; a second one is dropped. Never
     // EAGAIN: past the limit the kernel makes it pending without its
@@ -2488,6 +2506,7 @@ int signal_send(G* target, int sig, const union sigval* value) {
     // from pid 0 as natively).
     if (target->sigpending.load(std::memory_order_acquire) & b) return 0;
     gq_push(target, sig, SI_QUEUE, value);
+    if (exited_after_push(target, goid)) return 0;
   }
   G* self = tls_g;
   // Pending first, then the waited set (Dekker with wait_for and suspend
@@ -2814,6 +2833,10 @@ void signal_g_exit(G* gp) {
   }
   // Dekker with signal_route: it sets sigpending_proc, then reads sigmask.
   sc_store(&gp->sigmask, ~0ull);
+  // No more instances for gp: senders that queue one after this look
+  // again and drop it (exited_after_push).
+  sc_store(gp->sig_exiting, true);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   uint64_t left = gp->sigpending_proc.exchange(0, std::memory_order_seq_cst);
   pool_drop(gp);  // its thread-directed signals go with it
   if (!left) return;

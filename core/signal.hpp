@@ -151,7 +151,8 @@ void signal_create_end(uint64_t saved);
 // whose thread is not running yet as one that leaves signals open.
 uint64_t signal_start_mask();
 
-// pthread_kill / pthread_sigqueue to a G. Returns 0 or an errno value.
+// pthread_kill / pthread_sigqueue to a G. Returns 0 or an errno value; 0
+// without sending to a G that has exited (glibc's pthread_kill).
 int signal_send(G* target, int sig, const union sigval* value);
 
 // Delivers the signals pending on gp that it does not block (runs their

@@ -195,7 +195,8 @@ GOSHIM_EXPORT int pthread_sigqueue(pthread_t t, int sig, const union sigval valu
     return real::pthread_sigqueue(t, sig, value);
   }
   G* gp = g_from_pthread(t);
-  if (!gp) return ESRCH;
+  // glibc's looks at the thread's tid first, which is 0 once it exited.
+  if (!gp || thread_exited(gp)) return ESRCH;
   return signal_send(gp, sig, sig ? &value : nullptr);
 }
 
