@@ -128,6 +128,7 @@ static void park_g0(void* arg) {
       execute(gp, true);
     }
   }
+  signal_parked(gp);
   schedule();
 }
 
@@ -180,6 +181,7 @@ static void park_switch_post(void* arg) {
     // core/gwait.hpp) gets here. execute() finds the M through next.
     execute(gp, true);
   }
+  signal_parked(gp);
   mp->curg = next;
   cputime_in(next);
   next->status.store(GStatus::Running, std::memory_order_relaxed);

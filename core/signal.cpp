@@ -2838,6 +2838,19 @@ void signal_g_exit(G* gp) {
 
 void signal_g_start(G* gp) { account_mask_change(0, gp->sigmask); }
 
+void signal_parked(G* gp) {
+  // A handler on this thread may have made a signal pending on gp before
+  // the status store (a forward taken inside the switch, "mid", left for
+  // gp's resumption): program order on this thread orders it before the
+  // look below; a signal fence keeps the compiler from reordering them.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (gp->wait_kind.load(std::memory_order_relaxed) == WaitKind::None) return;
+  if (!(gp->sigpending.load(std::memory_order_relaxed) & ~__atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED)))
+    return;
+  g_unrouted.store(true, std::memory_order_release);
+  sysmon_wake();
+}
+
 void signal_g_gone() { nexiting.fetch_sub(1, std::memory_order_seq_cst); }
 
 void signal_after_fork(G* gp, M* mp) {

@@ -356,6 +356,11 @@ bool signal_thread_restart_since(uint32_t handled0);
 // (no routing handler counts what runs), a handler that interrupted a
 // wait the kernel would have restarted had it. Any thread.
 bool signal_handlers_all_restart();
+// On the M that parks gp, once gp is Waiting and its unlockf committed the
+// park: a signal gp leaves open that was made pending on it before it was
+// Waiting (a forward taken mid-switch, on this thread) has sysmon end the
+// wait, which nothing else would do (signal_route wakes only Waiting Gs).
+void signal_parked(G* gp);
 // Records that signal sig interrupts gp's wait (before interrupt_wait).
 void signal_note_interrupt(G* gp, int sig);
 
