@@ -216,6 +216,7 @@ struct G {
   std::atomic<uint64_t> sigpending{0};      // signals sent to this G, undelivered
   std::atomic<uint64_t> sigpending_proc{0}; // of those: routed process signals (their siginfo is global)
   std::atomic<uint64_t> sigwaiting{0};      // the set it waits for (sigwait, sigsuspend)
+  std::atomic<uint64_t> ksuspend_open{0};   // in a program handler, in the kernel's sigsuspend: the signals its mask opens
   stack_t altstack = {nullptr, SS_DISABLE, 0};  // sigaltstack (applied to its M)
   void* rt_start = nullptr;  // pthread_create's handshake (core/rtlock.cpp), or nullptr
   int sched_priority = 0;

@@ -131,6 +131,7 @@ static void park_g0(void* arg) {
       execute(gp, true);
     }
   }
+  signal_parked(gp);
   schedule();
 }
 
@@ -184,6 +185,7 @@ static void park_switch_post(void* arg) {
     // core/gwait.hpp) gets here. execute() finds the M through next.
     execute(gp, true);
   }
+  signal_parked(gp);
   mp->curg = next;
   cputime_in(mp, now);
   next->status.store(GStatus::Running, std::memory_order_relaxed);

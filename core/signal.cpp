@@ -1295,6 +1295,11 @@ SigHere signal_here(const G* gp, int sig, const siginfo_t* si, const G* want, bo
   // and suspend's protocol with signal_wake_waiter).
   if (!want && !sync && !(gp->sigmask & b) && waits && si && si->si_code != SI_TKILL)
     return SigHere::Defer;
+  // A forward to gp in the kernel's sigsuspend inside a program handler,
+  // under a mask that opens it: natively the kernel runs its handler there
+  // and the sigsuspend returns (signal_ksuspend).
+  if (!sync && want == gp && !proc_fwd && (gp->ksuspend_open.load(std::memory_order_relaxed) & b))
+    return SigHere::Run;
   if (!sync && (gp->sigmask & b)) {
     // A routed process signal gp blocks again: still claimed by gp,
     // delivered when it unblocks it; else gp took the instance another way
@@ -2513,12 +2518,16 @@ int signal_send(G* target, int sig, const union sigval* value) {
   // in the shim: they publish the set, then look for pending signals):
   // either the waiter finds the bit or this sees it waiting and wakes it.
   target->sigpending.fetch_or(b, std::memory_order_seq_cst);
-  if (target->sigwaiting.load(std::memory_order_seq_cst) & b) {
+  // In the kernel's sigsuspend inside a program handler (signal_ksuspend):
+  // the kernel wakes it, so the signal goes to its M whatever the G's own
+  // mask and waited set (those of the code the handler interrupted) say.
+  bool ksusp = target->ksuspend_open.load(std::memory_order_seq_cst) & b;
+  if (!ksusp && (target->sigwaiting.load(std::memory_order_seq_cst) & b)) {
     signal_note_interrupt(target, sig);
     signal_wake_waiter(target);
     return 0;
   }
-  if (target->sigmask & b) return 0;  // delivered when it unblocks it
+  if (!ksusp && (target->sigmask & b)) return 0;  // delivered when it unblocks it
   if (target == self) {
     signal_deliver(self);
     return 0;
@@ -2846,6 +2855,37 @@ void signal_g_exit(G* gp) {
 }
 
 void signal_g_start(G* gp) { account_mask_change(0, gp->sigmask); }
+
+int signal_ksuspend(G* gp, const sigset_t* mask, int (*real_suspend)(const sigset_t*)) {
+  uint64_t open = ~to_bits(mask) & ~internal_mask();
+  sc_store(gp->ksuspend_open, open);
+  // Sent before the store (signal_send kept it on gp): forwarded to this
+  // thread now, where the kernel holds it until the sigsuspend opens it.
+  uint64_t due = gp->sigpending.load(std::memory_order_seq_cst) & open;
+  while (due) {
+    int sig = __builtin_ctzll(due) + 1;
+    due &= due - 1;
+    reach_running(gp, sig);
+  }
+  int r = real_suspend(mask);
+  int e = errno;
+  sc_store(gp->ksuspend_open, (uint64_t)0);
+  errno = e;
+  return r;
+}
+
+void signal_parked(G* gp) {
+  // A handler on this thread may have made a signal pending on gp before
+  // the status store (a forward taken inside the switch, "mid", left for
+  // gp's resumption): program order on this thread orders it before the
+  // look below; a signal fence keeps the compiler from reordering them.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (gp->wait_kind.load(std::memory_order_relaxed) == WaitKind::None) return;
+  if (!(gp->sigpending.load(std::memory_order_relaxed) & ~__atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED)))
+    return;
+  g_unrouted.store(true, std::memory_order_release);
+  sysmon_wake();
+}
 
 void signal_g_gone() { nexiting.fetch_sub(1, std::memory_order_seq_cst); }
 

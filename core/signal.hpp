@@ -363,6 +363,18 @@ bool signal_thread_restart_since(uint32_t handled0);
 // (no routing handler counts what runs), a handler that interrupted a
 // wait the kernel would have restarted had it. Any thread.
 bool signal_handlers_all_restart();
+// sigsuspend called by gp inside a program handler (where the shim passes
+// calls to libc): runs real_suspend(mask) in the kernel, and meanwhile has
+// thread-directed signals that mask opens forwarded to gp's M and run there
+// even if gp's own mask (the interrupted code's plus the handler's
+// sa_mask) blocks them (Boehm GC's suspend handler waits so for its
+// restart signal).
+int signal_ksuspend(G* gp, const sigset_t* mask, int (*real_suspend)(const sigset_t*));
+// On the M that parks gp, once gp is Waiting and its unlockf committed the
+// park: a signal gp leaves open that was made pending on it before it was
+// Waiting (a forward taken mid-switch, on this thread) has sysmon end the
+// wait, which nothing else would do (signal_route wakes only Waiting Gs).
+void signal_parked(G* gp);
 // Records that signal sig interrupts gp's wait (before interrupt_wait).
 void signal_note_interrupt(G* gp, int sig);
 

@@ -424,6 +424,11 @@ GOSHIM_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const struc
 GOSHIM_EXPORT int sigsuspend(const sigset_t* mask) {
   if (G* gp = shim::user_g()) return suspend(gp, bits(mask));
   shim::ensure_real();
+  // Inside a program handler on a goroutine: the kernel's sigsuspend, with
+  // the signals it opens sent to this thread.
+  G* g = tls_g;
+  if (g && !g->is_g0() && g->insig > 0 && mn_active() && g->m && g->m->curg == g)
+    return signal_ksuspend(g, mask, real::sigsuspend);
   return real::sigsuspend(mask);
 }
 
