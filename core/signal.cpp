@@ -2760,13 +2760,21 @@ void signal_wait_done(G* gp) {
 }
 
 void signal_waiting(G* gp, uint64_t set) {
-  uint64_t old = gp->sigwaiting.exchange(set, std::memory_order_seq_cst);
   if (set) {
     // Signals nobody else may take (blocked everywhere, default action):
-    // goshim must see them to hand them over.
+    // goshim must see them to hand them over. Wrapped before the set is
+    // published: sysmon opens what a G waits for at any look that reads
+    // the set (another G's mask change starts one), and one at its
+    // default action that ends the process, opened before goshim's handler
+    // was installed, ends it when an instance is queued in the kernel
+    // (most likely what killed review_sq27's leak.c by SIGRTMIN+1, after
+    // SIG_IGN and back to SIG_DFL, in about 1 run in 40 once its drains
+    // emptied what goshim held, so that sysmon no longer kept it blocked,
+    // sysmon_hold; not seen in 100 runs since).
     for (uint64_t s = set & ~internal_mask(); s; s &= s - 1) ensure_wrapped(__builtin_ctzll(s) + 1, true);
     waited_mask.fetch_or(set);
   }
+  uint64_t old = gp->sigwaiting.exchange(set, std::memory_order_seq_cst);
   if (set != old) bump_masks();
 }
 
