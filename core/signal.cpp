@@ -2664,6 +2664,28 @@ int lowest_held(G* gp, uint64_t set) {
 }
 }  // namespace
 
+// Process signal sig claimed by gp, which gp can no longer take (it
+// blocks it and does not wait for it): back to the process, for sysmon to
+// route (its instances stay in held[], oldest first). Whoever clears the
+// pending bit first takes the claim, as a taker does (signal_take,
+// signal_deliver: the pending bit, then the claim), so that a take under
+// way finds it gone rather than half there (a standard signal's bit
+// alone reads as a pthread_kill). A thread-directed instance queued on gp
+// keeps the bit (a standard one sent without siginfo shares it with the
+// claim, as everywhere a claim is taken). True if it went back.
+namespace {
+bool give_back_claim(G* gp, int sig) {
+  uint64_t b = bit(sig);
+  if (!(gp->sigpending.fetch_and(~b, std::memory_order_seq_cst) & b)) return false;
+  bool got = gp->sigpending_proc.fetch_and(~b, std::memory_order_seq_cst) & b;
+  if (pool_find((uintptr_t)gp, gp->goid, sig)) gp->sigpending.fetch_or(b, std::memory_order_acq_rel);
+  if (!got) return false;
+  proc_pending.fetch_or(b, std::memory_order_acq_rel);
+  g_unrouted.store(true, std::memory_order_release);
+  return true;
+}
+}  // namespace
+
 int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel) {
   // It may spin on the kernel for sysmon (wait_kernel), holding its P.
   GOSHIM_ON_USER_G();
@@ -2743,14 +2765,50 @@ void signal_wake_waiter(G* gp) {
   sema_wake(&gp->sigwait_word, 1);
 }
 
+// On gp, once its sigwait has withdrawn its set (signal_waiting(gp, 0))
+// and taken what it returns: a process signal sysmon routed to gp for
+// that wait (claimed, sigpending_proc) that gp blocks and did not take
+// goes back to the process, as natively it stays pending for whichever
+// thread takes it next. Left on gp, it was gp's alone: a wait that
+// returned another signal (gp's own thread-directed ones come first), or
+// ended just as sysmon routed it (signal_route re-checks the set for
+// that), kept it from every other thread while gp waited elsewhere; and
+// sysmon, holding that signal (sysmon_hold) until its instance is taken,
+// left the kernel's newer instances of it queued, so that another G's
+// sigtimedwait for a higher signal waited for them to be taken
+// (kernel_ahead) on every call (review_sq27 H1: a zero-timeout loop that
+// spun for minutes; tests/preload/sigwait_proc_left).
+void signal_wait_done(G* gp) {
+  // Dekker with signal_route: it claims (the claim, then the pending bit),
+  // then reads sigwaiting; gp withdrew its set before this look. Either
+  // this look finds both bits or sysmon finds the set withdrawn and gives
+  // the claim back itself. (A claim without its pending bit is sysmon's
+  // to finish.)
+  uint64_t left = gp->sigpending_proc.load(std::memory_order_seq_cst) &
+                  gp->sigpending.load(std::memory_order_seq_cst) &
+                  __atomic_load_n(&gp->sigmask, __ATOMIC_SEQ_CST) &
+                  ~gp->sigwaiting.load(std::memory_order_seq_cst) & ~internal_mask();
+  bool any = false;
+  for (; left; left &= left - 1) any |= give_back_claim(gp, __builtin_ctzll(left) + 1);
+  if (any) sysmon_wake();
+}
+
 void signal_waiting(G* gp, uint64_t set) {
-  uint64_t old = gp->sigwaiting.exchange(set, std::memory_order_seq_cst);
   if (set) {
     // Signals nobody else may take (blocked everywhere, default action):
-    // goshim must see them to hand them over.
+    // goshim must see them to hand them over. Wrapped before the set is
+    // published: sysmon opens what a G waits for at any look that reads
+    // the set (another G's mask change starts one), and one at its
+    // default action that ends the process, opened before goshim's handler
+    // was installed, ends it when an instance is queued in the kernel
+    // (most likely what killed review_sq27's leak.c by SIGRTMIN+1, after
+    // SIG_IGN and back to SIG_DFL, in about 1 run in 40 once its drains
+    // emptied what goshim held, so that sysmon no longer kept it blocked,
+    // sysmon_hold; not seen in 100 runs since).
     for (uint64_t s = set & ~internal_mask(); s; s &= s - 1) ensure_wrapped(__builtin_ctzll(s) + 1, true);
     waited_mask.fetch_or(set);
   }
+  uint64_t old = gp->sigwaiting.exchange(set, std::memory_order_seq_cst);
   if (set != old) bump_masks();
 }
 
@@ -3138,7 +3196,16 @@ void signal_route() {
       continue;
     }
     if (target == running && !waiter && send_to_running(target, sig, nullptr, true)) continue;
-    target->sigpending.fetch_or(b);
+    target->sigpending.fetch_or(b, std::memory_order_seq_cst);
+    if (target == waiter && !(target->sigwaiting.load(std::memory_order_seq_cst) & b) &&
+        (__atomic_load_n(&target->sigmask, __ATOMIC_SEQ_CST) & b)) {
+      // The waiter's wait ended since it was chosen (Dekker with
+      // signal_wait_done, which gives back what it finds claimed after
+      // withdrawing its set): the claim goes back to the process, unless
+      // the waiter took it or gave it back first.
+      give_back_claim(target, sig);
+      continue;
+    }
     if (target == waiter) {
       // Whether it is parked yet or not: it may be between publishing its
       // set and parking (preempted there, or its thread descheduled), and

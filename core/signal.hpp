@@ -210,6 +210,9 @@ int signal_take(G* gp, uint64_t set, siginfo_t* info, bool wait_kernel);
 // gp is about to wait for set in the kernel (sigwait family, sigsuspend,
 // pause): route matching process signals to its M. 0 when done.
 void signal_waiting(G* gp, uint64_t set);
+// gp's sigwait ended (its set withdrawn, its signal taken): the process
+// signals routed to it for that wait that it blocks go back to the process.
+void signal_wait_done(G* gp);
 // A signal of the set gp waits for was made pending on it: ends its wait on
 // G::sigwait_word, or the one it is about to begin (the waiter reads the
 // word before it publishes its set and looks for pending signals, and

@@ -69,6 +69,7 @@ int wait_for(G* gp, uint64_t set, siginfo_t* info, int64_t deadline, bool eintr)
     if (!sig) r = sema_wait(&gp->sigwait_word, seq, deadline, WaitReason::SigWait);
     signal_waiting(gp, 0);
     if (!sig) sig = signal_take(gp, set, info, false);
+    signal_wait_done(gp);  // what was routed here and not taken: back to the process
     if (sig > 0) return fold_tkill(sig, info);
     if (sig < 0) continue;
     if (r == ETIMEDOUT) return -EAGAIN;
