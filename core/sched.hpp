@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "core/cputime.hpp"
 #include "core/gmp.hpp"
 #include "syscalls/sys.hpp"
 
@@ -124,20 +125,10 @@ void globrunqputbatch(GQueue& q);
 
 // ---- run queues (runq.cpp) --------------------------------------------------
 
-// A cheap monotonic stamp (CPU ticks where the architecture has a
-// constant counter, else ns) for the order of runnable Gs between a P's
-// ring and the global queue: only stamps are compared with each other.
-inline uint64_t runq_stamp() {
-#if defined(__x86_64__)
-  return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-  uint64_t v;
-  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
-  return v;
-#else
-  return (uint64_t)sys::nanotime();
-#endif
-}
+// A cheap monotonic stamp (the cycle counter, core/cputime.hpp) for the
+// order of runnable Gs between a P's ring and the global queue: only
+// stamps are compared with each other.
+inline uint64_t runq_stamp() { return cputicks(); }
 
 // Owner P only. Stamps gp (G::readyat) as runnable from now.
 void runqput(P* pp, G* gp, bool next);

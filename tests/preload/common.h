@@ -37,17 +37,22 @@
     }                                                                        \
   } while (0)
 
-/* Kernel threads of this process right now (/proc/self/status). */
-static inline int kernel_threads(void) {
+/* The decimal value of a /proc/self/status line ("Threads:", "SigQ:"),
+ * or -1. */
+static inline long self_status(const char *key) {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
-  int n = -1;
+  long n = -1;
+  size_t k = strlen(key);
   if (!f) return -1;
   while (fgets(line, sizeof line, f))
-    if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
+    if (strncmp(line, key, k) == 0) n = atol(line + k);
   fclose(f);
   return n;
 }
+
+/* Kernel threads of this process right now (/proc/self/status). */
+static inline int kernel_threads(void) { return (int)self_status("Threads:"); }
 
 /* Fails if MAX_KERNEL_THREADS is set and exceeded. Returns the count. */
 static inline int check_kernel_threads(const char *when) {

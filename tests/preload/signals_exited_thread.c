@@ -15,16 +15,6 @@
 #include <unistd.h>
 #include "common.h"
 
-static long sigq(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char l[256];
-  long n = -1;
-  while (f && fgets(l, sizeof l, f))
-    if (strncmp(l, "SigQ:", 5) == 0) n = atol(l + 5);
-  if (f) fclose(f);
-  return n;
-}
-
 static void *quit(void *arg) { return arg; }
 
 int main(void) {
@@ -56,7 +46,7 @@ int main(void) {
   sigset_t all;
   sigfillset(&all);
   CHECK_EQ(pthread_sigmask(SIG_BLOCK, &all, NULL), 0);
-  long q = sigq();
+  long q = self_status("SigQ:");
   CHECK(q >= 0, "SigQ unreadable");
   struct rlimit old, rl;
   CHECK_EQ(getrlimit(RLIMIT_SIGPENDING, &old), 0);
